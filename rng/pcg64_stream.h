@@ -1,0 +1,75 @@
+// Pcg64Stream: pcg-cpp's pcg64 (XSL-RR 128/64) seeded exactly as numpy's
+// PCG64(SeedSequence): s = generate_state(4, uint64), state seed (s0 << 64) | s1,
+// stream (s2 << 64) | s3. next_u64() equals numpy's random_raw(); next_u32() and
+// uniform_double() follow numpy's bit generator (the 32-bit half-word buffer
+// included), so Python users can reproduce every draw.
+// A value type: copy it to fork a stream. Not thread-safe; one owner at a time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+
+#include <pcg_random.hpp>
+
+#include "rng/seed_sequence.h"
+
+namespace seedloader {
+
+class Pcg64Stream {
+ public:
+  using result_type = std::uint64_t;
+
+  explicit Pcg64Stream(const SeedSequence& seq);
+  // The four uint64 words as numpy's generate_state(4, uint64) returns them.
+  explicit Pcg64Stream(const std::array<std::uint64_t, 4>& state_words);
+
+  std::uint64_t next_u64() { return engine_(); }
+  // numpy's next_uint32: the low half of a 64-bit draw first, its high half next.
+  std::uint32_t next_u32() {
+    if (has_u32_) {
+      has_u32_ = false;
+      return buffered_u32_;
+    }
+    std::uint64_t v = engine_();
+    has_u32_ = true;
+    buffered_u32_ = static_cast<std::uint32_t>(v >> 32);
+    return static_cast<std::uint32_t>(v);
+  }
+
+  // UniformRandomBitGenerator, so the stream can feed generic code that only
+  // needs raw bits. Never pass it to std::*_distribution (not portable).
+  std::uint64_t operator()() { return next_u64(); }
+  static constexpr std::uint64_t min() { return 0; }
+  static constexpr std::uint64_t max() {
+    return std::numeric_limits<std::uint64_t>::max();
+  }
+
+  // The stream's next 64-bit output, without consuming it: equal fingerprints
+  // mean equal states (for the audit).
+  std::uint64_t fingerprint() const {
+    pcg64 copy = engine_;
+    return copy();
+  }
+
+  // Skip n 64-bit outputs in O(log n).
+  void advance(std::uint64_t n) { engine_.advance(n); }
+
+  const std::array<std::uint64_t, 4>& seed_words() const { return seed_words_; }
+
+  friend bool operator==(const Pcg64Stream& a, const Pcg64Stream& b) {
+    return a.engine_ == b.engine_ && a.has_u32_ == b.has_u32_ &&
+           (!a.has_u32_ || a.buffered_u32_ == b.buffered_u32_);
+  }
+
+ private:
+  std::array<std::uint64_t, 4> seed_words_;
+  pcg64 engine_;
+  bool has_u32_ = false;
+  std::uint32_t buffered_u32_ = 0;
+};
+
+// The random stream handed to datasets and transforms.
+using Rng = Pcg64Stream;
+
+}  // namespace seedloader

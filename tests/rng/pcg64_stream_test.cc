@@ -1,0 +1,67 @@
+#include "rng/pcg64_stream.h"
+
+#include <gtest/gtest.h>
+
+#include "rng/derive.h"
+
+namespace seedloader {
+namespace {
+
+// numpy 1.24's numpy/random/tests/data/pcg64-testset-{1,2}.csv:
+// PCG64(seed).random_raw() for seeds 0xdeadbeaf and 0.
+TEST(Pcg64StreamTest, MatchesNumpyPublishedTestSets) {
+  Pcg64Stream a(SeedSequence(0xdeadbeaf));
+  for (std::uint64_t e :
+       {0x60d24054e17a0698ull, 0xd5e79d89856e4f12ull, 0xd254972fe64bd782ull,
+        0xf1e3072a53c72571ull, 0xd7c1d7393d4115c9ull, 0x77b75928b763e1e2ull}) {
+    EXPECT_EQ(a.next_u64(), e);
+  }
+  Pcg64Stream b(SeedSequence(0));
+  for (std::uint64_t e :
+       {0xa30febcfd9c2825full, 0x4510bdf882d9d721ull, 0x0a7d3da94ecde8b8ull}) {
+    EXPECT_EQ(b.next_u64(), e);
+  }
+}
+
+TEST(Pcg64StreamTest, SeededFromSpawnKeyLikeNumpy) {
+  // np.random.PCG64(np.random.SeedSequence(42, spawn_key=(1, 2, 3))).random_raw()
+  Pcg64Stream rng(SeedSequence(42, {1, 2, 3}));
+  EXPECT_EQ(rng.next_u64(), 0x735ca24a6ff4a80eull);
+}
+
+TEST(Pcg64StreamTest, ThirtyTwoBitDrawsUseLowHalfThenHighHalf) {
+  Pcg64Stream a(SeedSequence(5));
+  Pcg64Stream b(SeedSequence(5));
+  const std::uint64_t word = a.next_u64();
+  EXPECT_EQ(b.next_u32(), static_cast<std::uint32_t>(word));
+  EXPECT_EQ(b.next_u32(), static_cast<std::uint32_t>(word >> 32));
+  EXPECT_EQ(b.next_u64(), a.next_u64());
+}
+
+TEST(Pcg64StreamTest, FingerprintIsNextOutputWithoutConsumingIt) {
+  Pcg64Stream rng(SeedSequence(9));
+  const std::uint64_t fp = rng.fingerprint();
+  EXPECT_EQ(rng.fingerprint(), fp);
+  EXPECT_EQ(rng.next_u64(), fp);
+  EXPECT_NE(rng.fingerprint(), fp);
+}
+
+TEST(Pcg64StreamTest, AdvanceSkipsOutputs) {
+  Pcg64Stream a(SeedSequence(11));
+  Pcg64Stream b(SeedSequence(11));
+  for (int i = 0; i < 1000; ++i) a.next_u64();
+  b.advance(1000);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.next_u64(), b.next_u64());
+}
+
+TEST(Pcg64StreamTest, CopiesAreIndependentValues) {
+  Pcg64Stream a = worker_stream(1, 0, 0, 0);
+  Pcg64Stream b = a;
+  EXPECT_EQ(a.next_u64(), b.next_u64());
+  a.next_u64();
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace seedloader

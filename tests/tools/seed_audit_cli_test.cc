@@ -1,0 +1,121 @@
+// seed-audit as a user runs it: exit codes, --help, JSON output, and `shard`
+// against PyTorch's DistributedSampler.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sampler/distributed_sampler.h"
+#include "tests/common/run_command.h"
+
+namespace seedloader {
+namespace {
+
+using testing_util::run_command;
+
+std::string audit(const std::string& args) {
+  return std::string(SEEDLOADER_SEED_AUDIT) + " " + args + " 2>&1";
+}
+
+TEST(SeedAuditCliTest, HelpOnEverySubcommandExitsZero) {
+  for (const char* sub : {"", "derive ", "shard "}) {
+    auto r = run_command(audit(std::string(sub) + "--help"));
+    EXPECT_EQ(r.exit_code, 0) << sub << r.out;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
+  }
+}
+
+TEST(SeedAuditCliTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_command(audit("")).exit_code, 2);
+  EXPECT_EQ(run_command(audit("derive")).exit_code, 2);  // --seed missing
+  EXPECT_EQ(run_command(audit("derive --seed 1 --purpose bogus")).exit_code, 2);
+  EXPECT_EQ(run_command(audit("frobnicate")).exit_code, 2);
+  auto r = run_command(audit("shard --size 10 --world-size 2 --rank 2"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("rank 2 is not below world_size 2"), std::string::npos) << r.out;
+}
+
+TEST(SeedAuditCliTest, DeriveJsonHasKeyStateAndOutputs) {
+  auto r =
+      run_command(audit("derive --seed 42 --purpose sample --epoch 1 --index 7 "
+                        "--count 2 --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["spawn_key"], (nlohmann::json{2, 1, 7}));
+  EXPECT_EQ(j["state"].size(), 4u);
+  EXPECT_EQ(j["outputs"].size(), 2u);
+}
+
+TEST(SeedAuditCliTest, ShardJsonEqualsLibrary) {
+  auto r =
+      run_command(audit("shard --size 103 --world-size 4 --rank 3 --epoch 2 "
+                        "--seed 5 --shuffle --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  DistributedSampler s(103, {.world_size = 4, .rank = 3, .shuffle = true, .seed = 5});
+  EXPECT_EQ(nlohmann::json::parse(r.out)["indices"].get<std::vector<Index>>(),
+            s.indices(2));
+}
+
+TEST(SeedAuditCliTest, UnshuffledShardMatchesPyTorchDistributedSampler) {
+  if (!testing_util::python_has("torch")) {
+    GTEST_SKIP() << "torch is not importable by /usr/bin/python3";
+  }
+  // Every (N, R, r, drop_last) below, computed by torch in one process.
+  std::ostringstream combos;
+  std::vector<std::tuple<int, int, int, bool>> cases;
+  for (int n : {1, 2, 3, 5, 7, 10, 16, 31, 100}) {
+    for (int world : {1, 2, 3, 4, 5, 8}) {
+      for (bool drop : {false, true}) {
+        if (drop && n < world) continue;
+        for (int r = 0; r < world; ++r) cases.emplace_back(n, world, r, drop);
+      }
+    }
+  }
+  std::string script =
+      "import json,sys\n"
+      "from torch.utils.data.distributed import DistributedSampler as D\n"
+      "for line in sys.stdin:\n"
+      "  n,w,r,d=map(int,line.split())\n"
+      "  print(json.dumps(list(D(range(n),num_replicas=w,rank=r,shuffle=False,"
+      "drop_last=bool(d)))))\n";
+  std::string input;
+  for (auto& [n, w, r, d] : cases) {
+    input += std::to_string(n) + " " + std::to_string(w) + " " + std::to_string(r) + " " +
+             (d ? "1" : "0") + "\n";
+  }
+  std::string dir = testing::TempDir();
+  FILE* f = std::fopen((dir + "torch_shards.py").c_str(), "w");
+  std::fputs(script.c_str(), f);
+  std::fclose(f);
+  f = std::fopen((dir + "torch_shards.in").c_str(), "w");
+  std::fputs(input.c_str(), f);
+  std::fclose(f);
+  auto torch = run_command("/usr/bin/python3 " + dir + "torch_shards.py < " + dir +
+                           "torch_shards.in");
+  ASSERT_EQ(torch.exit_code, 0) << torch.out;
+  std::istringstream lines(torch.out);
+  std::string line;
+  for (auto& [n, w, r, d] : cases) {
+    ASSERT_TRUE(std::getline(lines, line));
+    auto expected = nlohmann::json::parse(line).get<std::vector<Index>>();
+    std::string args = "shard --size " + std::to_string(n) + " --world-size " +
+                       std::to_string(w) + " --rank " + std::to_string(r) +
+                       (d ? " --drop-last" : "") + " --json";
+    // The CLI for a sample of cases (process start-up dominates), the library for all.
+    if ((n + w + r) % 5 == 0) {
+      auto cli = run_command(audit(args));
+      ASSERT_EQ(cli.exit_code, 0) << cli.out;
+      EXPECT_EQ(nlohmann::json::parse(cli.out)["indices"].get<std::vector<Index>>(),
+                expected)
+          << args;
+    }
+    DistributedSampler s(n, {.world_size = static_cast<std::uint64_t>(w),
+                             .rank = static_cast<std::uint64_t>(r),
+                             .shuffle = false,
+                             .drop_last = d});
+    EXPECT_EQ(s.indices(0), expected) << args;
+  }
+}
+
+}  // namespace
+}  // namespace seedloader
