@@ -1,0 +1,167 @@
+#include "transforms/crop.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <opencv2/imgproc.hpp>
+
+#include "rng/error.h"
+#include "tests/transforms/test_images.h"
+
+namespace seedloader {
+namespace {
+
+using testing::gradient_image;
+using testing::same_pixels;
+using testing::test_rng;
+
+TEST(RandomCropTest, ReturnsTheWindowAtTheDrawnPosition) {
+  const cv::Mat image = gradient_image(40, 30);
+  RandomCrop crop(cv::Size(16, 8));
+  Rng rng = test_rng(1);
+  for (int i = 0; i < 50; ++i) {
+    TransformLog log;
+    cv::Mat out = crop.apply(image, rng, &log);
+    const int top = static_cast<int>(log.value("crop", "top"));
+    const int left = static_cast<int>(log.value("crop", "left"));
+    ASSERT_GE(top, 0);
+    ASSERT_LE(top, 30 - 8);
+    ASSERT_LE(left, 40 - 16);
+    ASSERT_EQ(out.size(), cv::Size(16, 8));
+    for (int y = 0; y < 8; ++y) {
+      for (int x = 0; x < 16; ++x) {
+        ASSERT_EQ(out.at<cv::Vec3b>(y, x)[0], left + x);
+        ASSERT_EQ(out.at<cv::Vec3b>(y, x)[1], top + y);
+      }
+    }
+  }
+}
+
+TEST(RandomCropTest, PaddingSurroundsTheImageWithZeros) {
+  const cv::Mat image = gradient_image(10, 6);
+  RandomCrop crop(cv::Size(14, 10), 2);  // exactly the padded size: one position
+  Rng rng = test_rng(2);
+  cv::Mat out = crop.apply(image, rng, nullptr);
+  for (int y = 0; y < 10; ++y) {
+    for (int x = 0; x < 14; ++x) {
+      const bool inside = y >= 2 && y < 8 && x >= 2 && x < 12;
+      const cv::Vec3b want =
+          inside ? image.at<cv::Vec3b>(y - 2, x - 2) : cv::Vec3b(0, 0, 0);
+      ASSERT_EQ(out.at<cv::Vec3b>(y, x), want) << y << "," << x;
+    }
+  }
+}
+
+TEST(RandomCropTest, ImageSmallerThanCropIsDataError) {
+  Rng rng = test_rng(3);
+  EXPECT_THROW(RandomCrop(cv::Size(20, 20)).apply(gradient_image(10, 30), rng, nullptr),
+               DataError);
+}
+
+TEST(RandomCropTest, PositionsCoverTheRangeUniformly) {
+  const cv::Mat image = gradient_image(12, 12);
+  RandomCrop crop(cv::Size(9, 12));  // left in [0, 3], top always 0
+  Rng rng = test_rng(4);
+  int counts[4] = {};
+  const int n = 8000;
+  for (int i = 0; i < n; ++i) {
+    TransformLog log;
+    crop.apply(image, rng, &log);
+    ASSERT_EQ(log.value("crop", "top"), 0);
+    counts[static_cast<int>(log.value("crop", "left"))]++;
+  }
+  for (int c : counts) EXPECT_NEAR(c, n / 4, 200);  // ~5 sigma
+}
+
+TEST(CenterCropTest, TakesTheCentralWindow) {
+  const cv::Mat image = gradient_image(21, 11);
+  Rng rng = test_rng(5);
+  cv::Mat out = CenterCrop(cv::Size(5, 3)).apply(image, rng, nullptr);
+  EXPECT_TRUE(same_pixels(out, image(cv::Rect(8, 4, 5, 3))));
+}
+
+TEST(CenterCropTest, PadsAnImageSmallerThanTheCrop) {
+  const cv::Mat image = gradient_image(4, 4);
+  Rng rng = test_rng(6);
+  cv::Mat out = CenterCrop(cv::Size(8, 6)).apply(image, rng, nullptr);
+  ASSERT_EQ(out.size(), cv::Size(8, 6));
+  EXPECT_TRUE(same_pixels(out(cv::Rect(2, 1, 4, 4)), image));
+  EXPECT_EQ(out.at<cv::Vec3b>(0, 0), cv::Vec3b(0, 0, 0));
+}
+
+TEST(ResizeTest, ShorterSideKeepsTheAspect) {
+  Rng rng = test_rng(7);
+  cv::Mat out = Resize::shorter_side(50).apply(gradient_image(200, 100), rng, nullptr);
+  EXPECT_EQ(out.size(), cv::Size(100, 50));
+  out = Resize::shorter_side(50).apply(gradient_image(100, 300), rng, nullptr);
+  EXPECT_EQ(out.size(), cv::Size(50, 150));
+}
+
+TEST(ResizeTest, ConstantImageStaysConstantAtTheExactSize) {
+  cv::Mat image(37, 53, CV_8UC3, cv::Scalar(10, 20, 30));
+  Rng rng = test_rng(8);
+  cv::Mat out = Resize(cv::Size(19, 71)).apply(image, rng, nullptr);
+  ASSERT_EQ(out.size(), cv::Size(19, 71));
+  EXPECT_TRUE(same_pixels(out, cv::Mat(71, 19, CV_8UC3, cv::Scalar(10, 20, 30))));
+}
+
+TEST(RandomResizedCropTest, WindowsStayInsideAndScaleAndRatioWithinBounds) {
+  const cv::Size source(1000, 800);
+  Rng rng = test_rng(9);
+  double min_scale = 1, max_scale = 0, log_ratio_sum = 0;
+  const int n = 4000;
+  for (int i = 0; i < n; ++i) {
+    cv::Rect r = draw_resized_crop(source, {0.08, 1.0}, {3.0 / 4, 4.0 / 3}, rng);
+    ASSERT_TRUE((r & cv::Rect(0, 0, 1000, 800)) == r);
+    const double scale = static_cast<double>(r.area()) / (1000.0 * 800.0);
+    const double ratio = static_cast<double>(r.width) / r.height;
+    ASSERT_GE(scale, 0.08 * 0.98);
+    ASSERT_LE(scale, 1.0);
+    ASSERT_GE(ratio, 0.75 * 0.98);
+    ASSERT_LE(ratio, 4.0 / 3 * 1.02);
+    min_scale = std::min(min_scale, scale);
+    max_scale = std::max(max_scale, scale);
+    log_ratio_sum += std::log(ratio);
+  }
+  EXPECT_LT(min_scale, 0.1);
+  EXPECT_GT(max_scale, 0.9);
+  EXPECT_NEAR(log_ratio_sum / n, 0.0, 0.03);  // log-uniform ratio is symmetric
+}
+
+TEST(RandomResizedCropTest, FallsBackToTheCentralCropWithClampedRatio) {
+  Rng rng = test_rng(10);
+  // Aspect >= 2 at full area never fits a square image: all ten tries fail.
+  cv::Rect r = draw_resized_crop(cv::Size(100, 100), {1.0, 1.0}, {2.0, 3.0}, rng);
+  EXPECT_EQ(r, cv::Rect(0, 25, 100, 50));
+}
+
+TEST(RandomResizedCropTest, OutputIsTheDrawnWindowResized) {
+  const cv::Mat image = gradient_image(120, 90);
+  RandomResizedCrop rrc(cv::Size(32, 24));
+  Rng rng = test_rng(11);
+  Rng replay = rng;
+  cv::Mat out = rrc.apply(image, rng, nullptr);
+  cv::Rect r = draw_resized_crop(image.size(), {0.08, 1.0}, {3.0 / 4, 4.0 / 3}, replay);
+  cv::Mat want;
+  cv::resize(image(r), want, cv::Size(32, 24), 0, 0,
+             r.width >= 32 && r.height >= 24 ? cv::INTER_AREA : cv::INTER_LINEAR);
+  EXPECT_TRUE(same_pixels(out, want));
+  EXPECT_TRUE(rng == replay);
+}
+
+TEST(RandomResizedCropTest, ReductionOnlyWhenTheWindowIsAtLeastTwiceTheOutput) {
+  RandomResizedCrop rrc(cv::Size(100, 100));
+  EXPECT_EQ(rrc.max_reduction(cv::Rect(0, 0, 199, 500)), 1);
+  EXPECT_EQ(rrc.max_reduction(cv::Rect(0, 0, 200, 200)), 2);
+  EXPECT_EQ(rrc.max_reduction(cv::Rect(0, 0, 450, 420)), 4);
+  EXPECT_EQ(rrc.max_reduction(cv::Rect(0, 0, 900, 800)), 8);
+}
+
+TEST(RandomResizedCropTest, InvalidRangesAreConfigErrors) {
+  EXPECT_THROW(RandomResizedCrop(cv::Size(0, 4)), ConfigError);
+  EXPECT_THROW(RandomResizedCrop(cv::Size(4, 4), {0.5, 1.5}), ConfigError);
+  EXPECT_THROW(RandomResizedCrop(cv::Size(4, 4), {0.1, 1.0}, {2.0, 1.0}), ConfigError);
+}
+
+}  // namespace
+}  // namespace seedloader

@@ -1,0 +1,71 @@
+#include "transforms/spec.h"
+
+#include <gtest/gtest.h>
+
+#include "rng/error.h"
+
+namespace seedloader {
+namespace {
+
+std::string config_error_of(const std::string& spec) {
+  try {
+    parse_transform_spec(spec);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TransformSpecTest, ParsesTheDocumentedExample) {
+  Compose chain =
+      parse_transform_spec("rrc:224,hflip,jitter:0.4:0.4:0.4:0.1,normalize:imagenet");
+  ASSERT_EQ(chain.steps().size(), 3u);
+  EXPECT_NE(chain.steps()[0]->describe().find("RandomResizedCrop(224x224"),
+            std::string::npos);
+  EXPECT_NE(chain.steps()[1]->describe().find("RandomHorizontalFlip(p=0.5"),
+            std::string::npos);
+  EXPECT_NE(chain.steps()[2]->describe().find("ColorJitter(brightness=0.4"),
+            std::string::npos);
+  ASSERT_TRUE(chain.output().normalize().has_value());
+  EXPECT_FLOAT_EQ(chain.output().normalize()->mean()[0], 0.485f);
+  EXPECT_EQ(chain.output_size(), cv::Size(224, 224));
+}
+
+TEST(TransformSpecTest, ParsesEveryStepAndOutput) {
+  Compose chain = parse_transform_spec(
+      "resize:40x30,crop:24:4,centercrop:20,vflip:0.2,rotate:15,blur:5:0.1:2,"
+      "rrc:16:0.5:1:0.8:1.25,normalize:0.5:0.25");
+  EXPECT_EQ(chain.steps().size(), 7u);
+  EXPECT_EQ(chain.output().normalize()->std()[0], 0.25f);
+  EXPECT_EQ(parse_transform_spec("centercrop:8,u8").output().output(),
+            ToTensor::Output::kUint8);
+  EXPECT_TRUE(parse_transform_spec("").steps().empty());
+}
+
+TEST(TransformSpecTest, UnknownNameIsConfigErrorNamingTheToken) {
+  EXPECT_NE(config_error_of("rrc:224,sharpen:2").find("'sharpen:2'"), std::string::npos);
+}
+
+TEST(TransformSpecTest, BadNumberIsConfigErrorNamingTheToken) {
+  EXPECT_NE(config_error_of("rrc:22x").find("'rrc:22x'"), std::string::npos);
+  EXPECT_NE(config_error_of("hflip:abc").find("'hflip:abc'"), std::string::npos);
+  EXPECT_NE(config_error_of("jitter:0.4:0.4:0.4").find("'jitter:0.4:0.4:0.4'"),
+            std::string::npos);
+}
+
+TEST(TransformSpecTest, InvalidValueIsConfigErrorNamingTheToken) {
+  const std::string what = config_error_of("hflip:1.5");
+  EXPECT_NE(what.find("'hflip:1.5'"), std::string::npos);
+  EXPECT_NE(what.find("p must be in [0, 1]"), std::string::npos);
+  EXPECT_NE(config_error_of("blur:4:1:2").find("'blur:4:1:2'"), std::string::npos);
+}
+
+TEST(TransformSpecTest, ImageStepAfterTheOutputIsRejected) {
+  EXPECT_NE(config_error_of("normalize:imagenet,hflip").find("'hflip'"),
+            std::string::npos);
+  EXPECT_NE(config_error_of("totensor,u8").find("'u8'"), std::string::npos);
+  EXPECT_NE(config_error_of("hflip,,vflip").find("empty step"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace seedloader

@@ -1,0 +1,30 @@
+// Small deterministic images and helpers shared by the transform tests.
+#pragma once
+
+#include <opencv2/core.hpp>
+
+#include "rng/pcg64_stream.h"
+#include "rng/seed_sequence.h"
+
+namespace seedloader::testing {
+
+// Every pixel distinct enough to locate a window: R = x, G = y, B = (x * 7 + y * 3).
+inline cv::Mat gradient_image(int width, int height) {
+  cv::Mat image(height, width, CV_8UC3);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      image.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uchar>(x), static_cast<uchar>(y),
+                                            static_cast<uchar>(x * 7 + y * 3));
+    }
+  }
+  return image;
+}
+
+inline Rng test_rng(std::uint64_t seed) { return Rng(SeedSequence(seed)); }
+
+inline bool same_pixels(const cv::Mat& a, const cv::Mat& b) {
+  return a.size() == b.size() && a.type() == b.type() &&
+         cv::norm(a, b, cv::NORM_INF) == 0;
+}
+
+}  // namespace seedloader::testing

@@ -1,0 +1,201 @@
+#include "transforms/crop.h"
+
+#include <cmath>
+#include <opencv2/imgproc.hpp>
+#include <sstream>
+
+#include "rng/error.h"
+#include "rng/random.h"
+
+namespace seedloader {
+namespace {
+
+void check_size(cv::Size size, const char* what) {
+  if (size.width <= 0 || size.height <= 0) {
+    throw ConfigError(std::string(what) + ": size must be positive, got " +
+                      std::to_string(size.width) + "x" + std::to_string(size.height));
+  }
+}
+
+std::string size_text(cv::Size s) {
+  return std::to_string(s.width) + "x" + std::to_string(s.height);
+}
+
+void require_nonempty(const cv::Mat& image, const char* what) {
+  if (image.empty()) throw DataError(std::string(what) + ": empty image");
+}
+
+}  // namespace
+
+cv::Mat resize_to(const cv::Mat& image, cv::Size size) {
+  if (image.size() == size) return image;
+  const bool shrinking = size.width <= image.cols && size.height <= image.rows;
+  cv::Mat out;
+  cv::resize(image, out, size, 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+  return out;
+}
+
+cv::Rect draw_resized_crop(cv::Size source, std::pair<double, double> scale,
+                           std::pair<double, double> ratio, Rng& rng) {
+  const int width = source.width;
+  const int height = source.height;
+  const double area = static_cast<double>(width) * height;
+  const double log_lo = std::log(ratio.first);
+  const double log_hi = std::log(ratio.second);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target_area = area * uniform(rng, scale.first, scale.second);
+    const double aspect = std::exp(uniform(rng, log_lo, log_hi));
+    const long w = std::lround(std::sqrt(target_area * aspect));
+    const long h = std::lround(std::sqrt(target_area / aspect));
+    if (w > 0 && h > 0 && w <= width && h <= height) {
+      const int top =
+          static_cast<int>(bounded(rng, static_cast<std::uint64_t>(height - h + 1)));
+      const int left =
+          static_cast<int>(bounded(rng, static_cast<std::uint64_t>(width - w + 1)));
+      return cv::Rect(left, top, static_cast<int>(w), static_cast<int>(h));
+    }
+  }
+  // Fallback: the whole image, its aspect clamped into the ratio range, centred.
+  const double in_ratio = static_cast<double>(width) / height;
+  int w = width;
+  int h = height;
+  if (in_ratio < ratio.first) {
+    h = std::max(1, static_cast<int>(std::lround(w / ratio.first)));
+  } else if (in_ratio > ratio.second) {
+    w = std::max(1, static_cast<int>(std::lround(h * ratio.second)));
+  }
+  h = std::min(h, height);
+  w = std::min(w, width);
+  return cv::Rect((width - w) / 2, (height - h) / 2, w, h);
+}
+
+RandomResizedCrop::RandomResizedCrop(cv::Size size, std::pair<double, double> scale,
+                                     std::pair<double, double> ratio)
+    : size_(size), scale_(scale), ratio_(ratio) {
+  check_size(size, "RandomResizedCrop");
+  if (!(scale.first > 0 && scale.first <= scale.second && scale.second <= 1.0)) {
+    throw ConfigError("RandomResizedCrop: scale range must satisfy 0 < lo <= hi <= 1");
+  }
+  if (!(ratio.first > 0 && ratio.first <= ratio.second)) {
+    throw ConfigError("RandomResizedCrop: ratio range must satisfy 0 < lo <= hi");
+  }
+}
+
+cv::Rect RandomResizedCrop::plan_region(cv::Size source, Rng& rng,
+                                        TransformLog* log) const {
+  if (source.width <= 0 || source.height <= 0) {
+    throw DataError("RandomResizedCrop: empty image");
+  }
+  cv::Rect r = draw_resized_crop(source, scale_, ratio_, rng);
+  if (log) {
+    log->record("rrc", "left", r.x);
+    log->record("rrc", "top", r.y);
+    log->record("rrc", "width", r.width);
+    log->record("rrc", "height", r.height);
+  }
+  return r;
+}
+
+int RandomResizedCrop::max_reduction(cv::Rect region) const {
+  for (int r : {8, 4, 2}) {
+    if (region.width >= r * size_.width && region.height >= r * size_.height) return r;
+  }
+  return 1;
+}
+
+cv::Mat RandomResizedCrop::apply_region(const cv::Mat& decoded, cv::Rect region) const {
+  return resize_to(decoded(region), size_);
+}
+
+cv::Mat RandomResizedCrop::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
+  require_nonempty(image, "RandomResizedCrop");
+  return apply_region(image, plan_region(image.size(), rng, log));
+}
+
+std::string RandomResizedCrop::describe() const {
+  std::ostringstream out;
+  out << "RandomResizedCrop(" << size_text(size_) << ", scale=(" << scale_.first << ", "
+      << scale_.second << "), ratio=(" << ratio_.first << ", " << ratio_.second << "))";
+  return out.str();
+}
+
+RandomCrop::RandomCrop(cv::Size size, int padding) : size_(size), padding_(padding) {
+  check_size(size, "RandomCrop");
+  if (padding < 0) throw ConfigError("RandomCrop: padding must be >= 0");
+}
+
+cv::Mat RandomCrop::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
+  require_nonempty(image, "RandomCrop");
+  if (padding_ > 0) {
+    cv::Mat padded;
+    cv::copyMakeBorder(image, padded, padding_, padding_, padding_, padding_,
+                       cv::BORDER_CONSTANT, cv::Scalar::all(0));
+    image = padded;
+  }
+  if (image.cols < size_.width || image.rows < size_.height) {
+    throw DataError("RandomCrop: image " + size_text(image.size()) +
+                    " (after padding) is smaller than the crop " + size_text(size_));
+  }
+  const int top = static_cast<int>(bounded(rng, image.rows - size_.height + 1));
+  const int left = static_cast<int>(bounded(rng, image.cols - size_.width + 1));
+  if (log) {
+    log->record("crop", "top", top);
+    log->record("crop", "left", left);
+  }
+  return image(cv::Rect(left, top, size_.width, size_.height)).clone();
+}
+
+std::string RandomCrop::describe() const {
+  return "RandomCrop(" + size_text(size_) + ", padding=" + std::to_string(padding_) + ")";
+}
+
+CenterCrop::CenterCrop(cv::Size size) : size_(size) { check_size(size, "CenterCrop"); }
+
+cv::Mat CenterCrop::apply(cv::Mat image, Rng&, TransformLog*) const {
+  require_nonempty(image, "CenterCrop");
+  if (image.cols < size_.width || image.rows < size_.height) {
+    const int pad_x = std::max(0, size_.width - image.cols);
+    const int pad_y = std::max(0, size_.height - image.rows);
+    cv::Mat padded;
+    cv::copyMakeBorder(image, padded, pad_y / 2, pad_y - pad_y / 2, pad_x / 2,
+                       pad_x - pad_x / 2, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+    image = padded;
+  }
+  const int top = (image.rows - size_.height) / 2;
+  const int left = (image.cols - size_.width) / 2;
+  return image(cv::Rect(left, top, size_.width, size_.height)).clone();
+}
+
+std::string CenterCrop::describe() const {
+  return "CenterCrop(" + size_text(size_) + ")";
+}
+
+Resize::Resize(cv::Size size) : size_(size) { check_size(size, "Resize"); }
+
+Resize Resize::shorter_side(int side) {
+  check_size(cv::Size(side, side), "Resize");
+  return Resize(cv::Size(0, 0), side);
+}
+
+cv::Size Resize::output_size(cv::Size in) const {
+  if (shorter_ == 0) return size_;
+  if (in.width <= 0 || in.height <= 0) return {0, 0};
+  if (in.width <= in.height) {
+    return {shorter_,
+            static_cast<int>(static_cast<long long>(shorter_) * in.height / in.width)};
+  }
+  return {static_cast<int>(static_cast<long long>(shorter_) * in.width / in.height),
+          shorter_};
+}
+
+cv::Mat Resize::apply(cv::Mat image, Rng&, TransformLog*) const {
+  require_nonempty(image, "Resize");
+  return resize_to(image, output_size(image.size()));
+}
+
+std::string Resize::describe() const {
+  if (shorter_ != 0) return "Resize(shorter side " + std::to_string(shorter_) + ")";
+  return "Resize(" + size_text(size_) + ")";
+}
+
+}  // namespace seedloader

@@ -1,0 +1,21 @@
+// RandomRotation: rotates about the image centre by an angle ~ U(-degrees,
+// degrees), keeping the size; corners outside the source are filled with zero.
+// Bilinear interpolation. Immutable; safe to share across threads and processes.
+#pragma once
+
+#include "transforms/transform.h"
+
+namespace seedloader {
+
+class RandomRotation final : public Transform {
+ public:
+  // Throws ConfigError for negative degrees.
+  explicit RandomRotation(double degrees);
+  cv::Mat apply(cv::Mat image, Rng& rng, TransformLog* log) const override;
+  std::string describe() const override;
+
+ private:
+  double degrees_;
+};
+
+}  // namespace seedloader

@@ -1,0 +1,110 @@
+#include "transforms/tensor.h"
+
+#include <array>
+#include <sstream>
+
+#include "rng/error.h"
+
+namespace seedloader {
+namespace {
+
+void check_image(const cv::Mat& image, std::size_t out_size) {
+  if (image.depth() != CV_8U) throw DataError("ToTensor: image is not 8-bit");
+  const std::size_t need =
+      static_cast<std::size_t>(image.channels()) * image.rows * image.cols;
+  if (need != out_size) {
+    throw DataError("ToTensor: a " + std::to_string(image.channels()) + "x" +
+                    std::to_string(image.rows) + "x" + std::to_string(image.cols) +
+                    " image does not fit a row of " + std::to_string(out_size) +
+                    " elements");
+  }
+}
+
+}  // namespace
+
+Normalize::Normalize(std::vector<float> mean, std::vector<float> std)
+    : mean_(std::move(mean)), std_(std::move(std)) {
+  if (mean_.size() != std_.size() || (mean_.size() != 1 && mean_.size() != 3)) {
+    throw ConfigError("Normalize: mean and std need 1 or 3 entries each");
+  }
+  for (float s : std_) {
+    if (!(s > 0)) throw ConfigError("Normalize: std must be > 0");
+  }
+}
+
+Normalize Normalize::imagenet() {
+  return Normalize({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f});
+}
+
+std::string Normalize::describe() const {
+  std::ostringstream out;
+  out << "Normalize(mean=(";
+  for (std::size_t i = 0; i < mean_.size(); ++i) out << (i ? ", " : "") << mean_[i];
+  out << "), std=(";
+  for (std::size_t i = 0; i < std_.size(); ++i) out << (i ? ", " : "") << std_[i];
+  out << "))";
+  return out.str();
+}
+
+ToTensor ToTensor::uint8() {
+  ToTensor t;
+  t.output_ = Output::kUint8;
+  return t;
+}
+
+void ToTensor::write(const cv::Mat& image, std::span<float> out) const {
+  check_image(image, out.size());
+  const int channels = image.channels();
+  if (channels > 4) throw DataError("ToTensor: more than 4 channels");
+  // y = pixel * scale[c] + shift[c]: scaling and normalisation in one multiply-add.
+  std::array<float, 4> scale{};
+  std::array<float, 4> shift{};
+  for (int c = 0; c < channels; ++c) {
+    float mean = 0.0f;
+    float sd = 1.0f;
+    if (normalize_) {
+      const auto& m = normalize_->mean();
+      if (m.size() != 1 && static_cast<int>(m.size()) != channels) {
+        throw DataError("ToTensor: Normalize has " + std::to_string(m.size()) +
+                        " entries for a " + std::to_string(channels) + "-channel image");
+      }
+      mean = m.size() == 1 ? m[0] : m[c];
+      sd = normalize_->std().size() == 1 ? normalize_->std()[0] : normalize_->std()[c];
+    }
+    scale[c] = 1.0f / (255.0f * sd);
+    shift[c] = -mean / sd;
+  }
+  const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
+  float* dst = out.data();
+  for (int y = 0; y < image.rows; ++y) {
+    const std::uint8_t* src = image.ptr<std::uint8_t>(y);
+    const std::size_t row = static_cast<std::size_t>(y) * image.cols;
+    for (int x = 0; x < image.cols; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        dst[c * plane + row + x] = src[x * channels + c] * scale[c] + shift[c];
+      }
+    }
+  }
+}
+
+void ToTensor::write(const cv::Mat& image, std::span<std::uint8_t> out) const {
+  if (output_ != Output::kUint8) throw DataError("ToTensor: configured for float32");
+  check_image(image, out.size());
+  const int channels = image.channels();
+  const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
+  for (int y = 0; y < image.rows; ++y) {
+    const std::uint8_t* src = image.ptr<std::uint8_t>(y);
+    const std::size_t row = static_cast<std::size_t>(y) * image.cols;
+    for (int x = 0; x < image.cols; ++x) {
+      for (int c = 0; c < channels; ++c) out[c * plane + row + x] = src[x * channels + c];
+    }
+  }
+}
+
+std::string ToTensor::describe() const {
+  if (output_ == Output::kUint8) return "ToTensor(u8)";
+  return normalize_ ? "ToTensor(float32, " + normalize_->describe() + ")"
+                    : "ToTensor(float32)";
+}
+
+}  // namespace seedloader
