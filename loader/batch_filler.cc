@@ -1,0 +1,82 @@
+#include "loader/batch_filler.h"
+
+#include <exception>
+#include <vector>
+
+#include "rng/derive.h"
+#include "rng/error.h"
+
+namespace seedloader {
+
+namespace {
+
+// One attempt at sample `index` into row i; throws what get() throws.
+void read_sample(const FillContext& ctx, std::byte* slot, std::uint64_t i,
+                 std::uint64_t index, Rng& rng, std::vector<std::byte*>& ptrs) {
+  const SlotGeometry& g = *ctx.geometry;
+  const SampleLayout& layout = ctx.dataset->layout();
+  auto* fingerprints = reinterpret_cast<std::uint64_t*>(slot + g.fingerprints);
+  auto* lengths = reinterpret_cast<std::uint64_t*>(slot + g.lengths) + i * g.num_fields;
+  for (std::size_t f = 0; f < g.num_fields; ++f) {
+    ptrs[f] = slot + g.field_offset[f] + i * g.field_row_bytes[f];
+    lengths[f] = static_cast<std::uint64_t>(layout.field(f).elements());
+  }
+  fingerprints[i] = rng.fingerprint();
+  SampleWriter writer(layout, ptrs, {lengths, g.num_fields}, index);
+  ctx.dataset->get(index, rng, writer);
+}
+
+}  // namespace
+
+FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epoch,
+                      std::uint64_t count, Rng& worker_rng,
+                      const std::atomic<std::uint64_t>* generation,
+                      std::uint64_t task_generation) {
+  FillResult result;
+  auto* indices = reinterpret_cast<std::uint64_t*>(slot + ctx.geometry->indices);
+  const std::uint64_t n = ctx.dataset->size();
+  std::vector<std::byte*> ptrs(ctx.geometry->num_fields);
+  for (std::uint64_t i = 0; i < count; ++i) {
+    // Relaxed: a stale read only delays the cancellation by one sample.
+    if (generation && generation->load(std::memory_order_relaxed) != task_generation) {
+      result.outcome = FillResult::Outcome::kCancelled;
+      return result;
+    }
+    const std::uint64_t original = indices[i];
+    std::uint64_t index = original;
+    try {
+      for (std::uint64_t attempt = 0;; ++attempt) {
+        try {
+          if (ctx.seeding == SeedScope::kSample) {
+            Rng rng = sample_stream(ctx.base_seed, epoch, original);
+            read_sample(ctx, slot, i, index, rng, ptrs);
+          } else {
+            read_sample(ctx, slot, i, index, worker_rng, ptrs);
+          }
+          break;
+        } catch (const DataError&) {
+          if (ctx.on_bad_sample != BadSample::kSkip || attempt + 1 >= n) throw;
+          ++result.skipped;
+          index = (original + attempt + 1) % n;
+        }
+      }
+      indices[i] = index;
+    } catch (const std::exception& e) {
+      result.outcome = FillResult::Outcome::kFailed;
+      result.error_index = static_cast<std::int64_t>(index);
+      result.message = e.what();
+      if (ctx.on_bad_sample == BadSample::kSkip && dynamic_cast<const DataError*>(&e)) {
+        result.message += " (and every other sample failed too)";
+      }
+      return result;
+    } catch (...) {
+      result.outcome = FillResult::Outcome::kFailed;
+      result.error_index = static_cast<std::int64_t>(index);
+      result.message = "unknown exception from get()";
+      return result;
+    }
+  }
+  return result;
+}
+
+}  // namespace seedloader

@@ -1,0 +1,47 @@
+// fill_batch: reads one batch's samples from a dataset straight into a slot,
+// the one routine behind both worker processes and num_workers = 0, so the two
+// seed and collate identically. Before each get() it records the fingerprint of
+// the stream get() will draw from. With BadSample::kSkip, a sample whose get()
+// throws DataError is replaced by index+1, +2, ... (mod N); in kSample mode the
+// replacement draws from a fresh copy of the original index's stream, so the
+// batch stays the same for every worker count; in kWorker mode it continues the
+// worker's stream. The index array then names the sample actually delivered.
+// Not thread-safe; one call per slot at a time.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "loader/dataset.h"
+#include "loader/loader_options.h"
+#include "loader/shared_layout.h"
+#include "rng/pcg64_stream.h"
+
+namespace seedloader {
+
+struct FillContext {
+  const Dataset* dataset = nullptr;
+  const SlotGeometry* geometry = nullptr;
+  SeedScope seeding = SeedScope::kWorker;
+  BadSample on_bad_sample = BadSample::kRaise;
+  std::uint64_t base_seed = 0;
+};
+
+struct FillResult {
+  enum class Outcome { kDone, kCancelled, kFailed } outcome = Outcome::kDone;
+  std::uint64_t skipped = 0;
+  std::int64_t error_index = -1;  // kFailed: the sample, -1 when not one sample
+  std::string message;            // kFailed: what get() threw
+};
+
+// Fills samples [0, count) of the slot at `slot` from the indices already in it.
+// worker_rng: the worker stream (used in kWorker mode). When `generation` is not
+// null, the fill stops (kCancelled) as soon as it differs from task_generation.
+FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epoch,
+                      std::uint64_t count, Rng& worker_rng,
+                      const std::atomic<std::uint64_t>* generation,
+                      std::uint64_t task_generation);
+
+}  // namespace seedloader

@@ -1,0 +1,69 @@
+#include "loader/data_loader.h"
+
+#include <cstdio>
+#include <exception>
+
+#include "loader/engine.h"
+
+namespace seedloader {
+
+DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options)
+    : engine_(std::make_shared<Engine>(dataset, std::move(options))) {}
+
+DataLoader::~DataLoader() { engine_->shutdown(); }
+
+std::uint64_t DataLoader::num_batches() const { return engine_->num_batches(); }
+std::uint64_t DataLoader::base_seed() const { return engine_->base_seed(); }
+const LoaderOptions& DataLoader::options() const { return engine_->options(); }
+std::uint64_t DataLoader::skipped_samples() const { return engine_->skipped_samples(); }
+std::vector<pid_t> DataLoader::worker_pids() const { return engine_->worker_pids(); }
+std::vector<double> DataLoader::worker_busy_seconds() const {
+  return engine_->worker_busy_seconds();
+}
+std::span<std::byte> DataLoader::shared_memory() const {
+  return engine_->region().bytes();
+}
+
+DataLoader::Iterator DataLoader::begin() {
+  engine_->begin_epoch(epoch_);
+  Iterator it(engine_.get());
+  it.load();
+  return it;
+}
+
+DataLoader::Iterator::Iterator(Engine* engine) : engine_(engine) {}
+
+DataLoader::Iterator::Iterator(Iterator&& other) noexcept
+    : engine_(std::exchange(other.engine_, nullptr)),
+      current_(std::move(other.current_)),
+      next_(other.next_),
+      done_(other.done_) {}
+
+DataLoader::Iterator::~Iterator() {
+  current_.reset();
+  if (engine_ && !done_) engine_->abandon_epoch();
+}
+
+void DataLoader::Iterator::load() {
+  if (next_ >= engine_->num_batches()) {
+    done_ = true;
+    engine_->end_epoch();
+    return;
+  }
+  try {
+    current_ = engine_->fetch(next_);
+  } catch (...) {
+    done_ = true;
+    engine_->abandon_epoch();  // a no-op when the engine already did
+    throw;
+  }
+  ++next_;
+}
+
+DataLoader::Iterator& DataLoader::Iterator::operator++() {
+  current_.reset();
+  load();
+  return *this;
+}
+
+}  // namespace seedloader

@@ -1,0 +1,112 @@
+// Engine: the main-process side of a DataLoader. It owns the shared region,
+// the worker pool and the epoch's bookkeeping, and implements the protocol:
+//   - batch k goes to worker w = k % W, into that worker's slot
+//     (task_base[w] + k / W) % P, i.e. each worker's slots form a ring that it
+//     serves in order; a task (epoch, generation, batch, count, indices) is
+//     written into the slot and published with kTask;
+//   - tasks are issued in batch order as slots come free, so a worker is at
+//     most P batches ahead; the consumer waits for exactly batch k;
+//   - every wait is a series of short futex sleeps; between them the engine
+//     reaps the awaited worker if it died (waitpid WNOHANG) and enforces the
+//     timeout, so a wait never hangs;
+//   - abandoning an epoch bumps the shared generation: workers give up stale
+//     tasks between samples, and the engine collects every slot back.
+// With num_workers = 0 the same slots are filled in the calling thread, when
+// the consumer asks for each batch, with the same seeding.
+// Owned through shared_ptr (batches keep it alive). Single-threaded: one
+// consumer thread calls everything, including Batch destructors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "loader/batch.h"
+#include "loader/batch_filler.h"
+#include "loader/dataset.h"
+#include "loader/loader_options.h"
+#include "loader/shared_layout.h"
+#include "loader/shared_region.h"
+#include "loader/worker_pool.h"
+#include "sampler/batch_sampler.h"
+#include "sampler/sampler.h"
+
+namespace seedloader {
+
+class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
+ public:
+  // Throws ConfigError for invalid options (see validate()).
+  Engine(const Dataset& dataset, LoaderOptions options);
+  ~Engine() override;
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  std::uint64_t num_batches() const { return num_batches_; }
+  std::uint64_t base_seed() const { return base_seed_; }
+  const LoaderOptions& options() const { return options_; }
+  const SharedRegion& region() const { return region_; }
+
+  // Starts an epoch (forking workers when none run), abandoning any unfinished
+  // one. Batches of earlier epochs still held keep their slots.
+  void begin_epoch(std::uint64_t epoch);
+  // Batch k of the current epoch. REQUIRES: k is the next batch in order and
+  // k < num_batches(). Throws WorkerError, TimeoutError, or Error when the
+  // consumer holds so many batches that batch k has no free slot.
+  Batch fetch(std::uint64_t k);
+  // After the last batch: reports skipped samples, stops per-epoch workers.
+  void end_epoch();
+  // Stops the epoch early (the consumer broke off); never throws.
+  void abandon_epoch() noexcept;
+  // Stops and reaps all workers; never throws.
+  void shutdown() noexcept;
+
+  void release(int slot) noexcept override;
+
+  std::uint64_t skipped_samples() const { return skipped_; }
+  std::vector<pid_t> worker_pids() const;
+  std::vector<double> worker_busy_seconds() const;
+
+ private:
+  struct SlotUse {
+    std::int64_t batch = -1;  // issued and not yet released, or -1
+    bool held = false;        // delivered to the consumer
+  };
+
+  int workers() const { return options_.num_workers; }
+  int ring_workers() const { return workers() == 0 ? 1 : workers(); }
+  int slot_of(std::uint64_t k) const;
+  SlotHeader& header(int slot) const;
+  std::byte* data(int slot) const;
+  void start_workers();
+  void stop_workers(std::chrono::milliseconds grace) noexcept;
+  void pump() noexcept;
+  // Waits until the slot leaves kTask; throws on a dead worker or a timeout.
+  std::uint32_t await(int slot, std::uint64_t k);
+  [[noreturn]] void throw_failed(int slot, std::uint64_t k);
+  void collect_outstanding() noexcept;
+
+  const Dataset& dataset_;
+  LoaderOptions options_;
+  SampleLayout layout_;
+  std::uint64_t base_seed_;
+  std::unique_ptr<Sampler> sampler_;
+  std::uint64_t num_batches_;
+  RegionLayout region_layout_;
+  SharedRegion region_;
+  FillContext fill_;
+  WorkerPool pool_;
+
+  std::vector<SlotUse> slots_;
+  std::vector<std::uint64_t> tasks_issued_;  // per worker, since it was forked
+  std::vector<std::uint64_t> task_base_;     // tasks_issued_ when the epoch began
+  std::optional<BatchSampler> batches_;
+  bool active_ = false;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t generation_ = 0;
+  std::uint64_t next_issue_ = 0;
+  std::uint64_t skipped_ = 0;
+  std::optional<Rng> inline_rng_;  // the stream for num_workers = 0
+};
+
+}  // namespace seedloader

@@ -1,0 +1,104 @@
+// The layout of a loader's shared region, and the plain structs that live in it.
+//
+//   [ControlBlock][WorkerBlock x W][SlotHeader x W*P][slot data x W*P]
+//
+// Slot (w, j) belongs to worker w; its data holds, for up to batch_size samples:
+// indices (u64), fingerprints (u64), lengths (u64 per sample per field), then
+// each field collated as one [batch, ...shape] array, each part 64-byte aligned
+// and each slot page aligned. Everything is located by offsets computed from
+// (layout, batch size, W, P) in the process that maps the region, so the region
+// itself holds no pointers. Atomics here are lock-free (static_assert below).
+// RegionLayout is immutable after construction; the structs are shared by the
+// main process and workers following the SlotState protocol (slot_state.h).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "loader/sample_layout.h"
+#include "loader/slot_state.h"
+
+namespace seedloader {
+
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
+              "shared-memory counters must be lock-free");
+
+struct alignas(64) ControlBlock {
+  // Set once by the main process when workers must leave. Workers read it
+  // relaxed between waits: it only needs to be seen eventually, and a worker
+  // that sees it touches no slot afterwards.
+  std::atomic<std::uint32_t> stop;
+  // Bumped by the main process when it abandons an epoch; a worker compares it
+  // with its task's generation between samples and gives the task up.
+  alignas(64) std::atomic<std::uint64_t> generation;
+};
+
+struct alignas(64) WorkerBlock {
+  // Nanoseconds spent filling batches; written by the worker, read by main.
+  // Relaxed: a statistic, nothing is published through it.
+  std::atomic<std::uint64_t> busy_ns;
+  std::atomic<std::uint64_t> batches;
+};
+
+inline constexpr std::size_t kErrorTextBytes = 1024;
+
+struct alignas(64) SlotHeader {
+  SlotWord state;  // the SlotState word; see slot_state.h for the protocol
+  // Task fields: written by main before publish(kTask).
+  std::uint64_t generation;
+  std::uint64_t epoch;
+  std::uint64_t batch;
+  std::uint64_t count;  // samples in the batch (<= batch size)
+  // Result fields: written by the worker before publish(kReady|kError).
+  std::uint64_t skipped;        // bad samples replaced (BadSample::kSkip)
+  std::int64_t error_index;     // kError: the sample index, -1 when none
+  std::uint32_t error_stage;    // kError: 0 = get(), 1 = worker_init
+  char error[kErrorTextBytes];  // kError: NUL-terminated message
+};
+
+// Offsets inside one slot's data; the same for every slot.
+struct SlotGeometry {
+  SlotGeometry() = default;
+  SlotGeometry(const SampleLayout& layout, std::uint64_t batch_size);
+
+  std::uint64_t batch_size = 0;
+  std::size_t num_fields = 0;
+  std::size_t indices = 0;                   // u64[batch_size]
+  std::size_t fingerprints = 0;              // u64[batch_size]
+  std::size_t lengths = 0;                   // u64[batch_size * num_fields]
+  std::vector<std::size_t> field_offset;     // per field
+  std::vector<std::size_t> field_row_bytes;  // per field: one sample's bytes
+  std::size_t bytes = 0;                     // the whole slot, page aligned
+};
+
+class RegionLayout {
+ public:
+  // Throws ConfigError when the region would not fit in size_t.
+  RegionLayout(const SampleLayout& layout, std::uint64_t batch_size, int workers,
+               int prefetch);
+
+  int workers() const { return workers_; }
+  int prefetch() const { return prefetch_; }
+  int num_slots() const { return workers_ * prefetch_; }
+  const SlotGeometry& slot() const { return slot_; }
+  std::size_t total_bytes() const { return total_; }
+
+  std::size_t control() const { return 0; }
+  std::size_t worker_block(int w) const { return workers_off_ + w * sizeof(WorkerBlock); }
+  // Slot s = w * prefetch + j.
+  std::size_t header(int s) const { return headers_off_ + s * sizeof(SlotHeader); }
+  std::size_t data(int s) const { return data_off_ + s * slot_.bytes; }
+
+ private:
+  int workers_;
+  int prefetch_;
+  SlotGeometry slot_;
+  std::size_t workers_off_;
+  std::size_t headers_off_;
+  std::size_t data_off_;
+  std::size_t total_;
+};
+
+}  // namespace seedloader

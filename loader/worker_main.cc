@@ -1,0 +1,121 @@
+#include "loader/worker_main.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "loader/worker_hooks.h"
+#include "rng/derive.h"
+
+namespace seedloader {
+
+namespace {
+
+// How long a worker sleeps before re-checking stop and its parent.
+constexpr std::chrono::microseconds kWorkerSlice{100000};
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+void write_error(SlotHeader& h, std::int64_t index, std::uint32_t stage,
+                 const std::string& message) {
+  h.error_index = index;
+  h.error_stage = stage;
+  std::size_t n = std::min(message.size(), kErrorTextBytes - 1);
+  std::memcpy(h.error, message.data(), n);
+  h.error[n] = '\0';
+}
+
+[[noreturn]] void run(const WorkerConfig& c) {
+  // The parent may die between fork and prctl; then getppid() already differs.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != c.parent) _exit(0);
+
+  run_worker_start_hooks();
+
+  const RegionLayout& layout = *c.layout;
+  auto& control = *c.region->at<ControlBlock>(layout.control());
+  auto& stats = *c.region->at<WorkerBlock>(layout.worker_block(c.worker));
+  Rng rng = worker_stream(c.base_seed, c.start_epoch, c.rank, c.worker);
+
+  std::string init_error;
+  if (c.options->worker_init) {
+    try {
+      c.options->worker_init(c.worker, c.rank);
+    } catch (const std::exception& e) {
+      init_error = e.what();
+    } catch (...) {
+      init_error = "unknown exception";
+    }
+  }
+
+  std::uint64_t seeded_generation = 0;  // generations start at 1
+  const int prefetch = layout.prefetch();
+  for (std::uint64_t seq = 0;; ++seq) {
+    const int s = c.worker * prefetch + static_cast<int>(seq % prefetch);
+    SlotHeader& h = *c.region->at<SlotHeader>(layout.header(s));
+    while (wait_slice(
+               h.state, [](std::uint32_t st) { return st == kTask; }, kWorkerSlice) !=
+           kTask) {
+      // Relaxed: stop only needs to be seen eventually; a worker that sees it
+      // leaves without touching shared memory again.
+      if (control.stop.load(std::memory_order_relaxed) != 0) _exit(0);
+      if (getppid() != c.parent) _exit(0);
+    }
+    // The acquire in wait_slice makes the task fields below visible.
+    if (!init_error.empty()) {
+      write_error(h, -1, 1, "worker_init failed: " + init_error);
+      publish(h.state, kError);
+      continue;
+    }
+    if (h.generation != seeded_generation) {
+      rng = worker_stream(c.base_seed, h.epoch, c.rank, c.worker);
+      seeded_generation = h.generation;
+    }
+    const std::uint64_t t0 = now_ns();
+    std::byte* data = c.region->base() + layout.data(s);
+    FillResult r = fill_batch(c.fill, data, h.epoch, h.count, rng, &control.generation,
+                              h.generation);
+    stats.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
+    stats.batches.fetch_add(1, std::memory_order_relaxed);
+    h.skipped = r.skipped;
+    switch (r.outcome) {
+      case FillResult::Outcome::kDone:
+        publish(h.state, kReady);
+        break;
+      case FillResult::Outcome::kCancelled:
+        publish(h.state, kCancelled);
+        break;
+      case FillResult::Outcome::kFailed:
+        write_error(h, r.error_index, 0, r.message);
+        publish(h.state, kError);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+void worker_main(const WorkerConfig& config) {
+  try {
+    run(config);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "seedloader: worker %d: %s\n", config.worker, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "seedloader: worker %d: unknown exception\n", config.worker);
+  }
+  _exit(70);
+}
+
+}  // namespace seedloader

@@ -1,0 +1,35 @@
+// worker_main: the body of one forked worker process. It arms PR_SET_PDEATHSIG
+// (and re-checks getppid(), in case the parent died before that), runs the
+// worker start hooks and worker_init, then serves its slots in order: task j
+// sits in slot j % prefetch; it waits (timed, so it notices stop requests and a
+// dead parent) for kTask, fills the batch, publishes the result, and moves on.
+// It never returns: it leaves with _exit, skipping atexit handlers and
+// destructors that belong to the parent. It never touches CUDA.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "loader/batch_filler.h"
+#include "loader/loader_options.h"
+#include "loader/shared_layout.h"
+#include "loader/shared_region.h"
+
+namespace seedloader {
+
+struct WorkerConfig {
+  int worker = 0;
+  pid_t parent = 0;
+  std::uint64_t rank = 0;
+  std::uint64_t base_seed = 0;
+  std::uint64_t start_epoch = 0;  // seeds the stream worker_init runs after
+  const LoaderOptions* options = nullptr;
+  const RegionLayout* layout = nullptr;
+  const SharedRegion* region = nullptr;
+  FillContext fill;
+};
+
+[[noreturn]] void worker_main(const WorkerConfig& config);
+
+}  // namespace seedloader

@@ -1,0 +1,103 @@
+#include "loader/worker_pool.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "rng/check.h"
+
+namespace seedloader {
+
+namespace {
+WorkerExit decode(int worker, pid_t pid, int status) {
+  WorkerExit e;
+  e.worker = worker;
+  e.pid = pid;
+  if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+  if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+  return e;
+}
+}  // namespace
+
+std::string WorkerExit::describe() const {
+  std::string s =
+      "worker " + std::to_string(worker) + " (pid " + std::to_string(pid) + ")";
+  if (signal >= 0) {
+    const char* abbrev = sigabbrev_np(signal);
+    s += " was killed by signal " + std::to_string(signal) + " (SIG" +
+         (abbrev ? abbrev : "?") + ")";
+  } else {
+    s += " exited with code " + std::to_string(exit_code);
+  }
+  return s;
+}
+
+void WorkerPool::start(int n, const std::function<void(int)>& body) {
+  pids_.assign(n, -1);
+  for (int w = 0; w < n; ++w) {
+    std::fflush(nullptr);  // so buffered output is not written twice
+    pid_t pid = fork();
+    if (pid < 0) {
+      int err = errno;
+      kill_all();
+      errno = err;
+      SL_CHECK_SYS(pid);
+    }
+    if (pid == 0) {
+      try {
+        body(w);
+      } catch (...) {
+      }
+      _exit(70);  // body() must not return; leave without running atexit handlers
+    }
+    pids_[w] = pid;
+  }
+}
+
+std::optional<WorkerExit> WorkerPool::poll(int w) {
+  if (pids_.empty() || pids_[w] < 0) return std::nullopt;
+  int status = 0;
+  pid_t r = waitpid(pids_[w], &status, WNOHANG);
+  if (r != pids_[w]) return std::nullopt;
+  WorkerExit e = decode(w, pids_[w], status);
+  pids_[w] = -1;
+  return e;
+}
+
+void WorkerPool::stop(std::chrono::milliseconds grace) {
+  if (pids_.empty()) return;
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  bool alive = true;
+  while (alive) {
+    alive = false;
+    for (pid_t& pid : pids_) {
+      if (pid < 0) continue;
+      int status = 0;
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+      } else {
+        alive = true;
+      }
+    }
+    if (!alive || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (pid_t& pid : pids_) {
+    if (pid < 0) continue;
+    kill(pid, SIGKILL);
+    int status = 0;
+    // SIGKILL cannot be caught, so this wait ends as soon as the kernel tears
+    // the process down; retry only on EINTR.
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid = -1;
+  }
+  pids_.clear();
+}
+
+}  // namespace seedloader

@@ -1,0 +1,58 @@
+// WorkerPool: the forked worker processes of one loader. It owns the children:
+// whatever happens, each is killed (if still running) and reaped before the pool
+// goes away, so no zombie or orphan is left behind. Used by the main process's
+// single consumer thread only; not thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace seedloader {
+
+// How a worker ended, from waitpid.
+struct WorkerExit {
+  int worker = -1;
+  pid_t pid = -1;
+  int signal = -1;     // killed by this signal, or -1
+  int exit_code = -1;  // exited with this code, or -1
+  // "worker 2 (pid 123) was killed by signal 9 (SIGKILL)" /
+  // "worker 2 (pid 123) exited with code 3"
+  std::string describe() const;
+};
+
+class WorkerPool {
+ public:
+  WorkerPool() = default;
+  ~WorkerPool() { kill_all(); }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  // Forks n children; child w runs body(w), which must end with _exit and never
+  // return. Throws Error (after killing the ones started) when fork fails.
+  // REQUIRES: !running().
+  void start(int n, const std::function<void(int)>& body);
+  bool running() const { return !pids_.empty(); }
+  int size() const { return static_cast<int>(pids_.size()); }
+  // -1 once the worker is reaped.
+  pid_t pid(int w) const { return pids_[w]; }
+
+  // Non-blocking: when worker w has ended, reaps it and says how.
+  std::optional<WorkerExit> poll(int w);
+
+  // Waits up to `grace` for every child to leave on its own (the caller has
+  // asked them to), then SIGKILLs the rest; reaps all. Never blocks longer than
+  // grace plus the time the kernel takes to deliver SIGKILL.
+  void stop(std::chrono::milliseconds grace);
+  // SIGKILL and reap every child now.
+  void kill_all() { stop(std::chrono::milliseconds(0)); }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+}  // namespace seedloader

@@ -1,0 +1,400 @@
+// DataLoader correctness: determinism, seeding contract, exactly-once delivery.
+#include "loader/data_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "loader/in_memory_dataset.h"
+#include "rng/derive.h"
+#include "rng/random.h"
+
+namespace seedloader {
+namespace {
+
+// Everything a batch carries, copied out so batches can be compared later.
+struct BatchCopy {
+  std::vector<std::uint64_t> indices;
+  std::vector<std::uint64_t> fingerprints;
+  std::vector<float> values;
+  std::vector<std::int64_t> draws;
+  int worker = 0;
+  bool operator==(const BatchCopy& o) const {
+    return indices == o.indices && fingerprints == o.fingerprints && values == o.values &&
+           draws == o.draws;
+  }
+};
+
+std::vector<BatchCopy> run_epoch(DataLoader& loader, std::uint64_t epoch) {
+  loader.set_epoch(epoch);
+  std::vector<BatchCopy> out;
+  for (const Batch& b : loader) {
+    BatchCopy c;
+    c.indices.assign(b.indices().begin(), b.indices().end());
+    c.fingerprints.assign(b.fingerprints().begin(), b.fingerprints().end());
+    auto v = b.tensor("value").values<float>();
+    c.values.assign(v.begin(), v.end());
+    auto d = b.tensor("draw").values<std::int64_t>();
+    c.draws.assign(d.begin(), d.end());
+    c.worker = b.worker();
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+LoaderOptions base_options(int workers) {
+  LoaderOptions o;
+  o.batch_size = 7;
+  o.num_workers = workers;
+  o.prefetch = 2;
+  o.shuffle = true;
+  o.seed = 1234;
+  return o;
+}
+
+TEST(DataLoaderTest, SameOptionsGiveBitIdenticalBatchesAcrossRuns) {
+  SyntheticDataset ds(100, 3);
+  DataLoader a(ds, base_options(2));
+  DataLoader b(ds, base_options(2));
+  auto ea = run_epoch(a, 3);
+  auto eb = run_epoch(b, 3);
+  ASSERT_EQ(ea.size(), 15u);
+  EXPECT_EQ(ea, eb);
+}
+
+TEST(DataLoaderTest, DifferentEpochsGiveDifferentAugmentations) {
+  SyntheticDataset ds(50, 2);
+  DataLoader loader(ds, base_options(2));
+  auto e0 = run_epoch(loader, 0);
+  auto e1 = run_epoch(loader, 1);
+  std::set<std::uint64_t> f0;
+  for (const auto& b : e0) f0.insert(b.fingerprints.begin(), b.fingerprints.end());
+  for (const auto& b : e1) {
+    for (std::uint64_t f : b.fingerprints) EXPECT_EQ(f0.count(f), 0u);
+  }
+}
+
+TEST(DataLoaderTest, NoTwoWorkersShareAFingerprintWithinAnEpoch) {
+  SyntheticDataset ds(120, 1);
+  LoaderOptions o = base_options(3);
+  DataLoader loader(ds, o);
+  std::set<std::uint64_t> seen;
+  std::size_t n = 0;
+  for (const auto& b : run_epoch(loader, 0)) {
+    for (std::uint64_t f : b.fingerprints) {
+      seen.insert(f);
+      ++n;
+    }
+  }
+  EXPECT_EQ(n, 120u);
+  EXPECT_EQ(seen.size(), n);
+}
+
+TEST(DataLoaderTest, NoTwoRanksShareAFingerprint) {
+  SyntheticDataset ds(90, 1);
+  std::set<std::uint64_t> seen;
+  std::size_t n = 0;
+  for (std::uint64_t rank = 0; rank < 3; ++rank) {
+    LoaderOptions o = base_options(2);
+    o.world_size = 3;
+    o.rank = rank;
+    DataLoader loader(ds, o);
+    for (const auto& b : run_epoch(loader, 5)) {
+      for (std::uint64_t f : b.fingerprints) {
+        seen.insert(f);
+        ++n;
+      }
+    }
+  }
+  EXPECT_EQ(n, 90u);
+  EXPECT_EQ(seen.size(), n);
+}
+
+TEST(DataLoaderTest, WorkerModeDrawsFromTheWorkerStreamInBatchOrder) {
+  SyntheticDataset ds(40, 2);
+  LoaderOptions o = base_options(3);
+  DataLoader loader(ds, o);
+  std::map<int, Rng> streams;
+  for (int w = 0; w < 3; ++w) streams.emplace(w, worker_stream(1234, 2, 0, w));
+  auto batches = run_epoch(loader, 2);
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    const BatchCopy& b = batches[k];
+    ASSERT_EQ(b.worker, static_cast<int>(k % 3)) << "batch " << k;
+    Rng& rng = streams.at(b.worker);
+    for (std::size_t i = 0; i < b.indices.size(); ++i) {
+      EXPECT_EQ(b.fingerprints[i], rng.fingerprint());
+      EXPECT_EQ(static_cast<std::uint64_t>(b.draws[i]), rng.next_u64());
+      for (int j = 0; j < 2; ++j) {
+        EXPECT_EQ(b.values[i * 2 + j],
+                  static_cast<float>(b.indices[i]) + uniform_float(rng));
+      }
+    }
+  }
+}
+
+TEST(DataLoaderTest, SampleModeUsesEachIndexsOwnStream) {
+  SyntheticDataset ds(30, 1);
+  LoaderOptions o = base_options(2);
+  o.seeding = SeedScope::kSample;
+  DataLoader loader(ds, o);
+  for (const auto& b : run_epoch(loader, 4)) {
+    for (std::size_t i = 0; i < b.indices.size(); ++i) {
+      Rng rng = sample_stream(1234, 4, b.indices[i]);
+      EXPECT_EQ(b.fingerprints[i], rng.fingerprint());
+      EXPECT_EQ(static_cast<std::uint64_t>(b.draws[i]), rng.next_u64());
+    }
+  }
+}
+
+class SampleModeWorkersTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(SampleModeWorkersTest, BatchesAreIdenticalForAnyWorkerCount) {
+  SyntheticDataset ds(61, 2);
+  LoaderOptions o = base_options(0);
+  o.seeding = SeedScope::kSample;
+  DataLoader reference(ds, o);
+  auto expected = run_epoch(reference, 1);
+  o.num_workers = GetParam();
+  DataLoader loader(ds, o);
+  EXPECT_EQ(run_epoch(loader, 1), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Workers, SampleModeWorkersTest, ::testing::Values(1, 2, 3, 5));
+
+TEST(DataLoaderTest, InThreadLoadingMatchesOneWorker) {
+  SyntheticDataset ds(33, 2);
+  DataLoader inline_loader(ds, base_options(0));
+  DataLoader one_worker(ds, base_options(1));
+  EXPECT_EQ(run_epoch(inline_loader, 6), run_epoch(one_worker, 6));
+}
+
+TEST(DataLoaderTest, EveryIndexIsDeliveredExactlyOncePerEpoch) {
+  SyntheticDataset ds(101, 1);
+  for (int workers : {0, 2, 3}) {
+    LoaderOptions o = base_options(workers);
+    DataLoader loader(ds, o);
+    for (std::uint64_t epoch : {0, 1}) {
+      std::vector<std::uint64_t> all;
+      for (const auto& b : run_epoch(loader, epoch)) {
+        all.insert(all.end(), b.indices.begin(), b.indices.end());
+      }
+      std::sort(all.begin(), all.end());
+      ASSERT_EQ(all.size(), 101u) << workers << " workers";
+      for (std::uint64_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], i);
+    }
+  }
+}
+
+TEST(DataLoaderTest, RanksTogetherCoverTheDatasetAsTheSamplerSays) {
+  SyntheticDataset ds(64, 1);
+  std::vector<std::uint64_t> all;
+  for (std::uint64_t rank = 0; rank < 4; ++rank) {
+    LoaderOptions o = base_options(2);
+    o.world_size = 4;
+    o.rank = rank;
+    DataLoader loader(ds, o);
+    EXPECT_EQ(loader.num_batches(), 3u);  // 16 samples per rank, batches of 7
+    for (const auto& b : run_epoch(loader, 0)) {
+      all.insert(all.end(), b.indices.begin(), b.indices.end());
+    }
+  }
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), 64u);
+  for (std::uint64_t i = 0; i < 64; ++i) EXPECT_EQ(all[i], i);
+}
+
+TEST(DataLoaderTest, DropLastDropsTheShortBatch) {
+  SyntheticDataset ds(20, 1);
+  LoaderOptions o = base_options(2);
+  o.drop_last = true;
+  DataLoader loader(ds, o);
+  auto batches = run_epoch(loader, 0);
+  ASSERT_EQ(batches.size(), 2u);
+  for (const auto& b : batches) EXPECT_EQ(b.indices.size(), 7u);
+}
+
+TEST(DataLoaderTest, PersistentWorkersSurviveEpochsAndOthersDoNot) {
+  SyntheticDataset ds(20, 1);
+  LoaderOptions o = base_options(2);
+  o.persistent_workers = true;
+  DataLoader persistent(ds, o);
+  run_epoch(persistent, 0);
+  auto pids = persistent.worker_pids();
+  ASSERT_EQ(pids.size(), 2u);
+  auto e1 = run_epoch(persistent, 1);
+  EXPECT_EQ(persistent.worker_pids(), pids);
+
+  o.persistent_workers = false;
+  DataLoader per_epoch(ds, o);
+  EXPECT_EQ(run_epoch(per_epoch, 1), e1);  // same streams either way
+  EXPECT_TRUE(per_epoch.worker_pids().empty());
+}
+
+TEST(DataLoaderTest, BreakingOffAnEpochLeavesTheNextOneIntact) {
+  SyntheticDataset ds(70, 1);
+  LoaderOptions o = base_options(2);
+  o.persistent_workers = true;
+  DataLoader loader(ds, o);
+  DataLoader fresh(ds, o);
+  loader.set_epoch(2);
+  int seen = 0;
+  for (const Batch& b : loader) {
+    (void)b;
+    if (++seen == 2) break;
+  }
+  EXPECT_EQ(run_epoch(loader, 2), run_epoch(fresh, 2));
+}
+
+TEST(DataLoaderTest, TensorViewsDescribeTheCollatedArrays) {
+  SyntheticDataset ds(10, 3);
+  LoaderOptions o = base_options(1);
+  o.batch_size = 4;
+  o.shuffle = false;
+  DataLoader loader(ds, o);
+  auto it = loader.begin();
+  const Batch& b = *it;
+  TensorView v = b.tensor("value");
+  EXPECT_EQ(v.dtype, DType::kF32);
+  EXPECT_EQ(v.shape, (std::vector<std::int64_t>{4, 3}));
+  EXPECT_EQ(v.strides, (std::vector<std::int64_t>{12, 4}));
+  EXPECT_EQ(v.bytes(), 48u);
+  auto idx = b.tensor("index").values<std::int64_t>();
+  EXPECT_EQ(std::vector<std::int64_t>(idx.begin(), idx.end()),
+            (std::vector<std::int64_t>{0, 1, 2, 3}));
+  EXPECT_THROW(b.tensor("nope"), ConfigError);
+  EXPECT_THROW(v.values<double>(), ConfigError);
+}
+
+TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsIsAClearError) {
+  SyntheticDataset ds(100, 1);
+  LoaderOptions o = base_options(2);
+  o.prefetch = 1;
+  DataLoader loader(ds, o);
+  std::vector<Batch> kept;
+  auto it = loader.begin();
+  kept.push_back(it.take());
+  ++it;
+  kept.push_back(it.take());
+  try {
+    ++it;
+    FAIL() << "expected an error for a third held batch";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("still held"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DataLoaderTest, KeptBatchesStayValidUntilDropped) {
+  SyntheticDataset ds(40, 1);
+  LoaderOptions o = base_options(2);
+  o.prefetch = 3;
+  DataLoader loader(ds, o);
+  loader.set_epoch(0);
+  std::vector<Batch> kept;
+  auto it = loader.begin();
+  for (int i = 0; i < 3; ++i, ++it) kept.push_back(it.take());
+  for (std::uint64_t k = 0; k < kept.size(); ++k) EXPECT_EQ(kept[k].number(), k);
+  kept.clear();
+  int rest = 0;
+  for (; !(it == loader.end()); ++it) ++rest;
+  EXPECT_EQ(rest, 3);
+}
+
+TEST(DataLoaderTest, WorkerInitRunsInEveryWorkerWithItsId) {
+  static int tag = -1;  // each worker's own copy after fork
+  class TagDataset : public SyntheticDataset {
+   public:
+    using SyntheticDataset::SyntheticDataset;
+    void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override {
+      SyntheticDataset::get(index, rng, out);
+      out.field<std::int64_t>(1)[0] = tag;
+    }
+  } ds(12, 1);
+  LoaderOptions o = base_options(3);
+  o.rank = 0;
+  o.worker_init = [](int worker, std::uint64_t rank) {
+    tag = worker * 10 + static_cast<int>(rank);
+  };
+  DataLoader loader(ds, o);
+  loader.set_epoch(0);
+  for (const Batch& b : loader) {
+    for (std::int64_t t : b.tensor("index").values<std::int64_t>()) {
+      EXPECT_EQ(t, b.worker() * 10);
+    }
+  }
+  EXPECT_EQ(tag, -1);  // never ran in this process
+}
+
+TEST(DataLoaderTest, SkipPolicyReplacesBadSamplesDeterministically) {
+  class Holey : public SyntheticDataset {
+   public:
+    using SyntheticDataset::SyntheticDataset;
+    void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override {
+      if (index % 10 == 3 || index == 4) throw DataError("bad " + std::to_string(index));
+      SyntheticDataset::get(index, rng, out);
+    }
+  } ds(40, 1);
+  for (int workers : {0, 2}) {
+    LoaderOptions o = base_options(workers);
+    o.shuffle = false;
+    o.on_bad_sample = BadSample::kSkip;
+    o.seeding = SeedScope::kSample;
+    DataLoader loader(ds, o);
+    auto batches = run_epoch(loader, 0);
+    std::vector<std::uint64_t> all;
+    for (const auto& b : batches)
+      all.insert(all.end(), b.indices.begin(), b.indices.end());
+    ASSERT_EQ(all.size(), 40u);
+    EXPECT_EQ(all[3], 5u);  // 3 -> 4 (bad) -> 5
+    EXPECT_EQ(all[4], 5u);
+    EXPECT_EQ(all[13], 14u);
+    EXPECT_EQ(loader.skipped_samples(), 4u + 1u + 1u);  // 3,13,23,33 once, 3 twice, 4
+    // The replacement keeps the original index's stream.
+    EXPECT_EQ(batches[0].fingerprints[3], sample_stream(1234, 0, 3).fingerprint());
+  }
+}
+
+TEST(DataLoaderTest, OversizeVariableSampleIsADataErrorNamingIndexAndField) {
+  class Variable : public Dataset {
+   public:
+    std::uint64_t size() const override { return 8; }
+    const SampleLayout& layout() const override { return layout_; }
+    void get(std::uint64_t index, Rng&, SampleWriter& out) const override {
+      out.set_length(0, index + 1);
+    }
+    std::string describe() const override { return "Variable"; }
+    SampleLayout layout_{{{"tokens", DType::kI32, {4}, true}}};
+  } ds;
+  LoaderOptions o = base_options(2);
+  o.shuffle = false;
+  o.batch_size = 2;
+  DataLoader loader(ds, o);
+  std::vector<std::uint64_t> lengths;
+  try {
+    for (const Batch& b : loader) {
+      for (std::uint64_t n : b.lengths(0)) lengths.push_back(n);
+    }
+    FAIL() << "sample 4 is larger than declared";
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.failure().index, 4);
+    EXPECT_NE(std::string(e.what()).find("'tokens'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(lengths, (std::vector<std::uint64_t>{1, 2, 3, 4}));
+}
+
+TEST(DataLoaderTest, ReportsPerWorkerBusyTime) {
+  SyntheticDataset ds(64, 64);
+  LoaderOptions o = base_options(2);
+  o.persistent_workers = true;
+  DataLoader loader(ds, o);
+  run_epoch(loader, 0);
+  auto busy = loader.worker_busy_seconds();
+  ASSERT_EQ(busy.size(), 2u);
+  for (double s : busy) EXPECT_GT(s, 0.0);
+}
+
+}  // namespace
+}  // namespace seedloader
