@@ -1,0 +1,15 @@
+#include "ddp/mpi_check.h"
+
+#include <string>
+
+namespace seedloader::detail {
+
+void throw_mpi_error(int code, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) len = 0;
+  throw CommError(std::string(call) + " failed at " + file + ":" + std::to_string(line) +
+                  ": " + std::string(text, static_cast<std::size_t>(len)));
+}
+
+}  // namespace seedloader::detail
