@@ -1,0 +1,178 @@
+// The detectors' definitions: correct seedloader runs (full and per-sample
+// seeding, padded shards) are clean; each classic bug gives its finding.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "rng/error.h"
+#include "tests/tools/audit_simulation.h"
+#include "tools/seed_audit/auditor.h"
+#include "tools/seed_audit/report_format.h"
+
+namespace seedloader::audit {
+namespace {
+
+Report audit(const std::vector<SampleRecord>& records, AuditOptions options = {}) {
+  Auditor a(options);
+  for (const SampleRecord& r : records) a.add(r);
+  return a.report();
+}
+
+std::map<std::string, std::uint64_t> kinds(const Report& r) {
+  std::map<std::string, std::uint64_t> out;
+  for (const Finding& f : r.findings) out[finding_name(f.kind)] = f.count;
+  return out;
+}
+
+using Kinds = std::map<std::string, std::uint64_t>;
+
+TEST(AuditorTest, FullSeedingWithPaddedShardsIsClean) {
+  World w{.size = 103, .ranks = 4, .workers = 3, .draws_vary = true};
+  Report r = audit(simulate(w), {.dataset_size = 103});
+  EXPECT_TRUE(r.clean()) << report_text(r);
+  EXPECT_EQ(r.samples, 3u * 4 * 26);
+}
+
+TEST(AuditorTest, PerSampleSeedingIsCleanWhenPaddingRepeatsAnIndexOnTwoRanks) {
+  // 10 samples on 4 ranks: indices padded to 12, so two indices run on two ranks
+  // with the same per-sample stream; that is by design.
+  World w{.size = 10, .ranks = 4, .workers = 2, .batch = 2, .mode = SeedingMode::kSample};
+  Report r = audit(simulate(w), {.dataset_size = 10});
+  EXPECT_TRUE(r.clean()) << report_text(r);
+}
+
+TEST(AuditorTest, NaiveSeedingGivesEveryWorkerTheSameStates) {
+  World w{.ranks = 1, .epochs = 1, .mode = SeedingMode::kNaive};
+  Report r = audit(simulate(w));
+  // Worker 0 has 9 batches, workers 1 and 2 have 9 and 8: the k-th sample of each
+  // repeats worker 0's k-th sample.
+  EXPECT_EQ(kinds(r), (Kinds{{"worker_rng_duplicate", 103 - 36}})) << report_text(r);
+  const Example& e = r.findings[0].examples.at(0);
+  EXPECT_EQ(e.sample.rank, e.other->rank);
+  EXPECT_EQ(e.sample.epoch, e.other->epoch);
+  EXPECT_NE(e.sample.worker, e.other->worker);
+}
+
+TEST(AuditorTest, NaiveSeedingWithVaryingDrawsStillShowsEachWorkersFirstSample) {
+  World w{.ranks = 1, .epochs = 1, .draws_vary = true, .mode = SeedingMode::kNaive};
+  EXPECT_GE(kinds(audit(simulate(w)))["worker_rng_duplicate"], 2u);
+}
+
+TEST(AuditorTest, NaiveSeedingRepeatsAcrossEpochsAndRanks) {
+  World w{.ranks = 2, .epochs = 2, .mode = SeedingMode::kNaive};
+  Kinds k = kinds(audit(simulate(w)));
+  EXPECT_GT(k["worker_rng_duplicate"], 0u);
+  EXPECT_GT(k["epoch_rng_repeat"], 0u);
+  EXPECT_GT(k["rank_rng_duplicate"], 0u);
+}
+
+TEST(AuditorTest, TorchSeedingDuplicatesStatesAcrossRanksOnly) {
+  World w{.ranks = 2, .epochs = 2, .mode = SeedingMode::kTorch};
+  Report r = audit(simulate(w), {.dataset_size = 103});
+  Kinds k = kinds(r);
+  EXPECT_EQ(k.size(), 1u) << report_text(r);
+  EXPECT_GT(k["rank_rng_duplicate"], 0u);
+}
+
+TEST(AuditorTest, RanksWithoutDistributedSamplerReadTheSameSamples) {
+  World w{.ranks = 2, .epochs = 1, .distributed = false};
+  Report r = audit(simulate(w));
+  EXPECT_EQ(kinds(r), (Kinds{{"rank_batch_duplicate", 103}})) << report_text(r);
+}
+
+TEST(AuditorTest, ForgottenSetEpochRepeatsTheShuffledOrder) {
+  World w{.ranks = 2, .epochs = 3, .set_epoch = false};
+  Report r = audit(simulate(w));
+  // Epochs 1 and 2 of both ranks repeat epoch 0.
+  EXPECT_EQ(kinds(r), (Kinds{{"epoch_order_repeat", 4}})) << report_text(r);
+  EXPECT_EQ(r.findings[0].examples[0].other->epoch, 0u);
+}
+
+TEST(AuditorTest, UnshuffledOrderRepeatsByDesign) {
+  World w{.ranks = 2, .epochs = 3, .shuffle = false};
+  EXPECT_TRUE(audit(simulate(w), {.dataset_size = 103}).clean());
+}
+
+TEST(AuditorTest, CoverageReportsAMissingSample) {
+  World w{.ranks = 1, .epochs = 2};
+  std::vector<SampleRecord> records = simulate(w);
+  auto lost = std::find_if(records.begin(), records.end(), [](const SampleRecord& r) {
+    return r.epoch == 1 && r.index == 42;
+  });
+  ASSERT_NE(lost, records.end());
+  records.erase(lost);
+  Report r = audit(records, {.dataset_size = 103});
+  EXPECT_EQ(kinds(r), (Kinds{{"coverage", 1}})) << report_text(r);
+  const Example& e = r.findings[0].examples.at(0);
+  EXPECT_EQ(e.sample.epoch, 1u);
+  EXPECT_EQ(e.sample.index, 42u);
+  EXPECT_EQ(e.note, "missing from the epoch");
+  EXPECT_TRUE(audit(records, {.dataset_size = 103, .allowed_missing = 1}).clean());
+}
+
+TEST(AuditorTest, CoverageReportsRepeatsBeyondPadding) {
+  World w{.size = 100, .ranks = 1, .epochs = 1};
+  std::vector<SampleRecord> records = simulate(w);
+  SampleRecord again = records[5];
+  again.rng ^= 1;  // a different state, so only the index repeats
+  records.push_back(again);
+  Report r = audit(records, {.dataset_size = 100});
+  EXPECT_EQ(kinds(r), (Kinds{{"coverage", 1}})) << report_text(r);
+}
+
+TEST(AuditorTest, ReseedingEverySampleWithAConstantRepeatsWithinAWorker) {
+  World w{.ranks = 1, .workers = 1, .epochs = 1};
+  std::vector<SampleRecord> records = simulate(w);
+  for (SampleRecord& r : records) r.rng = 1234;
+  EXPECT_EQ(kinds(audit(records)), (Kinds{{"sample_rng_repeat", 102}}));
+}
+
+TEST(AuditorTest, ReportDoesNotDependOnHowWorkersLinesInterleave) {
+  World w{.ranks = 2, .epochs = 2, .set_epoch = false, .mode = SeedingMode::kNaive};
+  std::vector<SampleRecord> records = simulate(w);
+  std::vector<SampleRecord> by_worker = records;  // one file per worker, concatenated
+  std::stable_sort(by_worker.begin(), by_worker.end(),
+                   [](const SampleRecord& a, const SampleRecord& b) {
+                     return std::tie(a.rank, a.epoch, a.worker) <
+                            std::tie(b.rank, b.epoch, b.worker);
+                   });
+  EXPECT_EQ(kinds(audit(records)), kinds(audit(by_worker)));
+}
+
+TEST(AuditorTest, IndexOutsideTheDatasetIsAnInputError) {
+  Auditor a({.dataset_size = 10});
+  SampleRecord r;
+  r.index = 10;
+  try {
+    a.add(r);
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("sample index 10 is not below the dataset size 10"),
+        std::string::npos)
+        << e.what();
+  }
+  r.index = 3;
+  r.rank = kMaxRank + 1;
+  EXPECT_THROW(a.add(r), DataError);
+}
+
+TEST(AuditorTest, JsonReportHasVerdictSamplesAndFindings) {
+  World w{.ranks = 1, .epochs = 1, .mode = SeedingMode::kNaive};
+  auto j = report_json(audit(simulate(w)));
+  EXPECT_EQ(j["verdict"], "findings");
+  EXPECT_EQ(j["samples"], 103);
+  ASSERT_EQ(j["findings"].size(), 1u);
+  EXPECT_EQ(j["findings"][0]["kind"], "worker_rng_duplicate");
+  EXPECT_FALSE(j["findings"][0]["hint"].get<std::string>().empty());
+  auto ex = j["findings"][0]["examples"][0];
+  for (const char* key : {"rank", "epoch", "worker", "batch", "index", "same_as"}) {
+    EXPECT_TRUE(ex.contains(key)) << key;
+  }
+  EXPECT_EQ(report_json(Report{5, {}})["verdict"], "clean");
+}
+
+}  // namespace
+}  // namespace seedloader::audit

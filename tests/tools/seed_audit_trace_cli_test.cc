@@ -1,0 +1,90 @@
+// `seed-audit trace` as a user runs it: exit codes 0/1/2, the JSON report to a file
+// or stdout, and errors that name the line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/common/run_command.h"
+#include "tests/tools/audit_simulation.h"
+
+namespace seedloader::audit {
+namespace {
+
+using testing_util::run_command;
+
+std::string audit(const std::string& args) {
+  return std::string(SEEDLOADER_SEED_AUDIT) + " " + args;
+}
+
+std::string write_trace(const std::string& name,
+                        const std::vector<SampleRecord>& records) {
+  std::string path = testing::TempDir() + name;
+  std::ofstream f(path);
+  for (const SampleRecord& r : records) {
+    f << nlohmann::json{{"rank", r.rank},     {"epoch", r.epoch},
+                        {"worker", r.worker}, {"batch", r.batch},
+                        {"index", r.index},   {"rng", std::to_string(r.rng)}}
+             .dump()
+      << "\n";
+  }
+  return path;
+}
+
+TEST(SeedAuditTraceCliTest, CleanTraceExitsZero) {
+  std::string path = write_trace("clean.jsonl", simulate(World{.ranks = 2, .epochs = 2}));
+  auto r = run_command(audit("trace " + path + " --dataset-size 103 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("clean: 208 samples"), std::string::npos) << r.out;
+}
+
+TEST(SeedAuditTraceCliTest, NaiveTraceExitsOneWithJsonReport) {
+  std::string path =
+      write_trace("naive.jsonl",
+                  simulate(World{.ranks = 1, .epochs = 1, .mode = SeedingMode::kNaive}));
+  std::string report = testing::TempDir() + "naive_report.json";
+  auto r = run_command(audit("trace " + path + " --json " + report + " 2>&1"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("worker_rng_duplicate: 67 samples"), std::string::npos) << r.out;
+  std::ifstream in(report);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["verdict"], "findings");
+  EXPECT_EQ(j["findings"][0]["kind"], "worker_rng_duplicate");
+
+  auto stdout_json = run_command(audit("trace " + path + " --json - 2>/dev/null"));
+  EXPECT_EQ(stdout_json.exit_code, 1);
+  EXPECT_EQ(nlohmann::json::parse(stdout_json.out)["findings"][0]["count"], 67);
+}
+
+TEST(SeedAuditTraceCliTest, MalformedLineExitsTwoNamingTheLine) {
+  std::string path = testing::TempDir() + "bad.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"a"})"
+      << "\n"
+      << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":"7","rng":"a"})"
+      << "\n";
+  }
+  auto r = run_command(audit("trace " + path + " 2>&1"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(path + ":2: \"index\" must be a non-negative integer"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(SeedAuditTraceCliTest, InputErrorsExitTwo) {
+  std::string path = write_trace("small.jsonl", simulate(World{.size = 20, .ranks = 1}));
+  auto r = run_command(audit("trace " + path + " --dataset-size 10 2>&1"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("is not below the dataset size 10"), std::string::npos) << r.out;
+  EXPECT_EQ(run_command(audit("trace /nonexistent/trace.jsonl 2>&1")).exit_code, 2);
+  EXPECT_EQ(run_command(audit("trace 2>&1")).exit_code, 2);
+  std::string empty = testing::TempDir() + "empty.jsonl";
+  std::ofstream{empty};
+  auto e = run_command(audit("trace " + empty + " 2>&1"));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_NE(e.out.find("holds no samples"), std::string::npos) << e.out;
+}
+
+}  // namespace
+}  // namespace seedloader::audit

@@ -1,0 +1,110 @@
+// Trace lines: the documented shape parses; every malformed line is rejected with
+// the problem named, and read_trace adds the file and line number.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "rng/error.h"
+#include "tools/seed_audit/hash64.h"
+#include "tools/seed_audit/trace_reader.h"
+
+namespace seedloader::audit {
+namespace {
+
+std::string problem(const std::string& line) {
+  try {
+    parse_trace_line(line);
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TraceReaderTest, ParsesEveryField) {
+  SampleRecord r = parse_trace_line(
+      R"( {"rank":1, "epoch":2,"worker":3,"batch":4,"index":5,"rng":"ab","content":"c",)"
+      R"("aug":{"crop":[1,2]},"extra":[1,{"x":"}"}]} )");
+  EXPECT_EQ(r.rank, 1u);
+  EXPECT_EQ(r.epoch, 2u);
+  EXPECT_EQ(r.worker, 3u);
+  EXPECT_EQ(r.batch, 4u);
+  EXPECT_EQ(r.index, 5u);
+  EXPECT_EQ(r.rng, hash_bytes("ab"));
+  EXPECT_EQ(r.content, hash_bytes("c"));
+  EXPECT_EQ(r.aug, R"({"crop":[1,2]})");
+}
+
+TEST(TraceReaderTest, EscapedAndPlainSpellingsOfOneStringAreOneState) {
+  auto line = [](const std::string& rng) {
+    return R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":)" + rng + "}";
+  };
+  EXPECT_EQ(parse_trace_line(line(R"("A\u0042")")).rng,
+            parse_trace_line(line(R"("AB")")).rng);
+  EXPECT_NE(parse_trace_line(line(R"("AB")")).rng, parse_trace_line(line(R"("AC")")).rng);
+}
+
+TEST(TraceReaderTest, MalformedLinesNameTheProblem) {
+  const std::string ok = R"("epoch":0,"worker":0,"batch":0,"index":0,"rng":"x")";
+  EXPECT_EQ(problem(R"({"rank":0,)" + ok + "}"), "");
+  EXPECT_EQ(problem("{" + ok + "}"), R"(missing "rank")");
+  EXPECT_EQ(problem(R"({"rank":-1,)" + ok + "}"),
+            R"("rank" must be a non-negative integer)");
+  EXPECT_EQ(problem(R"({"rank":1.5,)" + ok + "}"),
+            R"("rank" must be a non-negative integer)");
+  EXPECT_EQ(problem(R"({"rank":0,"rank":1,)" + ok + "}"), R"(duplicate key "rank")");
+  EXPECT_EQ(problem(R"({"rank":0,)" + ok + "} x"),
+            "unexpected text after the closing '}'");
+  EXPECT_EQ(problem(R"({"rank":0,)" + ok), "expected ',' or '}'");
+  EXPECT_EQ(problem("[1,2]"), "expected '{' at the start of the line");
+  EXPECT_EQ(problem(R"({"rank":99999999,)" + ok + "}"),
+            R"("rank" 99999999 exceeds 65534)");
+  EXPECT_EQ(problem(R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":7})"),
+            R"("rng" must be a string)");
+  EXPECT_EQ(problem(R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"x)"),
+            "unterminated string");
+}
+
+TEST(TraceReaderTest, ReadTraceNamesFileAndLineAndSkipsBlankLines) {
+  std::string path = testing::TempDir() + "trace_reader_test.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"a"})"
+      << "\n\n"
+      << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":1,"rng":"b"})"
+      << "\n"
+      << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":1})"
+      << "\n";
+  }
+  std::vector<std::uint64_t> seen;
+  try {
+    read_trace(path, [&](const SampleRecord& r) { seen.push_back(r.index); });
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), path + R"(:4: missing "rng")");
+  }
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{0, 1}));
+  EXPECT_THROW(read_trace(path + ".absent", [](const SampleRecord&) {}), DataError);
+  std::remove(path.c_str());
+}
+
+TEST(TraceReaderTest, LinesLongerThanOneReadAreJoined) {
+  std::string path = testing::TempDir() + "trace_reader_long.jsonl";
+  std::string aug(3 << 20, 'x');  // crosses the 1 MiB read buffer
+  {
+    std::ofstream f(path);
+    for (int i = 0; i < 2; ++i) {
+      f << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":)" << i
+        << R"(,"rng":"s","aug":")" << aug << "\"}\n";
+    }
+  }
+  std::vector<std::size_t> aug_sizes;
+  EXPECT_EQ(
+      read_trace(path, [&](const SampleRecord& r) { aug_sizes.push_back(r.aug.size()); }),
+      2u);
+  EXPECT_EQ(aug_sizes, (std::vector<std::size_t>{aug.size(), aug.size()}));
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace seedloader::audit

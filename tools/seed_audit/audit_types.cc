@@ -1,0 +1,56 @@
+#include "tools/seed_audit/audit_types.h"
+
+namespace seedloader::audit {
+
+const char* finding_name(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kWorkerRngDuplicate:
+      return "worker_rng_duplicate";
+    case FindingKind::kEpochRngRepeat:
+      return "epoch_rng_repeat";
+    case FindingKind::kRankRngDuplicate:
+      return "rank_rng_duplicate";
+    case FindingKind::kSampleRngRepeat:
+      return "sample_rng_repeat";
+    case FindingKind::kRankBatchDuplicate:
+      return "rank_batch_duplicate";
+    case FindingKind::kEpochOrderRepeat:
+      return "epoch_order_repeat";
+    case FindingKind::kCoverage:
+      return "coverage";
+  }
+  return "unknown";
+}
+
+const char* finding_hint(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kWorkerRngDuplicate:
+      return "Workers forked with a copy of the parent's generator draw the same "
+             "numbers; seed every generator in each worker from (seed, epoch, rank, "
+             "worker), e.g. in worker_init_fn from torch.initial_seed() or a "
+             "SeedSequence spawned per worker.";
+    case FindingKind::kEpochRngRepeat:
+      return "A generator restarts from the same state every epoch; mix the epoch "
+             "into the seed (or keep persistent workers whose streams continue).";
+    case FindingKind::kRankRngDuplicate:
+      return "Every rank seeds its generators identically; mix the rank into the "
+             "seed, e.g. SeedSequence(seed, spawn_key=(epoch, rank, worker)).";
+    case FindingKind::kSampleRngRepeat:
+      return "One worker reuses a state for different samples, so a generator is "
+             "reseeded with a constant per sample; seed it from (seed, epoch, index) "
+             "or not at all.";
+    case FindingKind::kRankBatchDuplicate:
+      return "Ranks read the same samples in an epoch, so the sampler is not "
+             "sharded; use a DistributedSampler with the same seed on every rank.";
+    case FindingKind::kEpochOrderRepeat:
+      return "The shuffled order repeats every epoch; call sampler.set_epoch(epoch) "
+             "before each epoch.";
+    case FindingKind::kCoverage:
+      return "An epoch misses samples or repeats more than padding to a multiple of "
+             "the world size explains; check the sampler's size, drop_last and "
+             "sharding.";
+  }
+  return "";
+}
+
+}  // namespace seedloader::audit

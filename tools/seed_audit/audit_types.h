@@ -1,0 +1,76 @@
+// The audit's vocabulary: one per-sample record as a loader reports it, and the
+// findings the detectors produce. Plain values; no ownership beyond their members.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace seedloader::audit {
+
+// One sample as the loader produced it. `rng` fingerprints the random state in use
+// when the sample started (equal exactly when the states are equal).
+struct SampleRecord {
+  std::uint32_t rank = 0;
+  std::uint32_t epoch = 0;
+  std::uint32_t worker = 0;
+  std::uint64_t batch = 0;
+  std::uint64_t index = 0;
+  std::uint64_t rng = 0;
+  std::optional<std::uint64_t> content;  // hash of the produced sample, if recorded
+  std::string_view aug;                  // drawn parameters as given; may be empty
+};
+
+// Limits of the compact per-state and per-index tables (see auditor.h).
+inline constexpr std::uint64_t kMaxRank = 65534;
+inline constexpr std::uint64_t kMaxIndex = 0xFFFFFFFEull;
+inline constexpr std::uint64_t kMaxEpoch = 0xFFFFFFFEull;
+inline constexpr std::uint64_t kMaxWorker = 0xFFFFFFFEull;
+
+enum class FindingKind {
+  kWorkerRngDuplicate,
+  kEpochRngRepeat,
+  kRankRngDuplicate,
+  kSampleRngRepeat,
+  kRankBatchDuplicate,
+  kEpochOrderRepeat,
+  kCoverage,
+};
+
+// The finding's name in reports ("worker_rng_duplicate", ...).
+const char* finding_name(FindingKind kind);
+// One sentence: the likely cause and the fix.
+const char* finding_hint(FindingKind kind);
+
+// Where a sample sits; fields a finding cannot name (a missing sample has no rank,
+// worker or batch) are empty.
+struct SamplePlace {
+  std::optional<std::uint32_t> rank;
+  std::optional<std::uint32_t> epoch;
+  std::optional<std::uint32_t> worker;
+  std::optional<std::uint64_t> batch;
+  std::optional<std::uint64_t> index;
+};
+
+struct Example {
+  SamplePlace sample;
+  std::optional<SamplePlace> other;  // the earlier sample it repeats, when known
+  std::string note;                  // e.g. "missing", "seen 3 times"
+  std::string aug;                   // the sample's drawn parameters, when recorded
+};
+
+struct Finding {
+  FindingKind kind;
+  std::uint64_t count = 0;  // samples (or epochs, for epoch_order_repeat) affected
+  std::vector<Example> examples;
+};
+
+struct Report {
+  std::uint64_t samples = 0;
+  std::vector<Finding> findings;  // in FindingKind order; only kinds with count > 0
+  bool clean() const { return findings.empty(); }
+};
+
+}  // namespace seedloader::audit

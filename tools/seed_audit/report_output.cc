@@ -1,0 +1,26 @@
+#include "tools/seed_audit/report_output.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "rng/error.h"
+#include "tools/seed_audit/commands.h"
+#include "tools/seed_audit/report_format.h"
+
+namespace seedloader::audit {
+
+int emit_report(const Report& report, const std::string& json_path) {
+  const bool json_to_stdout = json_path == "-";
+  (json_to_stdout ? std::cerr : std::cout) << report_text(report) << std::flush;
+  if (json_to_stdout) {
+    std::cout << report_json(report).dump(2) << "\n" << std::flush;
+  } else if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << report_json(report).dump(2) << "\n";
+    out.close();
+    if (!out) throw DataError("cannot write the JSON report to " + json_path);
+  }
+  return report.clean() ? kExitOk : kExitFinding;
+}
+
+}  // namespace seedloader::audit

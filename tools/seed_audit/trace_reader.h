@@ -1,0 +1,29 @@
+// Reading traces: one JSON object per line, one line per sample:
+//   {"rank":0,"epoch":0,"worker":1,"batch":3,"index":17,"rng":"<fingerprint>"}
+// plus optional "content" (string or integer: a hash of the produced sample) and
+// "aug" (any JSON value: the drawn parameters). Unknown keys are ignored; blank
+// lines are skipped; anything else malformed is an error naming the line. `rng`
+// and `content` strings are reduced to 64-bit hashes.
+// A hand-written parser for this flat shape, since traces run to 10^7 lines.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "tools/seed_audit/audit_types.h"
+
+namespace seedloader::audit {
+
+// Parses one line. Throws DataError describing the problem (without a line number).
+// The returned record's `aug` points into `line`.
+SampleRecord parse_trace_line(std::string_view line);
+
+// Reads `path` line by line and hands every record to `sink`. Returns the number of
+// records. Throws DataError "PATH:LINE: problem" for a malformed line or one the
+// sink rejects, and DataError for a file that cannot be read.
+std::uint64_t read_trace(const std::string& path,
+                         const std::function<void(const SampleRecord&)>& sink);
+
+}  // namespace seedloader::audit
