@@ -1,0 +1,97 @@
+// Faults 4 and 5: exceptions inside a worker (from get() or from worker_init)
+// reach the consumer as WorkerError with worker id, sample index and the
+// original message, without a deadlock, and the loader stays usable.
+#include <stdexcept>
+#include <string>
+
+#include "loader/data_loader.h"
+#include "loader/shared_region.h"
+#include "tests/fault/fault_fixture.h"
+#include "tests/loader/test_datasets.h"
+
+namespace seedloader {
+namespace {
+
+using testing_util::FaultTest;
+using testing_util::HookedDataset;
+
+class GetThrowsTest : public FaultTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(GetThrowsTest, ExceptionIsRethrownWithIndexAndMessageAndNextEpochWorks) {
+  // A flag the workers can see after fork: fail only while it is set.
+  SharedRegion flag(4096);
+  auto* failing = reinterpret_cast<volatile int*>(flag.base());
+  *failing = 1;
+  HookedDataset ds(40, [failing](std::uint64_t i) {
+    if (i == 13 && *failing) throw DataError("corrupt record in shard-3.tar, sample 13");
+  });
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.num_workers = 2;
+  o.seed = 3;
+  o.persistent_workers = GetParam();
+  DataLoader loader(ds, o);
+  try {
+    for (const Batch& b : loader) (void)b;
+    FAIL() << "the exception was lost";
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.failure().worker, 1);  // batch 3 -> worker 1
+    EXPECT_EQ(e.failure().index, 13);
+    EXPECT_EQ(e.failure().batch, 3);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("worker 1 (pid"), std::string::npos) << what;
+    EXPECT_NE(what.find("sample 13 of batch 3"), std::string::npos) << what;
+    EXPECT_NE(what.find("corrupt record in shard-3.tar, sample 13"), std::string::npos)
+        << what;
+  }
+  *failing = 0;
+  loader.set_epoch(1);
+  std::uint64_t samples = 0;
+  for (const Batch& b : loader) samples += b.size();
+  EXPECT_EQ(samples, 40u);
+}
+
+INSTANTIATE_TEST_SUITE_P(PersistentOrNot, GetThrowsTest, ::testing::Bool());
+
+TEST_F(FaultTest, WorkerInitFailureIsReportedOnTheFirstBatch) {
+  HookedDataset ds(40, [](std::uint64_t) {});
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.num_workers = 2;
+  o.seed = 3;
+  o.worker_init = [](int worker, std::uint64_t) {
+    if (worker == 0) throw std::runtime_error("cannot open /data/index.bin");
+  };
+  DataLoader loader(ds, o);
+  try {
+    auto it = loader.begin();
+    FAIL() << "worker_init's failure was lost";
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.failure().worker, 0);
+    EXPECT_EQ(e.failure().batch, 0);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("worker_init failed: cannot open /data/index.bin"),
+              std::string::npos)
+        << what;
+  }
+}
+
+TEST_F(FaultTest, InThreadExceptionIsReportedTheSameWay) {
+  HookedDataset ds(40, [](std::uint64_t i) {
+    if (i == 6) throw DataError("truncated image 6");
+  });
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 3;
+  DataLoader loader(ds, o);
+  try {
+    for (const Batch& b : loader) (void)b;
+    FAIL() << "the exception was lost";
+  } catch (const WorkerError& e) {
+    EXPECT_EQ(e.failure().index, 6);
+    EXPECT_NE(std::string(e.what()).find("truncated image 6"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace seedloader
