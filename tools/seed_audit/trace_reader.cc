@@ -33,7 +33,8 @@ class LineParser {
         if (peek() != '"') fail("expected a quoted key");
         std::string_view key = raw_string();
         skip_ws();
-        expect(':', "expected ':' after \"" + std::string(key) + "\"");
+        if (peek() != ':') fail("expected ':' after \"" + std::string(key) + "\"");
+        ++p_;
         skip_ws();
         field(key, r, seen);
         skip_ws();
@@ -60,7 +61,7 @@ class LineParser {
   void skip_ws() {
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) ++p_;
   }
-  void expect(char c, const std::string& what) {
+  void expect(char c, const char* what) {
     if (peek() != c) fail(what);
     ++p_;
   }
