@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <mutex>
 #include <thread>
@@ -45,7 +46,10 @@ MpiSession::MpiSession() {
 MpiSession::~MpiSession() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owns_init_ && !finalized) MPI_Finalize();
+  // MPI_Finalize is collective: while an exception (say a CommError because a peer
+  // died) unwinds, it would wait for that peer forever. Leave MPI up so the handler
+  // can report and MPI_Abort.
+  if (owns_init_ && !finalized && std::uncaught_exceptions() == 0) MPI_Finalize();
 }
 
 std::shared_ptr<MpiSession> MpiSession::acquire() {
@@ -70,11 +74,10 @@ class MpiWork final : public Work {
                                 comm.comm(), &request_));
     comm_.in_flight_.push_back(&request_);
   }
-  ~MpiWork() override {
-    forget();
-    // An abandoned collective (error path) cannot be cancelled; release the handle.
-    if (request_ != MPI_REQUEST_NULL) MPI_Request_free(&request_);
-  }
+  // A collective abandoned on an error path can be neither cancelled nor freed (MPI
+  // forbids MPI_Request_free on an active collective); its handle is left to
+  // MPI_Abort or MPI_Finalize, which the caller is heading for.
+  ~MpiWork() override { forget(); }
   MpiWork(const MpiWork&) = delete;
   MpiWork& operator=(const MpiWork&) = delete;
 

@@ -34,7 +34,8 @@ struct MpiOptions {
 };
 
 // Owns MPI's lifetime (init on construction, finalize on destruction when this
-// process initialised it). Shared by every MpiCommunicator.
+// process initialised it, unless an exception is unwinding: MPI_Finalize would wait
+// for a dead peer). Shared by every MpiCommunicator.
 class MpiSession {
  public:
   MpiSession();
