@@ -47,7 +47,7 @@ void IndexDetector::add(const SampleRecord& r) {
   std::uint32_t first_rank = first - 1u;
   Example e{place_of(r),
             SamplePlace{first_rank, r.epoch, std::nullopt, std::nullopt, r.index},
-            "index visited again", std::string(r.aug)};
+            "index also visited by", std::string(r.aug)};
   if (first_rank != r.rank) {
     ++ep.cross_rank;
     if (ep.cross_examples.size() < kMaxExamples) ep.cross_examples.push_back(e);

@@ -41,7 +41,7 @@ void OrderDetector::report(Report& out, const OwnerTable& owners) const {
     if (inserted || decreases[k] < 2) continue;
     tally.add(Example{
         eo.first, SamplePlace{r, it->second, std::nullopt, std::nullopt, std::nullopt},
-        "same sample order as epoch " + std::to_string(it->second), ""});
+        "same sample order as", ""});
   }
   tally.report_as(FindingKind::kEpochOrderRepeat, out);
 }

@@ -74,7 +74,7 @@ std::string report_text(const Report& report) {
     for (const Example& e : f.examples) {
       s << "  " << place_text(e.sample);
       if (!e.note.empty()) s << ": " << e.note;
-      if (e.other) s << " as " << place_text(*e.other);
+      if (e.other) s << " " << place_text(*e.other);
       if (!e.aug.empty()) s << " (aug " << e.aug << ")";
       s << "\n";
     }

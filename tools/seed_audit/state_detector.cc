@@ -12,7 +12,7 @@ void StateDetector::add(const SampleRecord& r, std::uint32_t owner,
   if (f.epoch == r.epoch && first->index == r.index) return;
   Example e{place_of(r),
             SamplePlace{f.rank, f.epoch, f.worker, std::nullopt, first->index},
-            "same random state", std::string(r.aug)};
+            "same random state as", std::string(r.aug)};
   if (f.rank != r.rank) {
     rank_.add(std::move(e));
   } else if (f.epoch != r.epoch) {
