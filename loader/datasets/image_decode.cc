@@ -1,0 +1,224 @@
+#include "loader/datasets/image_decode.h"
+
+#include <turbojpeg.h>
+#include <zlib.h>
+
+#include <cctype>
+#include <cstring>
+#include <memory>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <string>
+
+#include "rng/error.h"
+
+namespace seedloader {
+namespace {
+
+std::uint32_t be32(const std::uint8_t* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
+         (std::uint32_t{p[2]} << 8) | p[3];
+}
+std::uint32_t le32(const std::uint8_t* p) {
+  return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
+         (std::uint32_t{p[3]} << 24);
+}
+std::uint32_t le24(const std::uint8_t* p) {
+  return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16);
+}
+
+// The per-thread decompressor: creating one per image costs more than decoding a
+// thumbnail. After a failure it is replaced, since libjpeg may leave it mid-stream.
+// Forked children get their own copy of the parent's (idle) handle.
+struct JpegHandleDeleter {
+  void operator()(void* h) const { tjDestroy(h); }
+};
+std::unique_ptr<void, JpegHandleDeleter>& jpeg_slot() {
+  thread_local std::unique_ptr<void, JpegHandleDeleter> handle;
+  return handle;
+}
+
+tjhandle jpeg_handle() {
+  auto& slot = jpeg_slot();
+  if (!slot) slot.reset(tjInitDecompress());
+  if (!slot) throw DataError("cannot create a JPEG decompressor");
+  return slot.get();
+}
+
+// Throws DataError with turbojpeg's message and drops the handle.
+[[noreturn]] void jpeg_failure(const std::string& what) {
+  const std::string message = what + tjGetErrorStr2(jpeg_handle());
+  jpeg_slot().reset();
+  throw DataError(message);
+}
+
+const char* format_name(ImageFormat f) {
+  switch (f) {
+    case ImageFormat::kJpeg:
+      return "JPEG";
+    case ImageFormat::kPng:
+      return "PNG";
+    case ImageFormat::kBmp:
+      return "BMP";
+    default:
+      return "WebP";
+  }
+}
+
+void probe_jpeg(std::span<const std::uint8_t> b, ImageHeader& h) {
+  int subsamp = 0, colorspace = 0;
+  if (tjDecompressHeader3(jpeg_handle(), b.data(), b.size(), &h.width, &h.height,
+                          &subsamp, &colorspace) != 0) {
+    jpeg_failure("bad JPEG header: ");
+  }
+}
+
+constexpr std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+
+// Every chunk inside the file with a matching CRC, IHDR first, IEND last.
+void check_png_chunks(std::span<const std::uint8_t> b) {
+  std::size_t pos = 8;
+  bool first = true;
+  while (true) {
+    if (b.size() - pos < 12) throw DataError("truncated PNG: no IEND chunk");
+    const std::uint32_t length = be32(&b[pos]);
+    if (length > b.size() - pos - 12) {
+      throw DataError("truncated PNG: a chunk at byte " + std::to_string(pos) +
+                      " runs past the end of the file");
+    }
+    const std::uint8_t* type = &b[pos + 4];
+    if (first && std::memcmp(type, "IHDR", 4) != 0) throw DataError("PNG without IHDR");
+    first = false;
+    const std::uint32_t want = be32(&b[pos + 8 + length]);
+    const auto got = static_cast<std::uint32_t>(crc32(0L, type, length + 4));
+    if (want != got) {
+      throw DataError("PNG chunk " + std::string(reinterpret_cast<const char*>(type), 4) +
+                      " at byte " + std::to_string(pos) + " has a bad CRC");
+    }
+    if (std::memcmp(type, "IEND", 4) == 0) return;
+    pos += 12 + length;
+  }
+}
+
+void probe_webp(std::span<const std::uint8_t> b, ImageHeader& h) {
+  if (b.size() < 30) throw DataError("truncated WebP header");
+  const std::uint8_t* chunk = &b[12];
+  if (std::memcmp(chunk, "VP8 ", 4) == 0) {
+    h.width = (b[26] | (b[27] << 8)) & 0x3fff;
+    h.height = (b[28] | (b[29] << 8)) & 0x3fff;
+  } else if (std::memcmp(chunk, "VP8L", 4) == 0) {
+    const std::uint32_t bits = le32(&b[21]);
+    h.width = static_cast<int>((bits & 0x3fff) + 1);
+    h.height = static_cast<int>(((bits >> 14) & 0x3fff) + 1);
+  } else if (std::memcmp(chunk, "VP8X", 4) == 0) {
+    h.width = static_cast<int>(le24(&b[24]) + 1);
+    h.height = static_cast<int>(le24(&b[27]) + 1);
+  } else {
+    throw DataError("unknown WebP chunk");
+  }
+}
+
+cv::Mat decode_jpeg(std::span<const std::uint8_t> b, const ImageHeader& h, int reduction,
+                    int channels) {
+  const tjscalingfactor factor{1, reduction};
+  const int w = TJSCALED(h.width, factor);
+  const int ht = TJSCALED(h.height, factor);
+  cv::Mat out(ht, w, channels == 1 ? CV_8UC1 : CV_8UC3);
+  const int flags = TJFLAG_STOPONWARNING;
+  if (tjDecompress2(jpeg_handle(), b.data(), b.size(), out.data, w,
+                    static_cast<int>(out.step), ht, channels == 1 ? TJPF_GRAY : TJPF_RGB,
+                    flags) != 0) {
+    jpeg_failure("corrupt or truncated JPEG: ");
+  }
+  return out;
+}
+
+}  // namespace
+
+bool is_image_extension(std::string_view ext) {
+  std::string lower(ext);
+  if (!lower.empty() && lower[0] == '.') lower.erase(0, 1);
+  for (char& c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "jpg" || lower == "jpeg" || lower == "png" || lower == "bmp" ||
+         lower == "webp";
+}
+
+ImageHeader probe_image(std::span<const std::uint8_t> b, std::uint64_t max_pixels) {
+  if (b.empty()) throw DataError("empty file (0 bytes)");
+  ImageHeader h{};
+  if (b.size() >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff) {
+    h.format = ImageFormat::kJpeg;
+    probe_jpeg(b, h);
+  } else if (b.size() >= 8 && std::memcmp(b.data(), kPngSignature, 8) == 0) {
+    h.format = ImageFormat::kPng;
+    if (b.size() < 24 || std::memcmp(&b[12], "IHDR", 4) != 0) {
+      throw DataError("truncated PNG header");
+    }
+    const std::uint32_t w = be32(&b[16]);
+    const std::uint32_t ht = be32(&b[20]);
+    if (w > 0x7fffffff || ht > 0x7fffffff) throw DataError("PNG size out of range");
+    h.width = static_cast<int>(w);
+    h.height = static_cast<int>(ht);
+  } else if (b.size() >= 2 && b[0] == 'B' && b[1] == 'M') {
+    h.format = ImageFormat::kBmp;
+    if (b.size() < 26) throw DataError("truncated BMP header");
+    const auto w = static_cast<std::int32_t>(le32(&b[18]));
+    const auto ht = static_cast<std::int32_t>(le32(&b[22]));
+    if (w <= 0 || ht == 0 || ht == INT32_MIN) throw DataError("BMP size out of range");
+    h.width = w;
+    h.height = ht < 0 ? -ht : ht;
+  } else if (b.size() >= 12 && std::memcmp(b.data(), "RIFF", 4) == 0 &&
+             std::memcmp(&b[8], "WEBP", 4) == 0) {
+    h.format = ImageFormat::kWebp;
+    probe_webp(b, h);
+  } else {
+    throw DataError("not an image: unknown signature (JPEG, PNG, BMP, WebP expected)");
+  }
+  if (h.width <= 0 || h.height <= 0) {
+    throw DataError(std::string(format_name(h.format)) + " header gives a zero size");
+  }
+  const std::uint64_t pixels = static_cast<std::uint64_t>(h.width) * h.height;
+  if (pixels > max_pixels) {
+    throw DataError(std::string(format_name(h.format)) + " header claims " +
+                    std::to_string(h.width) + "x" + std::to_string(h.height) + " = " +
+                    std::to_string(pixels) + " pixels, above the cap of " +
+                    std::to_string(max_pixels));
+  }
+  return h;
+}
+
+cv::Mat decode_image(std::span<const std::uint8_t> b, const ImageHeader& h, int reduction,
+                     int channels) {
+  if (reduction != 1 && reduction != 2 && reduction != 4 && reduction != 8) {
+    throw DataError("reduction must be 1, 2, 4 or 8");
+  }
+  if (h.format == ImageFormat::kJpeg) return decode_jpeg(b, h, reduction, channels);
+  if (h.format == ImageFormat::kPng) check_png_chunks(b);
+  const cv::Mat raw(1, static_cast<int>(b.size()), CV_8UC1,
+                    const_cast<std::uint8_t*>(b.data()));
+  cv::Mat image =
+      cv::imdecode(raw, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+  if (image.empty()) {
+    throw DataError(std::string("corrupt ") + format_name(h.format) +
+                    ": OpenCV cannot decode it");
+  }
+  if (image.cols != h.width || image.rows != h.height) {
+    throw DataError(std::string(format_name(h.format)) + " decoded to " +
+                    std::to_string(image.cols) + "x" + std::to_string(image.rows) +
+                    ", its header says " + std::to_string(h.width) + "x" +
+                    std::to_string(h.height));
+  }
+  if (channels == 3) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
+  if (reduction > 1) {
+    cv::Mat small;
+    cv::resize(image, small,
+               cv::Size((h.width + reduction - 1) / reduction,
+                        (h.height + reduction - 1) / reduction),
+               0, 0, cv::INTER_AREA);
+    return small;
+  }
+  return image;
+}
+
+}  // namespace seedloader

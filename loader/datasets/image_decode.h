@@ -1,0 +1,68 @@
+// Decoding of encoded images (JPEG, PNG, BMP, WebP) from bytes in memory, with the
+// size read from the header first so a pixel cap is enforced before any pixel
+// buffer is allocated.
+//
+// JPEG goes through libturbojpeg rather than cv::imdecode: OpenCV's decoder
+// turns libjpeg warnings ("premature end of data") into a silently grey-filled
+// image, while TJFLAG_STOPONWARNING makes every warning an error, so a truncated
+// or corrupt JPEG is always a DataError. It also gives DCT-domain scaling
+// (1/2, 1/4, 1/8), which reduced-scale decoding uses. PNG chunks are walked and
+// their CRCs checked before OpenCV decodes, so a broken CRC or a truncated file
+// is an error too. Output is RGB (3 channels) or grey (1 channel), CV_8U.
+// Stateless apart from a per-thread turbojpeg handle; safe across threads and
+// fork.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "transforms/transform.h"
+
+namespace seedloader {
+
+enum class ImageFormat { kJpeg, kPng, kBmp, kWebp };
+
+struct ImageHeader {
+  ImageFormat format;
+  int width = 0;
+  int height = 0;
+};
+
+// True for the extensions taken as images: jpg, jpeg, png, bmp, webp (any case,
+// with or without the leading dot).
+bool is_image_extension(std::string_view ext);
+
+// 2^28 pixels (16384 x 16384) unless a dataset is configured otherwise.
+inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t{1} << 28;
+
+// Reads the format and size from the first bytes. Throws DataError for an empty
+// or unknown file, a header it cannot read, a zero size, or width x height above
+// max_pixels.
+ImageHeader probe_image(std::span<const std::uint8_t> bytes, std::uint64_t max_pixels);
+
+// Decodes at 1/reduction scale (1, 2, 4, 8) to `channels` (1 or 3) channels;
+// the result is ceil(width / reduction) x ceil(height / reduction). Throws
+// DataError for any corrupt or truncated input.
+cv::Mat decode_image(std::span<const std::uint8_t> bytes, const ImageHeader& header,
+                     int reduction, int channels);
+
+// An ImageSource over encoded bytes that the caller keeps alive.
+class EncodedImage final : public ImageSource {
+ public:
+  // Probes the header (may throw DataError, see probe_image).
+  EncodedImage(std::span<const std::uint8_t> bytes, std::uint64_t max_pixels,
+               int channels)
+      : bytes_(bytes), header_(probe_image(bytes, max_pixels)), channels_(channels) {}
+  cv::Size size() const override { return {header_.width, header_.height}; }
+  cv::Mat decode(int reduction) const override {
+    return decode_image(bytes_, header_, reduction, channels_);
+  }
+
+ private:
+  std::span<const std::uint8_t> bytes_;
+  ImageHeader header_;
+  int channels_;
+};
+
+}  // namespace seedloader

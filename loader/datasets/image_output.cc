@@ -1,0 +1,66 @@
+#include "loader/datasets/image_output.h"
+
+#include <exception>
+
+#include "rng/error.h"
+
+namespace seedloader {
+
+ImageOutput::ImageOutput(Compose transform, int channels, cv::Size input,
+                         const std::string& who)
+    : transform_(std::move(transform)), channels_(channels) {
+  if (channels != 1 && channels != 3) {
+    throw ConfigError(who + ": channels must be 1 or 3");
+  }
+  size_ = transform_.output_size(input);
+  if (size_.width <= 0 || size_.height <= 0) {
+    throw ConfigError(who +
+                      ": the transform chain does not fix the image size; end it with a "
+                      "crop, a random resized crop or an exact resize (WxH)");
+  }
+}
+
+FieldSpec ImageOutput::field(std::string name) const {
+  const DType dtype =
+      transform_.output().output() == ToTensor::Output::kUint8 ? DType::kU8 : DType::kF32;
+  return FieldSpec{std::move(name), dtype, {channels_, size_.height, size_.width}, false};
+}
+
+void ImageOutput::store(const cv::Mat& image, SampleWriter& out, std::size_t f) const {
+  if (image.cols != size_.width || image.rows != size_.height ||
+      image.channels() != channels_) {
+    throw DataError("the transform chain produced a " + std::to_string(image.channels()) +
+                    "x" + std::to_string(image.rows) + "x" + std::to_string(image.cols) +
+                    " image; the layout expects " + std::to_string(channels_) + "x" +
+                    std::to_string(size_.height) + "x" + std::to_string(size_.width));
+  }
+  if (transform_.output().output() == ToTensor::Output::kUint8) {
+    transform_.output().write(image, out.field<std::uint8_t>(f));
+  } else {
+    transform_.output().write(image, out.field<float>(f));
+  }
+}
+
+void ImageOutput::write(cv::Mat image, Rng& rng, TransformLog* log, SampleWriter& out,
+                        std::size_t f) const {
+  store(transform_.apply(std::move(image), rng, log), out, f);
+}
+
+void ImageOutput::write(const ImageSource& source, Rng& rng, TransformLog* log,
+                        SampleWriter& out, std::size_t f) const {
+  store(transform_.apply(source, rng, log), out, f);
+}
+
+void rethrow_as_data_error(const std::string& where) {
+  try {
+    throw;
+  } catch (const cv::Exception& e) {
+    throw DataError(where + ": OpenCV: " + e.what());
+  } catch (const std::bad_alloc&) {
+    throw DataError(where + ": out of memory");
+  } catch (const std::exception& e) {
+    throw DataError(where + ": " + e.what());
+  }
+}
+
+}  // namespace seedloader

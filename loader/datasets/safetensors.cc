@@ -1,0 +1,171 @@
+#include "loader/datasets/safetensors.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "rng/error.h"
+
+namespace seedloader {
+namespace {
+
+using nlohmann::json;
+
+bool checked_mul(std::uint64_t a, std::uint64_t b, std::uint64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+
+// product(shape) * elem, or false on overflow.
+bool byte_size(const std::vector<std::uint64_t>& shape, std::size_t elem,
+               std::uint64_t& out) {
+  out = elem;
+  for (std::uint64_t d : shape) {
+    if (!checked_mul(out, d, out)) return false;
+  }
+  return true;
+}
+
+SafetensorsTensor parse_entry(const std::string& name, const json& entry,
+                              std::uint64_t data_size, const std::string& path) {
+  auto bad = [&](const std::string& why) {
+    return DataError("safetensors " + path + ": tensor '" + name + "': " + why);
+  };
+  if (!entry.is_object()) throw bad("entry is not an object");
+  SafetensorsTensor t;
+  t.name = name;
+  const auto dtype = entry.find("dtype");
+  if (dtype == entry.end() || !dtype->is_string()) throw bad("no dtype");
+  t.dtype = dtype->get<std::string>();
+  const std::size_t elem = safetensors_dtype_size(t.dtype);
+  if (elem == 0) throw bad("unknown dtype '" + t.dtype + "'");
+  const auto shape = entry.find("shape");
+  if (shape == entry.end() || !shape->is_array()) throw bad("no shape");
+  for (const json& d : *shape) {
+    if (!d.is_number_unsigned()) throw bad("shape holds a non-integer or negative entry");
+    t.shape.push_back(d.get<std::uint64_t>());
+  }
+  const auto offsets = entry.find("data_offsets");
+  if (offsets == entry.end() || !offsets->is_array() || offsets->size() != 2 ||
+      !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned()) {
+    throw bad("data_offsets must be two non-negative integers");
+  }
+  t.begin = (*offsets)[0].get<std::uint64_t>();
+  t.end = (*offsets)[1].get<std::uint64_t>();
+  if (t.begin > t.end || t.end > data_size) {
+    throw bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+              "] fall outside the " + std::to_string(data_size) + "-byte data section");
+  }
+  std::uint64_t bytes = 0;
+  if (!byte_size(t.shape, elem, bytes) || bytes != t.end - t.begin) {
+    throw bad("shape x dtype size does not match its " + std::to_string(t.end - t.begin) +
+              " bytes");
+  }
+  return t;
+}
+
+}  // namespace
+
+std::size_t safetensors_dtype_size(const std::string& d) {
+  if (d == "BOOL" || d == "U8" || d == "I8" || d == "F8_E5M2" || d == "F8_E4M3") return 1;
+  if (d == "I16" || d == "U16" || d == "F16" || d == "BF16") return 2;
+  if (d == "I32" || d == "U32" || d == "F32") return 4;
+  if (d == "I64" || d == "U64" || d == "F64") return 8;
+  return 0;
+}
+
+SafetensorsFile::SafetensorsFile(const std::string& path, std::uint64_t max_header_bytes)
+    : file_(path) {
+  const auto bytes = file_.bytes();
+  if (bytes.size() < 8) throw DataError("safetensors " + path + ": shorter than 8 bytes");
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
+  if (n > bytes.size() - 8 || n > max_header_bytes) {
+    throw DataError("safetensors " + path + ": header length " + std::to_string(n) +
+                    " exceeds the file (" + std::to_string(bytes.size()) +
+                    " bytes) or the cap (" + std::to_string(max_header_bytes) + ")");
+  }
+  data_ = bytes.subspan(8 + n);
+  json header;
+  try {
+    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + n);
+  } catch (const json::exception& e) {
+    throw DataError("safetensors " + path + ": header is not JSON: " + e.what());
+  }
+  if (!header.is_object())
+    throw DataError("safetensors " + path + ": header is not an object");
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object())
+        throw DataError("safetensors " + path + ": bad __metadata__");
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string()) {
+          throw DataError("safetensors " + path + ": __metadata__ '" + k +
+                          "' is not a string");
+        }
+        metadata_[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    tensors_.push_back(parse_entry(name, entry, data_.size(), path));
+  }
+  std::vector<const SafetensorsTensor*> by_offset;
+  for (const auto& t : tensors_) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](auto* a, auto* b) { return a->begin < b->begin; });
+  for (std::size_t i = 1; i < by_offset.size(); ++i) {
+    if (by_offset[i]->begin < by_offset[i - 1]->end) {
+      throw DataError("safetensors " + path + ": tensors '" + by_offset[i - 1]->name +
+                      "' and '" + by_offset[i]->name + "' overlap");
+    }
+  }
+}
+
+const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
+  for (const auto& t : tensors_) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+void write_safetensors(const std::string& path, std::span<const SafetensorsWrite> tensors,
+                       const std::map<std::string, std::string>& metadata) {
+  // ordered_json keeps the tensors in the given order, as their offsets are.
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  std::set<std::string> names;
+  std::uint64_t offset = 0;
+  for (const SafetensorsWrite& t : tensors) {
+    const std::size_t elem = safetensors_dtype_size(t.dtype);
+    if (elem == 0)
+      throw ConfigError("write_safetensors: unknown dtype '" + t.dtype + "'");
+    if (!names.insert(t.name).second || t.name == "__metadata__") {
+      throw ConfigError("write_safetensors: duplicate or reserved name '" + t.name + "'");
+    }
+    std::uint64_t bytes = 0;
+    if (!byte_size(t.shape, elem, bytes) || bytes != t.data.size()) {
+      throw ConfigError("write_safetensors: tensor '" + t.name + "' has " +
+                        std::to_string(t.data.size()) + " bytes for its shape and dtype");
+    }
+    header[t.name] = {{"dtype", t.dtype},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!f) throw Error("write_safetensors: cannot create " + path);
+  std::uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(text.size() >> (8 * i));
+  bool ok = std::fwrite(len, 1, 8, f.get()) == 8 &&
+            std::fwrite(text.data(), 1, text.size(), f.get()) == text.size();
+  for (const SafetensorsWrite& t : tensors) {
+    ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), f.get()) == t.data.size();
+  }
+  ok = std::fflush(f.get()) == 0 && ok;
+  if (!ok) throw Error("write_safetensors: cannot write " + path);
+}
+
+}  // namespace seedloader

@@ -1,0 +1,73 @@
+// TarShards: WebDataset-style tar shards. Members whose names share a key (the
+// name up to the first dot of its last component, e.g. "a/000123" for
+// "a/000123.jpg" and "a/000123.cls") form one sample; a sample's members must be
+// consecutive in its shard. Each shard is read once at construction with
+// libarchive to build the index — shard, data offset and size of the image and
+// the label member of every sample, in flat arrays — so get() is random access:
+// one pread at the member's offset.
+// Member names are untrusted: a name with a ".." component, an absolute name, a
+// symbolic or hard link, a device or other non-regular member, or a sparse file
+// makes construction fail with DataError naming the shard and member. Members
+// with other extensions are ignored; a sample without an image or a label, a
+// duplicate extension or a key split across the shard is a DataError.
+// Shards must be plain (uncompressed) tar: random access needs real offsets.
+// Fields: "image" [C, H, W] from the transform chain (which must fix the size),
+// "label" int64 (the label member's text, a decimal integer).
+// Immutable after construction; get() is safe across threads and processes
+// (pread on descriptors opened here and inherited by forked workers).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "loader/dataset.h"
+#include "loader/datasets/file_io.h"
+#include "loader/datasets/image_decode.h"
+#include "loader/datasets/image_output.h"
+#include "loader/datasets/path_index.h"
+
+namespace seedloader {
+
+struct TarShardsOptions {
+  std::string label_ext = "cls";  // the image is the member with an image extension
+  std::uint64_t max_pixels = kDefaultMaxPixels;
+  int channels = 3;
+};
+
+// Expands a shard pattern: one brace range "{000..009}" (zero padding kept) and
+// then glob characters (*, ?, [..]); the result is sorted within each step.
+// Throws ConfigError for a malformed range, DataError when nothing matches.
+std::vector<std::string> expand_shard_pattern(const std::string& pattern);
+
+class TarShards final : public Dataset {
+ public:
+  TarShards(const std::string& pattern, Compose transform, TarShardsOptions options = {});
+  TarShards(const TarShards&) = delete;
+  TarShards& operator=(const TarShards&) = delete;
+
+  std::uint64_t size() const override { return keys_.size(); }
+  const SampleLayout& layout() const override { return layout_; }
+  void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
+  std::string describe() const override { return "TarShards(" + pattern_ + ")"; }
+
+  // The sample's key (e.g. "000123"), for messages and tests.
+  std::string_view key(std::uint64_t index) const { return keys_.path_view(index); }
+
+ private:
+  struct Member {
+    std::uint64_t offset;
+    std::uint64_t size;
+  };
+  void index_shard(std::uint32_t shard);
+
+  std::string pattern_;
+  TarShardsOptions options_;
+  ImageOutput output_;
+  SampleLayout layout_;
+  std::vector<FileHandle> shards_;
+  PathIndex keys_;  // key per sample; the label field holds the shard number
+  std::vector<Member> images_;
+  std::vector<Member> labels_;
+};
+
+}  // namespace seedloader

@@ -1,0 +1,184 @@
+#include "loader/datasets/tar_shards.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <gtest/gtest.h>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include "tests/datasets/dataset_test_util.h"
+#include "transforms/spec.h"
+
+namespace seedloader {
+namespace {
+
+using testing::SampleBuffer;
+using testing::TempDir;
+using testing::test_rng;
+
+struct Member {
+  enum Type { kFile, kSymlink, kHardlink } type = kFile;
+  std::string name;
+  std::vector<std::uint8_t> data;
+  std::string target;
+};
+
+// Writes a pax tar with libarchive (long names get pax extended headers).
+void write_tar(const std::string& path, const std::vector<Member>& members) {
+  archive* a = archive_write_new();
+  archive_write_set_format_pax_restricted(a);
+  ASSERT_EQ(archive_write_open_filename(a, path.c_str()), ARCHIVE_OK);
+  for (const Member& m : members) {
+    archive_entry* e = archive_entry_new();
+    archive_entry_set_pathname(e, m.name.c_str());
+    archive_entry_set_perm(e, 0644);
+    if (m.type == Member::kSymlink) {
+      archive_entry_set_filetype(e, AE_IFLNK);
+      archive_entry_set_symlink(e, m.target.c_str());
+    } else {
+      archive_entry_set_filetype(e, AE_IFREG);
+      if (m.type == Member::kHardlink) archive_entry_set_hardlink(e, m.target.c_str());
+      archive_entry_set_size(e, m.type == Member::kHardlink ? 0 : m.data.size());
+    }
+    ASSERT_EQ(archive_write_header(a, e), ARCHIVE_OK) << archive_error_string(a);
+    if (m.type == Member::kFile && !m.data.empty()) {
+      ASSERT_EQ(archive_write_data(a, m.data.data(), m.data.size()),
+                static_cast<la_ssize_t>(m.data.size()));
+    }
+    archive_entry_free(e);
+  }
+  archive_write_close(a);
+  archive_write_free(a);
+}
+
+cv::Scalar colour_of(int sample) { return cv::Scalar(sample, 2 * sample, 250 - sample); }
+
+std::vector<std::uint8_t> png_of(int sample) {
+  std::vector<std::uint8_t> out;
+  cv::imencode(".png", cv::Mat(6, 6, CV_8UC3, colour_of(sample)), out);
+  return out;
+}
+
+std::vector<std::uint8_t> text(const std::string& s) { return {s.begin(), s.end()}; }
+
+// Sample k: key, a .png of colour_of(k) and a .cls of 100 + k, plus a .json ignored.
+std::vector<Member> sample_members(int k, const std::string& key) {
+  return {{Member::kFile, key + ".cls", text(std::to_string(100 + k) + "\n"), ""},
+          {Member::kFile, key + ".png", png_of(k), ""},
+          {Member::kFile, key + ".json", text("{}"), ""}};
+}
+
+void write_two_shards(const TempDir& dir) {
+  std::vector<Member> a, b;
+  for (int k = 0; k < 3; ++k) {
+    for (auto& m : sample_members(k, "s/" + std::to_string(k))) a.push_back(m);
+  }
+  const std::string long_key = "deep/" + std::string(150, 'n') + "/k3";  // pax header
+  for (auto& m : sample_members(3, long_key)) b.push_back(m);
+  for (auto& m : sample_members(4, "k4")) b.push_back(m);
+  write_tar(dir / "shard-000000.tar", a);
+  write_tar(dir / "shard-000001.tar", b);
+}
+
+TEST(TarShardsTest, SamplesAcrossShardsAreRandomlyAccessible) {
+  TempDir dir;
+  write_two_shards(dir);
+  TarShards data(dir / "shard-{000000..000001}.tar",
+                 parse_transform_spec("centercrop:6,u8"));
+  ASSERT_EQ(data.size(), 5u);
+  EXPECT_EQ(data.key(4), "k4");
+  for (int i = 4; i >= 0; --i) {
+    SampleBuffer buffer(data.layout(), i);
+    Rng rng = test_rng();
+    data.get(i, rng, buffer.writer());
+    EXPECT_EQ(buffer.field<std::int64_t>(1)[0], 100 + i);
+    auto image = buffer.field<std::uint8_t>(0);
+    for (int c = 0; c < 3; ++c) ASSERT_EQ(image[c * 36 + 7], colour_of(i)[2 - c]) << i;
+  }
+}
+
+TEST(TarShardsTest, GlobPatternsFindTheShardsInOrder) {
+  TempDir dir;
+  write_two_shards(dir);
+  EXPECT_EQ(
+      expand_shard_pattern(dir / "shard-*.tar"),
+      (std::vector<std::string>{dir / "shard-000000.tar", dir / "shard-000001.tar"}));
+  EXPECT_THROW(expand_shard_pattern(dir / "none-*.tar"), DataError);
+  EXPECT_THROW(expand_shard_pattern(dir / "shard-{1..}.tar"), ConfigError);
+  TarShards data(dir / "shard-*.tar", parse_transform_spec("centercrop:6"));
+  EXPECT_EQ(data.size(), 5u);
+}
+
+std::string index_error(const std::vector<Member>& members) {
+  TempDir dir;
+  write_tar(dir / "bad.tar", members);
+  try {
+    TarShards(dir / "bad.tar", parse_transform_spec("centercrop:6"));
+  } catch (const DataError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(dir / "bad.tar"), std::string::npos) << what;
+    return what;
+  }
+  return "";
+}
+
+TEST(TarShardsTest, DotDotMemberIsRejected) {
+  auto members = sample_members(0, "a");
+  members.push_back({Member::kFile, "../x", text("1"), ""});
+  EXPECT_NE(index_error(members).find("'../x'"), std::string::npos);
+  EXPECT_NE(index_error({{Member::kFile, "a/../../b.cls", text("1"), ""}}).find("'..'"),
+            std::string::npos);
+}
+
+TEST(TarShardsTest, AbsoluteMemberIsRejected) {
+  EXPECT_NE(index_error({{Member::kFile, "/etc/passwd", text("root:x:0:0"), ""}})
+                .find("'/etc/passwd'"),
+            std::string::npos);
+}
+
+TEST(TarShardsTest, SymlinkAndHardlinkMembersAreRejected) {
+  auto members = sample_members(0, "a");
+  members.push_back({Member::kSymlink, "b.png", {}, "/etc/passwd"});
+  EXPECT_NE(index_error(members).find("links"), std::string::npos);
+  members = sample_members(0, "a");
+  members.push_back({Member::kHardlink, "b.png", {}, "a.png"});
+  EXPECT_NE(index_error(members).find("links"), std::string::npos);
+}
+
+TEST(TarShardsTest, SampleWithoutLabelOrSplitAcrossTheShardIsRejected) {
+  EXPECT_NE(index_error({{Member::kFile, "a.png", png_of(0), ""}}).find("no .cls label"),
+            std::string::npos);
+  std::vector<Member> split = {{Member::kFile, "a.png", png_of(0), ""},
+                               {Member::kFile, "b.png", png_of(1), ""},
+                               {Member::kFile, "b.cls", text("1"), ""},
+                               {Member::kFile, "a.cls", text("0"), ""}};
+  EXPECT_NE(index_error(split).find("no .cls label"), std::string::npos);
+}
+
+TEST(TarShardsTest, CorruptMemberIsADataErrorNamingShardMemberAndSample) {
+  TempDir dir;
+  std::vector<Member> members = sample_members(0, "good");
+  members.push_back({Member::kFile, "bad.cls", text("7"), ""});
+  members.push_back({Member::kFile, "bad.png", text("not a png at all"), ""});
+  members.push_back({Member::kFile, "nolabel.cls", text("seven"), ""});
+  members.push_back({Member::kFile, "nolabel.png", png_of(2), ""});
+  write_tar(dir / "s.tar", members);
+  TarShards data(dir / "s.tar", parse_transform_spec("centercrop:6"));
+  EXPECT_EQ(testing::get_error(data, 0), "");
+  const std::string what = testing::get_error(data, 1);
+  EXPECT_NE(what.find("sample 1"), std::string::npos) << what;
+  EXPECT_NE(what.find(dir / "s.tar"), std::string::npos) << what;
+  EXPECT_NE(what.find("'bad'"), std::string::npos) << what;
+  EXPECT_NE(testing::get_error(data, 2).find("not a decimal integer"), std::string::npos);
+}
+
+TEST(TarShardsTest, MissingShardIsADataError) {
+  TempDir dir;
+  write_two_shards(dir);
+  EXPECT_THROW(
+      TarShards(dir / "shard-{000000..000002}.tar", parse_transform_spec("centercrop:6")),
+      DataError);
+}
+
+}  // namespace
+}  // namespace seedloader
