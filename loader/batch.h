@@ -74,6 +74,11 @@ class Batch {
   int worker() const { return info_.worker; }
   // The slot index within the loader's shared region.
   int slot() const { return slot_; }
+  // The whole slot (indices, fingerprints, lengths, then the fields), e.g. for
+  // one device copy; tensor(f).data - slot_bytes().data() is field f's offset.
+  std::span<const std::byte> slot_bytes() const {
+    return empty() ? std::span<const std::byte>() : std::span(data_, geometry_->bytes);
+  }
 
   std::span<const std::uint64_t> indices() const;
   std::span<const std::uint64_t> fingerprints() const;

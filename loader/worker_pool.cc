@@ -31,8 +31,10 @@ std::string WorkerExit::describe() const {
     const char* abbrev = sigabbrev_np(signal);
     s += " was killed by signal " + std::to_string(signal) + " (SIG" +
          (abbrev ? abbrev : "?") + ")";
-  } else {
+  } else if (exit_code >= 0) {
     s += " exited with code " + std::to_string(exit_code);
+  } else {
+    s += " is gone (its exit status was collected elsewhere)";
   }
   return s;
 }
@@ -63,8 +65,16 @@ std::optional<WorkerExit> WorkerPool::poll(int w) {
   if (pids_.empty() || pids_[w] < 0) return std::nullopt;
   int status = 0;
   pid_t r = waitpid(pids_[w], &status, WNOHANG);
-  if (r != pids_[w]) return std::nullopt;
-  WorkerExit e = decode(w, pids_[w], status);
+  WorkerExit e;
+  if (r < 0 && errno == ECHILD) {
+    // Reaped elsewhere (e.g. SIGCHLD set to SIG_IGN): gone, status unknown.
+    e.worker = w;
+    e.pid = pids_[w];
+  } else if (r == pids_[w]) {
+    e = decode(w, pids_[w], status);
+  } else {
+    return std::nullopt;
+  }
   pids_[w] = -1;
   return e;
 }
@@ -78,7 +88,8 @@ void WorkerPool::stop(std::chrono::milliseconds grace) {
     for (pid_t& pid : pids_) {
       if (pid < 0) continue;
       int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) {
+      const pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid || (r < 0 && errno == ECHILD)) {
         pid = -1;
       } else {
         alive = true;

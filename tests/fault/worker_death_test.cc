@@ -92,6 +92,27 @@ TEST_F(FaultTest, KilledWorkerIsReportedWithItsSignalAndOthersAreReaped) {
         << e.what();
   }
   EXPECT_TRUE(loader.worker_pids().empty());
+  // The next epoch forks fresh workers and completes.
+  loader.set_epoch(1);
+  std::uint64_t samples = 0;
+  for (const Batch& b : loader) samples += b.size();
+  EXPECT_EQ(samples, 400u);
+}
+
+TEST_F(FaultTest, DeadWorkerIsDetectedEvenWhenSigchldIsIgnored) {
+  // With SIGCHLD ignored the kernel reaps children itself; waitpid then
+  // reports ECHILD, which must still count as a dead worker.
+  struct sigaction ignore = {}, old = {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(sigaction(SIGCHLD, &ignore, &old), 0);
+  HookedDataset ds(64, [](std::uint64_t i) {
+    if (i == 9) raise(SIGKILL);
+  });
+  DataLoader loader(ds, options(2));
+  WorkerError e = iterate_until_error<WorkerError>(loader);
+  sigaction(SIGCHLD, &old, nullptr);
+  EXPECT_EQ(e.failure().worker, 0);
+  EXPECT_NE(std::string(e.what()).find("worker 0"), std::string::npos) << e.what();
 }
 
 TEST_F(FaultTest, SegfaultInGetNamesTheSignal) {

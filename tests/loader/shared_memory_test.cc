@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "loader/shared_layout.h"
 #include "loader/shared_region.h"
@@ -89,6 +90,49 @@ TEST(SlotStateTest, ConsumerSeesSlotOnlyAfterPublish) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(ok);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+// The same hand-off between two threads, so ThreadSanitizer can check that
+// publish()/wait_slice() order the plain payload writes and reads.
+TEST(SlotStateTest, HandOffBetweenThreadsIsRaceFree) {
+  SlotWord word(kFree);
+  std::uint64_t payload[16] = {};
+  constexpr int kRounds = 2000;
+  std::thread producer([&] {
+    for (int r = 0; r < kRounds; ++r) {
+      while (wait_slice(
+                 word, [](std::uint32_t s) { return s == kTask; },
+                 std::chrono::microseconds(100000)) != kTask) {
+      }
+      for (int i = 0; i < 16; ++i) payload[i] = static_cast<std::uint64_t>(r + i);
+      publish(word, kReady);
+    }
+  });
+  int bad = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    publish(word, kTask);
+    while (wait_slice(
+               word, [](std::uint32_t s) { return s != kTask; },
+               std::chrono::microseconds(100000)) == kTask) {
+    }
+    for (int i = 0; i < 16; ++i) bad += payload[i] != static_cast<std::uint64_t>(r + i);
+    publish(word, kFree);
+  }
+  producer.join();
+  EXPECT_EQ(bad, 0);
+}
+
+TEST(SlotStateTest, InterruptMakesWaitsReturnUntilTheNextPublish) {
+  SlotWord word(kFree);
+  interrupt(word);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(wait_slice(
+                word, [](std::uint32_t s) { return s == kTask; },
+                std::chrono::microseconds(2000000)),
+            kFree);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  publish(word, kTask);
+  EXPECT_EQ(word.load(), kTask);  // the interrupt bit is gone
 }
 
 TEST(SlotStateTest, WaitSliceReturnsAfterItsTimeoutWhenNothingHappens) {

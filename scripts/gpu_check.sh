@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# gpu_check.sh: on a machine with an NVIDIA GPU, build seedloader with CUDA in
+# build/gpu, run the GPU-labelled tests and the loader benchmarks, and write
+# everything to $OUT/gpu_check.log (default: build/gpu_check_out/).
+#
+#   OUT=/some/dir scripts/gpu_check.sh          # whole project
+#   GPU_CHECK_TARGETS="loader_gpu_test" scripts/gpu_check.sh   # only these
+#
+# Exit status: 0 when every step passed, 1 when any failed (the log says which),
+# 2 when there is no usable GPU or toolchain.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:-$ROOT/build/gpu_check_out}
+BUILD=$ROOT/build/gpu
+JOBS=${JOBS:-$(nproc)}
+mkdir -p "$OUT"
+LOG=$OUT/gpu_check.log
+exec > >(tee "$LOG") 2>&1
+
+failed=()
+step() {  # step NAME COMMAND...: runs and records the outcome, never aborts
+  local name=$1; shift
+  echo; echo "=== $name: $*"
+  local t0=$SECONDS
+  if "$@"; then
+    echo "=== $name: ok ($((SECONDS - t0)) s)"
+  else
+    echo "=== $name: FAILED (exit $?, $((SECONDS - t0)) s)"
+    failed+=("$name")
+  fi
+}
+
+echo "gpu_check on $(hostname) at $(date -u +%FT%TZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi; then
+  echo "no NVIDIA GPU visible (nvidia-smi failed); nothing to check"; exit 2
+fi
+NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+if [ ! -x "$NVCC" ]; then echo "nvcc not found"; exit 2; fi
+ARCH=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)}
+
+step configure cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DSEEDLOADER_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
+  -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}"
+if [ -n "${GPU_CHECK_TARGETS:-}" ]; then
+  # shellcheck disable=SC2086
+  step build cmake --build "$BUILD" -j"$JOBS" --target $GPU_CHECK_TARGETS \
+    loader_overhead_bench loader_transport_bench
+else
+  step build cmake --build "$BUILD" -j"$JOBS"
+fi
+step gpu-tests ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300
+for bench in loader_overhead_bench loader_transport_bench; do
+  if [ -x "$BUILD/bench/$bench" ]; then
+    step "$bench" "$BUILD/bench/$bench" --benchmark_out="$OUT/$bench.json" \
+      --benchmark_out_format=json
+  else
+    echo "=== $bench: not built"; failed+=("$bench")
+  fi
+done
+if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+  step torch-overhead /usr/bin/python3 "$ROOT/bench/torch_overhead.py"
+else
+  echo "=== torch-overhead: skipped (no torch for /usr/bin/python3)"
+fi
+
+echo
+if [ ${#failed[@]} -eq 0 ]; then
+  echo "gpu_check: all steps passed; log in $LOG"
+  exit 0
+fi
+echo "gpu_check: FAILED steps: ${failed[*]}; log in $LOG"
+exit 1
