@@ -1,0 +1,98 @@
+// transforms_bench: the costs that decide an augmentation pipeline's speed.
+// RandomResizedCrop from a 1600x1200 JPEG, decoding at the reduced scale the
+// crop allows versus always at full size; the fused ToTensor+Normalize pass;
+// the ImageNet training chain on a decoded image. Items are images.
+#include <benchmark/benchmark.h>
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <vector>
+
+#include "loader/datasets/image_decode.h"
+#include "rng/seed_sequence.h"
+#include "transforms/crop.h"
+#include "transforms/spec.h"
+
+namespace seedloader {
+namespace {
+
+std::vector<std::uint8_t> test_jpeg() {
+  cv::Mat image(1200, 1600, CV_8UC3);
+  cv::RNG pixels(7);  // OpenCV's generator only paints the test picture
+  pixels.fill(image, cv::RNG::UNIFORM, 0, 255);
+  cv::GaussianBlur(image, image, cv::Size(9, 9), 3);
+  std::vector<std::uint8_t> bytes;
+  cv::imencode(".jpg", image, bytes);
+  return bytes;
+}
+
+// A source that always decodes at full size, for the comparison.
+class FullScaleOnly final : public ImageSource {
+ public:
+  explicit FullScaleOnly(const EncodedImage& inner) : inner_(inner) {}
+  cv::Size size() const override { return inner_.size(); }
+  cv::Mat decode(int reduction) const override {
+    cv::Mat full = inner_.decode(1);
+    if (reduction == 1) return full;
+    cv::Mat small;
+    cv::resize(full, small,
+               cv::Size((full.cols + reduction - 1) / reduction,
+                        (full.rows + reduction - 1) / reduction),
+               0, 0, cv::INTER_AREA);
+    return small;
+  }
+
+ private:
+  const EncodedImage& inner_;
+};
+
+void BM_RrcFromJpeg(benchmark::State& state) {
+  const bool reduced = state.range(0) != 0;
+  const auto bytes = test_jpeg();
+  Compose chain;
+  chain.add(RandomResizedCrop(cv::Size(224, 224)));
+  Rng rng{SeedSequence(1)};
+  for (auto _ : state) {
+    const EncodedImage source(bytes, kDefaultMaxPixels, 3);
+    cv::Mat out = reduced ? chain.apply(source, rng, nullptr)
+                          : chain.apply(FullScaleOnly(source), rng, nullptr);
+    benchmark::DoNotOptimize(out.data);
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetLabel(reduced ? "reduced-scale decode" : "full decode");
+}
+BENCHMARK(BM_RrcFromJpeg)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+
+void BM_ToTensorNormalizeFused(benchmark::State& state) {
+  cv::Mat image(224, 224, CV_8UC3, cv::Scalar(10, 120, 240));
+  const ToTensor output(Normalize::imagenet());
+  std::vector<float> row(3 * 224 * 224);
+  for (auto _ : state) {
+    output.write(image, std::span<float>(row));
+    benchmark::DoNotOptimize(row.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(row.size() * 4));
+}
+BENCHMARK(BM_ToTensorNormalizeFused);
+
+void BM_ImagenetTrainChain(benchmark::State& state) {
+  cv::Mat image(375, 500, CV_8UC3);
+  cv::RNG pixels(3);
+  pixels.fill(image, cv::RNG::UNIFORM, 0, 255);
+  const Compose chain =
+      parse_transform_spec("rrc:224,hflip,jitter:0.4:0.4:0.4:0.1,normalize:imagenet");
+  std::vector<float> row(3 * 224 * 224);
+  Rng rng{SeedSequence(2)};
+  for (auto _ : state) {
+    chain.output().write(chain.apply(image, rng, nullptr), std::span<float>(row));
+    benchmark::DoNotOptimize(row.data());
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ImagenetTrainChain)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace seedloader
+
+BENCHMARK_MAIN();
