@@ -19,5 +19,6 @@ using Action = std::function<int()>;
 void add_derive_command(CLI::App& app, Action& action);
 void add_shard_command(CLI::App& app, Action& action);
 void add_trace_command(CLI::App& app, Action& action);
+void add_run_command(CLI::App& app, Action& action);
 
 }  // namespace seedloader::audit

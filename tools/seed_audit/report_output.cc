@@ -23,4 +23,10 @@ int emit_report(const Report& report, const std::string& json_path) {
   return report.clean() ? kExitOk : kExitFinding;
 }
 
+void add_json_report_option(CLI::App& cmd, std::string& json_path) {
+  cmd.add_option("--json", json_path,
+                 "Write the JSON report to this file; '-' writes it to stdout and the "
+                 "text report to stderr");
+}
+
 }  // namespace seedloader::audit

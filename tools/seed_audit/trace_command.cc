@@ -45,9 +45,7 @@ void add_trace_command(CLI::App& app, Action& action) {
   cmd->add_option("--allow-missing", args->allowed_missing,
                   "Samples an epoch may leave out by design (drop_last), for coverage")
       ->capture_default_str();
-  cmd->add_option("--json", args->json,
-                  "Write the JSON report to this file; '-' writes it to stdout and the "
-                  "text report to stderr");
+  add_json_report_option(*cmd, args->json);
   cmd->callback([args, &action] { action = [args] { return run_trace(*args); }; });
 }
 
