@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <new>
 #include <string>
 
 #include "loader/worker_main.h"
@@ -61,6 +62,15 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
           count_batches(sampler_->size(), options_.batch_size, options_.drop_last)),
       region_layout_(layout_, options_.batch_size, ring_workers(), options_.prefetch),
       region_(region_layout_.total_bytes()) {
+  // Start the lifetime of the shared structs (the mapping is zero-filled;
+  // value-initialisation writes the same zeros) before any worker exists.
+  new (region_.at<ControlBlock>(region_layout_.control())) ControlBlock();
+  for (int w = 0; w < region_layout_.workers(); ++w) {
+    new (region_.at<WorkerBlock>(region_layout_.worker_block(w))) WorkerBlock();
+  }
+  for (int s = 0; s < region_layout_.num_slots(); ++s) {
+    new (region_.at<SlotHeader>(region_layout_.header(s))) SlotHeader();
+  }
   fill_.dataset = &dataset_;
   fill_.geometry = &region_layout_.slot();
   fill_.seeding = options_.seeding;

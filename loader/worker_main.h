@@ -5,6 +5,8 @@
 // dead parent) for kTask, fills the batch, publishes the result, and moves on.
 // It never returns: it leaves with _exit, skipping atexit handlers and
 // destructors that belong to the parent. It never touches CUDA.
+// PR_SET_PDEATHSIG fires when the *thread* that forked the worker ends, so
+// drive a DataLoader from a thread that lives as long as the loader.
 #pragma once
 
 #include <sys/types.h>

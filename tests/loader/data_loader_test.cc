@@ -343,7 +343,10 @@ TEST(DataLoaderTest, SkipPolicyReplacesBadSamplesDeterministically) {
     o.on_bad_sample = BadSample::kSkip;
     o.seeding = SeedScope::kSample;
     DataLoader loader(ds, o);
+    ::testing::internal::CaptureStderr();
     auto batches = run_epoch(loader, 0);
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    EXPECT_NE(log.find("epoch 0: skipped 6 bad sample(s)"), std::string::npos) << log;
     std::vector<std::uint64_t> all;
     for (const auto& b : batches)
       all.insert(all.end(), b.indices.begin(), b.indices.end());
