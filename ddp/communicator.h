@@ -11,6 +11,8 @@
 #include <memory>
 #include <span>
 
+#include "ddp/device.h"
+
 namespace seedloader::ddp {
 
 enum class ReduceOp { kSum, kAverage };
@@ -31,6 +33,8 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Where the float buffers it reduces must live.
+  virtual Device device() const = 0;
 
   // Starts an all-reduce of `data` in place and returns at once.
   virtual std::unique_ptr<Work> iallreduce(std::span<float> data, ReduceOp op) = 0;

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "ddp/conv_geometry.h"
+
 namespace seedloader::ddp::cpu {
 
 template <typename T>
@@ -51,12 +53,6 @@ template <typename T>
 void relu_backward(const T* x, const T* dy, T* dx, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dx[i] = x[i] > T(0) ? dy[i] : T(0);
 }
-
-struct ConvGeometry {
-  int64_t c_in, h, w, c_out, k, stride, pad;
-  int64_t h_out() const { return (h + 2 * pad - k) / stride + 1; }
-  int64_t w_out() const { return (w + 2 * pad - k) / stride + 1; }
-};
 
 // col[(c*k + i)*k + j, oh*w_out + ow] = x[c, oh*s + i - p, ow*s + j - p] (0 outside).
 template <typename T>

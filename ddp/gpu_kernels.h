@@ -9,6 +9,7 @@
 
 #include "ddp/cpu_kernels.h"
 #include "ddp/gpu_context.h"
+#include "ddp/gpu_launch.h"
 
 namespace seedloader::ddp::gpu {
 
@@ -36,36 +37,5 @@ float mse_loss(const GpuContext& ctx, const float* y, const float* target, float
 float cross_entropy_loss(const GpuContext& ctx, const float* logits,
                          const int32_t* labels, float* dlogits, int64_t n,
                          int64_t classes);
-
-// Kernels used by the pieces above and by the optimizers.
-namespace kernels {
-void add_row_bias(void* stream, float* y, const float* b, int64_t rows, int64_t cols);
-void add_channel_bias(void* stream, float* y, const float* b, int64_t n, int64_t c,
-                      int64_t hw);
-void sum_rows_into(void* stream, const float* dy, float* db, int64_t rows, int64_t cols);
-void sum_channels_into(void* stream, const float* dy, float* db, int64_t n, int64_t c,
-                       int64_t hw);
-void im2col(void* stream, const float* x, float* col, const cpu::ConvGeometry& g);
-void col2im(void* stream, const float* col, float* dx, const cpu::ConvGeometry& g);
-void relu_forward(void* stream, const float* x, float* y, int64_t count);
-void relu_backward(void* stream, const float* x, const float* dy, float* dx,
-                   int64_t count);
-void maxpool_forward(void* stream, const float* x, float* y, int64_t* argmax,
-                     int64_t planes, int64_t h, int64_t w, int64_t k);
-void maxpool_backward(void* stream, const float* dy, const int64_t* argmax, float* dx,
-                      int64_t out_count, int64_t in_count);
-// Per-element loss terms into `terms`, gradient into dy.
-void mse_terms(void* stream, const float* y, const float* t, float* dy, float* terms,
-               int64_t count);
-void cross_entropy_terms(void* stream, const float* z, const int32_t* labels, float* dz,
-                         float* terms, int64_t n, int64_t classes);
-void sgd_step(void* stream, float* p, const float* g, float* buf, int64_t count, float lr,
-              float momentum, float dampening, float weight_decay, bool nesterov,
-              bool first_step);
-void adamw_step(void* stream, float* p, const float* g, float* m, float* v, int64_t count,
-                float lr, float beta1, float beta2, float eps, float weight_decay,
-                float bias_correction1, float bias_correction2);
-void scale(void* stream, float* x, float factor, int64_t count);
-}  // namespace kernels
 
 }  // namespace seedloader::ddp::gpu

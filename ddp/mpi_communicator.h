@@ -59,6 +59,7 @@ class MpiCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  Device device() const override { return Device::kCpu; }
   std::unique_ptr<Work> iallreduce(std::span<float> data, ReduceOp op) override;
   void broadcast(std::span<float> data, int root) override;
   void broadcast(std::span<std::int64_t> data, int root) override;
@@ -67,10 +68,11 @@ class MpiCommunicator final : public Communicator {
 
   MPI_Comm comm() const { return comm_; }
   const MpiOptions& options() const { return options_; }
+  // Polls `request` until it completes; CommError naming `what` after the timeout.
+  void wait_request(MPI_Request& request, const std::string& what);
 
  private:
   friend class MpiWork;
-  void wait_request(MPI_Request& request, const std::string& what);
 
   std::shared_ptr<MpiSession> session_;
   MpiOptions options_;

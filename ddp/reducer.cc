@@ -15,6 +15,10 @@ Reducer::Reducer(Sequential& model, Communicator& comm, ReducerOptions options)
     : model_(model), comm_(comm) {
   if (options.first_bucket_bytes == 0 || options.bucket_bytes == 0)
     throw ConfigError("ReducerOptions: bucket caps must be positive");
+  if (comm.device() != model.device())
+    throw ConfigError(std::string("Reducer: the model lives on ") +
+                      device_name(model.device()) + " but the communicator reduces " +
+                      device_name(comm.device()) + " buffers");
   build_buckets(options);
   verify_shapes();
   comm_.broadcast(model_.parameters(), 0);
