@@ -13,9 +13,11 @@
 #include "loader/datasets/mnist.h"
 #include "loader/datasets/safetensors.h"
 #include "loader/datasets/synthetic.h"
+#include "loader/datasets/tar_shards.h"
 #include "loader/datasets/tensor_file.h"
 #include "rng/derive.h"
 #include "tests/datasets/dataset_test_util.h"
+#include "tests/datasets/tar_writer.h"
 #include "transforms/spec.h"
 
 namespace seedloader {
@@ -138,6 +140,27 @@ TEST(DatasetLoaderTest, TensorFileAndSyntheticThroughWorkers) {
   write_safetensors(dir / "t.safetensors", tensors);
   check_through_loader(TensorFile(dir / "t.safetensors"));
   check_through_loader(Synthetic(13, 20, 20, 3, parse_transform_spec("rrc:16,vflip")));
+}
+
+TEST(DatasetLoaderTest, TarShardsThroughWorkers) {
+  TempDir dir;
+  for (int shard = 0; shard < 2; ++shard) {
+    std::vector<testing::Member> members;
+    for (int k = 0; k < 5; ++k) {
+      cv::Mat image(30, 30 + k, CV_8UC3);
+      cv::randu(image, 0, 255);
+      std::vector<std::uint8_t> png;
+      cv::imencode(".png", image, png);
+      const std::string key = std::to_string(shard * 5 + k);
+      const std::string label = std::to_string(k);
+      members.push_back({testing::Member::kFile, key + ".png", png, ""});
+      members.push_back(
+          {testing::Member::kFile, key + ".cls", {label.begin(), label.end()}, ""});
+    }
+    testing::write_tar(dir / ("s" + std::to_string(shard) + ".tar"), members);
+  }
+  check_through_loader(
+      TarShards(dir / "s{0..1}.tar", parse_transform_spec("rrc:24,hflip")));
 }
 
 TEST(DatasetLoaderTest, CorruptFileRaisesOrIsSkippedByPolicy) {

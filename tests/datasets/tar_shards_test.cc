@@ -1,55 +1,21 @@
 #include "loader/datasets/tar_shards.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <gtest/gtest.h>
 
 #include <opencv2/imgcodecs.hpp>
 
 #include "tests/datasets/dataset_test_util.h"
+#include "tests/datasets/tar_writer.h"
 #include "transforms/spec.h"
 
 namespace seedloader {
 namespace {
 
+using testing::Member;
 using testing::SampleBuffer;
 using testing::TempDir;
 using testing::test_rng;
-
-struct Member {
-  enum Type { kFile, kSymlink, kHardlink } type = kFile;
-  std::string name;
-  std::vector<std::uint8_t> data;
-  std::string target;
-};
-
-// Writes a pax tar with libarchive (long names get pax extended headers).
-void write_tar(const std::string& path, const std::vector<Member>& members) {
-  archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
-  ASSERT_EQ(archive_write_open_filename(a, path.c_str()), ARCHIVE_OK);
-  for (const Member& m : members) {
-    archive_entry* e = archive_entry_new();
-    archive_entry_set_pathname(e, m.name.c_str());
-    archive_entry_set_perm(e, 0644);
-    if (m.type == Member::kSymlink) {
-      archive_entry_set_filetype(e, AE_IFLNK);
-      archive_entry_set_symlink(e, m.target.c_str());
-    } else {
-      archive_entry_set_filetype(e, AE_IFREG);
-      if (m.type == Member::kHardlink) archive_entry_set_hardlink(e, m.target.c_str());
-      archive_entry_set_size(e, m.type == Member::kHardlink ? 0 : m.data.size());
-    }
-    ASSERT_EQ(archive_write_header(a, e), ARCHIVE_OK) << archive_error_string(a);
-    if (m.type == Member::kFile && !m.data.empty()) {
-      ASSERT_EQ(archive_write_data(a, m.data.data(), m.data.size()),
-                static_cast<la_ssize_t>(m.data.size()));
-    }
-    archive_entry_free(e);
-  }
-  archive_write_close(a);
-  archive_write_free(a);
-}
+using testing::write_tar;
 
 cv::Scalar colour_of(int sample) { return cv::Scalar(sample, 2 * sample, 250 - sample); }
 
