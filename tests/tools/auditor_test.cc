@@ -129,6 +129,16 @@ TEST(AuditorTest, ReseedingEverySampleWithAConstantRepeatsWithinAWorker) {
   EXPECT_EQ(kinds(audit(records)), (Kinds{{"sample_rng_repeat", 102}}));
 }
 
+TEST(AuditorTest, SamplesWithoutRandomnessAreLeftToTheIndexFindings) {
+  World w{.ranks = 1, .workers = 1, .epochs = 1};
+  std::vector<SampleRecord> records = simulate(w);
+  for (SampleRecord& r : records) {
+    r.rng = 1234;
+    r.has_rng = false;
+  }
+  EXPECT_TRUE(audit(records, {.dataset_size = 103}).clean());
+}
+
 TEST(AuditorTest, ReportDoesNotDependOnHowWorkersLinesInterleave) {
   World w{.ranks = 2, .epochs = 2, .set_epoch = false, .mode = SeedingMode::kNaive};
   std::vector<SampleRecord> records = simulate(w);

@@ -61,6 +61,12 @@ TEST(SeedAuditRunCliTest, TorchSeedingDuplicatesAcrossRanksOnly) {
   EXPECT_EQ(a.kinds, (std::map<std::string, int>{{"rank_rng_duplicate", 200}}));
 }
 
+TEST(SeedAuditRunCliTest, SamplesThatDrawNothingHaveNoStateToRepeat) {
+  // Without random transforms the worker stream never advances: not a finding.
+  Audit a = run_audit(kWorld + " --seeding full --transform ''");
+  EXPECT_EQ(a.exit_code, 0) << a.out;
+}
+
 TEST(SeedAuditRunCliTest, ProgressBarGoesToStderrOnRequest) {
   auto r = run_command(std::string(SEEDLOADER_SEED_AUDIT) + " run " + kWorld +
                        " --progress 2>&1 >/dev/null");

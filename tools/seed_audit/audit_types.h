@@ -19,6 +19,9 @@ struct SampleRecord {
   std::uint64_t batch = 0;
   std::uint64_t index = 0;
   std::uint64_t rng = 0;
+  // False when the sample drew no random numbers: it then has no state to repeat
+  // (its successor starts from the same one) and only the index findings see it.
+  bool has_rng = true;
   std::optional<std::uint64_t> content;  // hash of the produced sample, if recorded
   std::string_view aug;                  // drawn parameters as given; may be empty
 };

@@ -1,4 +1,5 @@
-// Datasets named on the command line: "KIND:ARG", e.g. "synthetic:5000".
+// Datasets named on the command line: "KIND:ARG", e.g. "synthetic:5000" or
+// "imagefolder:/data/train", with a transform chain from transforms/spec.h.
 #pragma once
 
 #include <memory>

@@ -23,7 +23,7 @@ namespace {
 
 struct RunArgs {
   std::string data;
-  std::string transform;
+  std::string transform = "rrc:32,hflip";
   std::uint64_t batch_size = 32;
   int workers = 4;
   std::uint64_t epochs = 2;
@@ -75,6 +75,7 @@ int run_pipeline(const RunArgs& a) {
       for (const Batch& b : loader) {
         auto indices = b.indices();
         auto fps = b.tensor(fp_field).values<std::int64_t>();
+        auto used = b.tensor(fp_field + 1).values<std::uint8_t>();
         for (std::size_t i = 0; i < indices.size(); ++i) {
           SampleRecord r;
           r.rank = static_cast<std::uint32_t>(rank);
@@ -83,6 +84,7 @@ int run_pipeline(const RunArgs& a) {
           r.batch = b.number();
           r.index = indices[i];
           r.rng = std::bit_cast<std::uint64_t>(fps[i]);
+          r.has_rng = used[i] != 0;
           auditor.add(r);
         }
         bar->add(1, indices.size());
@@ -112,8 +114,10 @@ void add_run_command(CLI::App& app, Action& action) {
       "rank not mixed in) and naive (every worker copies the parent's generator)\n"
       "show the findings. Exit 0 clean, 1 findings, 2 usage or input error.");
   cmd->add_option("--data", args->data, data_spec_help())->required();
-  cmd->add_option("--transform", args->transform,
-                  "Transform chain for image datasets, e.g. rrc:32,hflip");
+  cmd->add_option(
+         "--transform", args->transform,
+         "Transform chain (transforms/spec.h), e.g. crop:32:4,hflip; '' for none")
+      ->capture_default_str();
   cmd->add_option("--batch-size", args->batch_size, "Batch size")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -9,6 +9,7 @@ namespace {
 SampleLayout with_fingerprint(const SampleLayout& inner) {
   std::vector<FieldSpec> fields = inner.fields();
   fields.push_back(FieldSpec{"__rng", DType::kI64, {}, false});
+  fields.push_back(FieldSpec{"__rng_used", DType::kU8, {}, false});
   return SampleLayout(std::move(fields));
 }
 
@@ -25,9 +26,10 @@ SeedingDataset::SeedingDataset(const Dataset& inner, SeedingMode mode,
 void SeedingDataset::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
   const bool owned = mode_ == SeedingMode::kTorch || mode_ == SeedingMode::kNaive;
   Rng& use = owned ? own_ : rng;
-  out.field<std::int64_t>(fingerprint_field())[0] =
-      std::bit_cast<std::int64_t>(use.fingerprint());
+  const std::uint64_t before = use.fingerprint();
   inner_.get(index, use, out);
+  out.field<std::int64_t>(fingerprint_field())[0] = std::bit_cast<std::int64_t>(before);
+  out.field<std::uint8_t>(fingerprint_field() + 1)[0] = use.fingerprint() != before;
 }
 
 std::string SeedingDataset::describe() const {

@@ -1,6 +1,7 @@
 // SeedingDataset: wraps a Dataset for `seed-audit run`, choosing the stream each
 // sample draws from by SeedingMode and recording that stream's fingerprint, taken
-// as the sample starts, in an extra int64 field "__rng" (appended after the
+// as the sample starts, in an extra int64 field "__rng", and whether the sample
+// drew from it at all in a uint8 field "__rng_used" (both appended after the
 // wrapped dataset's fields, whose numbering is unchanged).
 //   full, sample  the loader's stream (LoaderOptions::seeding kWorker / kSample)
 //   torch, naive  a generator the dataset owns, as PyTorch datasets do: made from
@@ -32,8 +33,8 @@ class SeedingDataset final : public Dataset {
   void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
   std::string describe() const override;
 
-  // The field holding each sample's fingerprint.
-  std::size_t fingerprint_field() const { return layout_.num_fields() - 1; }
+  // The field holding each sample's fingerprint; the next one says if it was used.
+  std::size_t fingerprint_field() const { return layout_.num_fields() - 2; }
   // How the loader must seed for this mode (kSample for sample mode).
   SeedScope loader_scope() const;
   // Call in the parent before each epoch starts (torch mode reseeds from it).

@@ -6,6 +6,7 @@ namespace seedloader::audit {
 
 void StateDetector::add(const SampleRecord& r, std::uint32_t owner,
                         const OwnerTable& owners) {
+  if (!r.has_rng) return;
   auto first = table_.find_or_insert(r.rng, {owner, static_cast<std::uint32_t>(r.index)});
   if (!first) return;
   const Owner& f = owners[first->owner];
