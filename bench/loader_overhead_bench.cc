@@ -3,12 +3,21 @@
 // hand-off, the worker's loop over samples, slot publication and the in-order
 // wait. Reports batches/s with 2 workers beside the in-thread (num_workers = 0)
 // rate. Compare with bench/torch_overhead.py (PyTorch's DataLoader, same job).
+// Also the round-trip latency of one slot hand-off between two processes.
 #include <benchmark/benchmark.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <new>
 #include <optional>
 
 #include "loader/data_loader.h"
 #include "loader/in_memory_dataset.h"
+#include "loader/shared_region.h"
+#include "loader/slot_state.h"
 
 namespace seedloader {
 namespace {
@@ -54,6 +63,40 @@ void BM_LoaderBatches(benchmark::State& state) {
 }
 
 BENCHMARK(BM_LoaderBatches)->Arg(0)->Arg(2)->UseRealTime()->MinTime(2.0);
+
+// Round trip of one slot hand-off between two processes: main publishes kTask,
+// a forked echo process answers kReady, main publishes kFree. The latency
+// floor under every batch.
+void BM_SlotRoundTrip(benchmark::State& state) {
+  SharedRegion region(4096);
+  auto* word = new (region.base()) SlotWord(kFree);
+  auto* stop = new (region.base() + 64) std::atomic<std::uint32_t>(0);
+  pid_t echo = fork();
+  if (echo == 0) {
+    for (;;) {
+      std::uint32_t s = wait_slice(
+          *word, [](std::uint32_t v) { return v == kTask; },
+          std::chrono::microseconds(100000));
+      if (stop->load(std::memory_order_relaxed) != 0) _exit(0);
+      if (s == kTask) publish(*word, kReady);
+    }
+  }
+  for (auto _ : state) {
+    publish(*word, kTask);
+    while (wait_slice(
+               *word, [](std::uint32_t v) { return v == kReady; },
+               std::chrono::microseconds(100000)) != kReady) {
+    }
+    publish(*word, kFree);
+  }
+  stop->store(1, std::memory_order_relaxed);
+  interrupt(*word);
+  waitpid(echo, nullptr, 0);
+  state.counters["round_trips_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+}
+
+BENCHMARK(BM_SlotRoundTrip)->UseRealTime()->MinTime(1.0);
 
 }  // namespace
 }  // namespace seedloader
