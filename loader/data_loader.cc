@@ -25,13 +25,14 @@ std::span<std::byte> DataLoader::shared_memory() const {
 }
 
 DataLoader::Iterator DataLoader::begin() {
-  engine_->begin_epoch(epoch_);
-  Iterator it(engine_.get());
+  engine_->begin_epoch(epoch_, start_batch_);
+  Iterator it(engine_.get(), start_batch_);
   it.load();
   return it;
 }
 
-DataLoader::Iterator::Iterator(Engine* engine) : engine_(engine) {}
+DataLoader::Iterator::Iterator(Engine* engine, std::uint64_t first)
+    : engine_(engine), next_(first) {}
 
 DataLoader::Iterator::Iterator(Iterator&& other) noexcept
     : engine_(std::exchange(other.engine_, nullptr)),

@@ -42,7 +42,19 @@ class DataLoader {
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
 
-  void set_epoch(std::uint64_t epoch) { epoch_ = epoch; }
+  // The epoch the next begin() starts, from batch 0.
+  void set_epoch(std::uint64_t epoch) {
+    epoch_ = epoch;
+    start_batch_ = 0;
+  }
+  // Resuming a run: the next begin() starts `epoch` at batch `start_batch`
+  // (batches before it are not loaded). With SeedScope::kSample the batches
+  // delivered are exactly those a full epoch delivers from there on; with
+  // kWorker the samples are, but the worker streams restart.
+  void resume(std::uint64_t epoch, std::uint64_t start_batch) {
+    epoch_ = epoch;
+    start_batch_ = start_batch;
+  }
   std::uint64_t epoch() const { return epoch_; }
   // Batches per epoch on this rank.
   std::uint64_t num_batches() const;
@@ -66,6 +78,7 @@ class DataLoader {
  private:
   std::shared_ptr<Engine> engine_;
   std::uint64_t epoch_ = 0;
+  std::uint64_t start_batch_ = 0;
 };
 
 // An input iterator over one epoch; move-only. Dereferencing gives the current
@@ -87,7 +100,7 @@ class DataLoader::Iterator {
 
  private:
   friend class DataLoader;
-  explicit Iterator(Engine* engine);
+  Iterator(Engine* engine, std::uint64_t first);
   void load();
 
   Engine* engine_;

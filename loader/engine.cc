@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <new>
@@ -84,8 +85,11 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
 Engine::~Engine() { shutdown(); }
 
 int Engine::slot_of(std::uint64_t k) const {
-  const int w = static_cast<int>(k % ring_workers());
-  const std::uint64_t j = task_base_[w] + k / ring_workers();
+  // Batches are dealt round-robin from the epoch's first batch, so batch k
+  // goes to worker k % W unless the epoch was resumed part-way.
+  const std::uint64_t r = k - first_batch_;
+  const int w = static_cast<int>(r % ring_workers());
+  const std::uint64_t j = task_base_[w] + r / ring_workers();
   return w * options_.prefetch + static_cast<int>(j % options_.prefetch);
 }
 
@@ -140,9 +144,10 @@ void Engine::stop_workers(milliseconds grace) noexcept {
   }
 }
 
-void Engine::begin_epoch(std::uint64_t epoch) {
+void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
   abandon_epoch();
   epoch_ = epoch;
+  first_batch_ = std::min(first_batch, num_batches_);
   batches_.emplace(sampler_->indices(epoch), options_.batch_size, options_.drop_last);
   if (workers() > 0 && !pool_.running()) start_workers();
   if (workers() == 0) inline_rng_ = worker_stream(base_seed_, epoch, options_.rank, 0);
@@ -152,7 +157,7 @@ void Engine::begin_epoch(std::uint64_t epoch) {
   // this copy only lets workers notice cancellation.
   region_.at<ControlBlock>(region_layout_.control())
       ->generation.store(generation_, std::memory_order_relaxed);
-  next_issue_ = 0;
+  next_issue_ = first_batch_;
   skipped_ = 0;
   active_ = true;
   pump();

@@ -47,12 +47,13 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   const LoaderOptions& options() const { return options_; }
   const SharedRegion& region() const { return region_; }
 
-  // Starts an epoch (forking workers when none run), abandoning any unfinished
-  // one. Batches of earlier epochs still held keep their slots.
-  void begin_epoch(std::uint64_t epoch);
-  // Batch k of the current epoch. REQUIRES: k is the next batch in order and
-  // k < num_batches(). Throws WorkerError, TimeoutError, or Error when the
-  // consumer holds so many batches that batch k has no free slot.
+  // Starts an epoch at batch first_batch (forking workers when none run),
+  // abandoning any unfinished one. Batches of earlier epochs still held keep
+  // their slots.
+  void begin_epoch(std::uint64_t epoch, std::uint64_t first_batch);
+  // Batch k of the current epoch. REQUIRES: k is the next batch in order
+  // (from first_batch) and k < num_batches(). Throws WorkerError, TimeoutError, or Error
+  // when the consumer holds so many batches that batch k has no free slot.
   Batch fetch(std::uint64_t k);
   // After the last batch: reports skipped samples, stops per-epoch workers.
   void end_epoch();
@@ -103,6 +104,7 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::optional<BatchSampler> batches_;
   bool active_ = false;
   std::uint64_t epoch_ = 0;
+  std::uint64_t first_batch_ = 0;
   std::uint64_t generation_ = 0;
   std::uint64_t next_issue_ = 0;
   std::uint64_t skipped_ = 0;

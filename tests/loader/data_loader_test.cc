@@ -29,20 +29,22 @@ struct BatchCopy {
   }
 };
 
+BatchCopy copy_of(const Batch& b) {
+  BatchCopy c;
+  c.indices.assign(b.indices().begin(), b.indices().end());
+  c.fingerprints.assign(b.fingerprints().begin(), b.fingerprints().end());
+  auto v = b.tensor("value").values<float>();
+  c.values.assign(v.begin(), v.end());
+  auto d = b.tensor("draw").values<std::int64_t>();
+  c.draws.assign(d.begin(), d.end());
+  c.worker = b.worker();
+  return c;
+}
+
 std::vector<BatchCopy> run_epoch(DataLoader& loader, std::uint64_t epoch) {
   loader.set_epoch(epoch);
   std::vector<BatchCopy> out;
-  for (const Batch& b : loader) {
-    BatchCopy c;
-    c.indices.assign(b.indices().begin(), b.indices().end());
-    c.fingerprints.assign(b.fingerprints().begin(), b.fingerprints().end());
-    auto v = b.tensor("value").values<float>();
-    c.values.assign(v.begin(), v.end());
-    auto d = b.tensor("draw").values<std::int64_t>();
-    c.draws.assign(d.begin(), d.end());
-    c.worker = b.worker();
-    out.push_back(std::move(c));
-  }
+  for (const Batch& b : loader) out.push_back(copy_of(b));
   return out;
 }
 
@@ -164,6 +166,25 @@ TEST_P(SampleModeWorkersTest, BatchesAreIdenticalForAnyWorkerCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Workers, SampleModeWorkersTest, ::testing::Values(1, 2, 3, 5));
+
+TEST(DataLoaderTest, ResumedEpochDeliversTheRestOfTheSameBatches) {
+  SyntheticDataset ds(90, 2);
+  LoaderOptions o = base_options(2);
+  o.seeding = SeedScope::kSample;
+  DataLoader full(ds, o);
+  auto expected = run_epoch(full, 3);
+  o.num_workers = 3;
+  DataLoader resumed(ds, o);
+  resumed.resume(3, 5);
+  std::vector<BatchCopy> rest;
+  std::uint64_t k = 5;
+  for (const Batch& b : resumed) {
+    EXPECT_EQ(b.number(), k++);
+    rest.push_back(copy_of(b));
+  }
+  ASSERT_EQ(rest.size(), expected.size() - 5);
+  for (std::size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], expected[i + 5]);
+}
 
 TEST(DataLoaderTest, InThreadLoadingMatchesOneWorker) {
   SyntheticDataset ds(33, 2);
