@@ -37,8 +37,10 @@ struct LoaderOptions {
   // A batch not delivered within this time is a TimeoutError naming the worker;
   // zero waits indefinitely (a dead worker is still detected).
   std::chrono::milliseconds timeout{0};
-  // Runs in each worker after its stream is seeded: (worker id, rank). Thrown
-  // exceptions are reported on the first batch that worker owes.
+  // Runs in each worker after its stream is seeded: (worker id, rank), once
+  // per fork (so once per epoch without persistent_workers; never when
+  // num_workers = 0). Thrown exceptions are reported on the first batch that
+  // worker owes.
   std::function<void(int worker, std::uint64_t rank)> worker_init;
 };
 
