@@ -62,7 +62,7 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kBatchBytes);
 }
 
-BENCHMARK(BM_LoaderTransport)->Arg(2)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_LoaderTransport)->Arg(1)->Arg(2)->UseRealTime()->MinTime(2.0);
 BENCHMARK(BM_Memcpy)->UseRealTime()->MinTime(1.0);
 
 }  // namespace
