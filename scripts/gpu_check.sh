@@ -16,7 +16,6 @@ BUILD=$ROOT/build/gpu
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$OUT"
 LOG=$OUT/gpu_check.log
-exec > >(tee "$LOG") 2>&1
 
 failed=()
 step() {  # step NAME COMMAND...: runs and records the outcome, never aborts
@@ -31,48 +30,53 @@ step() {  # step NAME COMMAND...: runs and records the outcome, never aborts
   fi
 }
 
-echo "gpu_check on $(hostname) at $(date -u +%FT%TZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi; then
-  echo "no NVIDIA GPU visible (nvidia-smi failed); nothing to check"; exit 2
-fi
-NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-if [ ! -x "$NVCC" ]; then echo "nvcc not found"; exit 2; fi
-ARCH=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)}
+main() {
+  echo "gpu_check on $(hostname) at $(date -u +%FT%TZ), commit $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+  if ! command -v nvidia-smi >/dev/null || ! nvidia-smi; then
+    echo "no NVIDIA GPU visible (nvidia-smi failed); nothing to check"; exit 2
+  fi
+  NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if [ ! -x "$NVCC" ]; then echo "nvcc not found"; exit 2; fi
+  ARCH=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)}
 
-step configure cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DSEEDLOADER_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
-  -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}"
-if [ -n "${GPU_CHECK_TARGETS:-}" ]; then
-  # shellcheck disable=SC2086
-  step build cmake --build "$BUILD" -j"$JOBS" --target $GPU_CHECK_TARGETS \
-    loader_overhead_bench loader_transport_bench
-else
-  step build cmake --build "$BUILD" -j"$JOBS"
-  if [[ " ${failed[*]} " == *" build "* ]]; then
-    # Still check what can be built: the loader's GPU test and benches.
-    step build-loader cmake --build "$BUILD" -j"$JOBS" --target loader_gpu_test \
+  step configure cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DSEEDLOADER_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
+    -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}"
+  if [ -n "${GPU_CHECK_TARGETS:-}" ]; then
+    # shellcheck disable=SC2086
+    step build cmake --build "$BUILD" -j"$JOBS" --target $GPU_CHECK_TARGETS \
       loader_overhead_bench loader_transport_bench
-  fi
-fi
-step gpu-tests ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300
-for bench in loader_overhead_bench loader_transport_bench; do
-  if [ -x "$BUILD/bench/$bench" ]; then
-    step "$bench" "$BUILD/bench/$bench" --benchmark_out="$OUT/$bench.json" \
-      --benchmark_out_format=json
   else
-    echo "=== $bench: not built"; failed+=("$bench")
+    step build cmake --build "$BUILD" -j"$JOBS"
+    if [[ " ${failed[*]} " == *" build "* ]]; then
+      # Still check what can be built: the loader's GPU test and benches.
+      step build-loader cmake --build "$BUILD" -j"$JOBS" --target loader_gpu_test \
+        loader_overhead_bench loader_transport_bench
+    fi
   fi
-done
-if /usr/bin/python3 -c "import torch" 2>/dev/null; then
-  step torch-overhead /usr/bin/python3 "$ROOT/bench/torch_overhead.py"
-else
-  echo "=== torch-overhead: skipped (no torch for /usr/bin/python3)"
-fi
+  step gpu-tests ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300
+  for bench in loader_overhead_bench loader_transport_bench; do
+    if [ -x "$BUILD/bench/$bench" ]; then
+      step "$bench" "$BUILD/bench/$bench" --benchmark_out="$OUT/$bench.json" \
+        --benchmark_out_format=json
+    else
+      echo "=== $bench: not built"; failed+=("$bench")
+    fi
+  done
+  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
+    step torch-overhead /usr/bin/python3 "$ROOT/bench/torch_overhead.py"
+  else
+    echo "=== torch-overhead: skipped (no torch for /usr/bin/python3)"
+  fi
 
-echo
-if [ ${#failed[@]} -eq 0 ]; then
-  echo "gpu_check: all steps passed; log in $LOG"
-  exit 0
-fi
-echo "gpu_check: FAILED steps: ${failed[*]}; log in $LOG"
-exit 1
+  echo
+  if [ ${#failed[@]} -eq 0 ]; then
+    echo "gpu_check: all steps passed; log in $LOG"
+    exit 0
+  fi
+  echo "gpu_check: FAILED steps: ${failed[*]}; log in $LOG"
+  exit 1
+}
+
+main "$@" 2>&1 | tee "$LOG"
+exit "${PIPESTATUS[0]}"
