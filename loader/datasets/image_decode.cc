@@ -71,6 +71,25 @@ void probe_jpeg(std::span<const std::uint8_t> b, ImageHeader& h) {
                           &subsamp, &colorspace) != 0) {
     jpeg_failure("bad JPEG header: ");
   }
+  h.cmyk = colorspace == TJCS_CMYK || colorspace == TJCS_YCCK;
+}
+
+// Adobe CMYK JPEGs store inverted inks: channel value = k - (255 - ink) * k / 256.
+cv::Mat cmyk_to_rgb(const cv::Mat& cmyk, int channels) {
+  cv::Mat rgb(cmyk.rows, cmyk.cols, CV_8UC3);
+  for (int y = 0; y < cmyk.rows; ++y) {
+    const std::uint8_t* src = cmyk.ptr<std::uint8_t>(y);
+    std::uint8_t* dst = rgb.ptr<std::uint8_t>(y);
+    for (int x = 0; x < cmyk.cols; ++x, src += 4, dst += 3) {
+      const int k = src[3];
+      for (int c = 0; c < 3; ++c)
+        dst[c] = static_cast<std::uint8_t>(k - (((255 - src[c]) * k) >> 8));
+    }
+  }
+  if (channels == 3) return rgb;
+  cv::Mat grey;
+  cv::cvtColor(rgb, grey, cv::COLOR_RGB2GRAY);
+  return grey;
 }
 
 constexpr std::uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
@@ -123,14 +142,14 @@ cv::Mat decode_jpeg(std::span<const std::uint8_t> b, const ImageHeader& h, int r
   const tjscalingfactor factor{1, reduction};
   const int w = TJSCALED(h.width, factor);
   const int ht = TJSCALED(h.height, factor);
-  cv::Mat out(ht, w, channels == 1 ? CV_8UC1 : CV_8UC3);
+  const int format = h.cmyk ? TJPF_CMYK : channels == 1 ? TJPF_GRAY : TJPF_RGB;
+  cv::Mat out(ht, w, h.cmyk ? CV_8UC4 : channels == 1 ? CV_8UC1 : CV_8UC3);
   const int flags = TJFLAG_STOPONWARNING;
   if (tjDecompress2(jpeg_handle(), b.data(), b.size(), out.data, w,
-                    static_cast<int>(out.step), ht, channels == 1 ? TJPF_GRAY : TJPF_RGB,
-                    flags) != 0) {
+                    static_cast<int>(out.step), ht, format, flags) != 0) {
     jpeg_failure("corrupt or truncated JPEG: ");
   }
-  return out;
+  return h.cmyk ? cmyk_to_rgb(out, channels) : out;
 }
 
 }  // namespace

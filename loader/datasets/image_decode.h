@@ -8,7 +8,8 @@
 // or corrupt JPEG is always a DataError. It also gives DCT-domain scaling
 // (1/2, 1/4, 1/8), which reduced-scale decoding uses. PNG chunks are walked and
 // their CRCs checked before OpenCV decodes, so a broken CRC or a truncated file
-// is an error too. Output is RGB (3 channels) or grey (1 channel), CV_8U.
+// is an error too. CMYK JPEGs (a few in ImageNet) are converted as OpenCV does
+// (Adobe's inverted CMYK). Output is RGB (3 channels) or grey (1 channel), CV_8U.
 // Stateless apart from a per-thread turbojpeg handle; safe across threads and
 // fork.
 #pragma once
@@ -27,6 +28,7 @@ struct ImageHeader {
   ImageFormat format;
   int width = 0;
   int height = 0;
+  bool cmyk = false;  // a CMYK or YCCK JPEG (Adobe's inverted CMYK)
 };
 
 // True for the extensions taken as images: jpg, jpeg, png, bmp, webp (any case,

@@ -1,11 +1,15 @@
 #include "loader/datasets/image_decode.h"
 
 #include <gtest/gtest.h>
+#include <turbojpeg.h>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "rng/error.h"
+#include "rng/seed_sequence.h"
+#include "transforms/compose.h"
+#include "transforms/crop.h"
 
 namespace seedloader {
 namespace {
@@ -138,6 +142,50 @@ TEST(ImageDecodeTest, BmpAndWebpHeadersGiveTheirSize) {
     EXPECT_EQ(cv::Size(h.width, h.height), cv::Size(37, 23)) << ext;
     EXPECT_EQ(decode_image(bytes, h, 1, 3).size(), cv::Size(37, 23)) << ext;
   }
+}
+
+TEST(ImageDecodeTest, CmykJpegDecodesToTheRgbOpenCvGives) {
+  // A CMYK JPEG as Photoshop writes them, made with turbojpeg's compressor.
+  cv::Mat cmyk(16, 24, CV_8UC4);
+  for (int y = 0; y < 16; ++y) {
+    for (int x = 0; x < 24; ++x) {
+      cmyk.at<cv::Vec4b>(y, x) =
+          cv::Vec4b(static_cast<uchar>(10 * x), static_cast<uchar>(15 * y), 128,
+                    static_cast<uchar>(200 + x));
+    }
+  }
+  tjhandle compressor = tjInitCompress();
+  unsigned char* jpeg = nullptr;
+  unsigned long size = 0;
+  ASSERT_EQ(tjCompress2(compressor, cmyk.data, 24, static_cast<int>(cmyk.step), 16,
+                        TJPF_CMYK, &jpeg, &size, TJSAMP_444, 95, 0),
+            0);
+  const std::vector<std::uint8_t> bytes(jpeg, jpeg + size);
+  tjFree(jpeg);
+  tjDestroy(compressor);
+  const ImageHeader h = probe_image(bytes, kDefaultMaxPixels);
+  ASSERT_TRUE(h.cmyk);
+  cv::Mat rgb = decode_image(bytes, h, 1, 3);
+  cv::Mat reference;
+  cv::cvtColor(cv::imdecode(bytes, cv::IMREAD_COLOR), reference, cv::COLOR_BGR2RGB);
+  ASSERT_EQ(rgb.size(), reference.size());
+  EXPECT_LE(cv::norm(rgb, reference, cv::NORM_INF), 1);
+}
+
+TEST(ImageDecodeTest, LargeRandomResizedCropDecodesTheJpegAtReducedScale) {
+  const auto bytes = encode(bgr_image(1024, 1024), ".jpg");
+  Compose chain;
+  chain.add(RandomResizedCrop(cv::Size(64, 64), {0.6, 1.0}));
+  const EncodedImage source(bytes, kDefaultMaxPixels, 3);
+  Rng planned{SeedSequence(3)};
+  Rng full = planned;
+  int reduction = 0;
+  const cv::Mat out = chain.apply(source, planned, nullptr, &reduction);
+  const cv::Mat reference = chain.apply(source.decode(1), full, nullptr);
+  EXPECT_EQ(reduction, 8);  // a window of >= 793 px for a 64 px output
+  EXPECT_TRUE(planned == full);
+  ASSERT_EQ(out.size(), cv::Size(64, 64));
+  EXPECT_LT(cv::norm(out, reference, cv::NORM_L1) / out.total() / 3, 4.0);
 }
 
 TEST(ImageDecodeTest, ImageExtensionsAreRecognisedInAnyCase) {
