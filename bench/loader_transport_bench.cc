@@ -10,6 +10,7 @@
 
 #include "loader/data_loader.h"
 #include "loader/in_memory_dataset.h"
+#include "loader/shared_region.h"
 
 namespace seedloader {
 namespace {
@@ -62,8 +63,20 @@ void BM_Memcpy(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kBatchBytes);
 }
 
+// The same copy into an anonymous shared mapping, as the workers write.
+void BM_MemcpyToShared(benchmark::State& state) {
+  std::vector<std::uint8_t> src(kBatchBytes, 1);
+  SharedRegion dst(kBatchBytes);
+  for (auto _ : state) {
+    std::memcpy(dst.base(), src.data(), src.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kBatchBytes);
+}
+
 BENCHMARK(BM_LoaderTransport)->Arg(1)->Arg(2)->UseRealTime()->MinTime(2.0);
 BENCHMARK(BM_Memcpy)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_MemcpyToShared)->UseRealTime()->MinTime(1.0);
 
 }  // namespace
 }  // namespace seedloader
