@@ -10,22 +10,11 @@
 #include <opencv2/imgproc.hpp>
 #include <string>
 
+#include "loader/datasets/byte_order.h"
 #include "rng/error.h"
 
 namespace seedloader {
 namespace {
-
-std::uint32_t be32(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-         (std::uint32_t{p[2]} << 8) | p[3];
-}
-std::uint32_t le32(const std::uint8_t* p) {
-  return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
-         (std::uint32_t{p[3]} << 24);
-}
-std::uint32_t le24(const std::uint8_t* p) {
-  return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16);
-}
 
 // The per-thread decompressor: creating one per image costs more than decoding a
 // thumbnail. After a failure it is replaced, since libjpeg may leave it mid-stream.
@@ -100,7 +89,7 @@ void check_png_chunks(std::span<const std::uint8_t> b) {
   bool first = true;
   while (true) {
     if (b.size() - pos < 12) throw DataError("truncated PNG: no IEND chunk");
-    const std::uint32_t length = be32(&b[pos]);
+    const std::uint32_t length = load_be32(&b[pos]);
     if (length > b.size() - pos - 12) {
       throw DataError("truncated PNG: a chunk at byte " + std::to_string(pos) +
                       " runs past the end of the file");
@@ -108,7 +97,7 @@ void check_png_chunks(std::span<const std::uint8_t> b) {
     const std::uint8_t* type = &b[pos + 4];
     if (first && std::memcmp(type, "IHDR", 4) != 0) throw DataError("PNG without IHDR");
     first = false;
-    const std::uint32_t want = be32(&b[pos + 8 + length]);
+    const std::uint32_t want = load_be32(&b[pos + 8 + length]);
     const auto got = static_cast<std::uint32_t>(crc32(0L, type, length + 4));
     if (want != got) {
       throw DataError("PNG chunk " + std::string(reinterpret_cast<const char*>(type), 4) +
@@ -126,12 +115,12 @@ void probe_webp(std::span<const std::uint8_t> b, ImageHeader& h) {
     h.width = (b[26] | (b[27] << 8)) & 0x3fff;
     h.height = (b[28] | (b[29] << 8)) & 0x3fff;
   } else if (std::memcmp(chunk, "VP8L", 4) == 0) {
-    const std::uint32_t bits = le32(&b[21]);
+    const std::uint32_t bits = load_le32(&b[21]);
     h.width = static_cast<int>((bits & 0x3fff) + 1);
     h.height = static_cast<int>(((bits >> 14) & 0x3fff) + 1);
   } else if (std::memcmp(chunk, "VP8X", 4) == 0) {
-    h.width = static_cast<int>(le24(&b[24]) + 1);
-    h.height = static_cast<int>(le24(&b[27]) + 1);
+    h.width = static_cast<int>(load_le24(&b[24]) + 1);
+    h.height = static_cast<int>(load_le24(&b[27]) + 1);
   } else {
     throw DataError("unknown WebP chunk");
   }
@@ -174,16 +163,16 @@ ImageHeader probe_image(std::span<const std::uint8_t> b, std::uint64_t max_pixel
     if (b.size() < 24 || std::memcmp(&b[12], "IHDR", 4) != 0) {
       throw DataError("truncated PNG header");
     }
-    const std::uint32_t w = be32(&b[16]);
-    const std::uint32_t ht = be32(&b[20]);
+    const std::uint32_t w = load_be32(&b[16]);
+    const std::uint32_t ht = load_be32(&b[20]);
     if (w > 0x7fffffff || ht > 0x7fffffff) throw DataError("PNG size out of range");
     h.width = static_cast<int>(w);
     h.height = static_cast<int>(ht);
   } else if (b.size() >= 2 && b[0] == 'B' && b[1] == 'M') {
     h.format = ImageFormat::kBmp;
     if (b.size() < 26) throw DataError("truncated BMP header");
-    const auto w = static_cast<std::int32_t>(le32(&b[18]));
-    const auto ht = static_cast<std::int32_t>(le32(&b[22]));
+    const auto w = static_cast<std::int32_t>(load_le32(&b[18]));
+    const auto ht = static_cast<std::int32_t>(load_le32(&b[22]));
     if (w <= 0 || ht == 0 || ht == INT32_MIN) throw DataError("BMP size out of range");
     h.width = w;
     h.height = ht < 0 ? -ht : ht;

@@ -1,28 +1,26 @@
 #include "loader/datasets/mnist.h"
 
+#include <cstdio>
+
+#include "loader/datasets/byte_order.h"
 #include "rng/error.h"
 
 namespace seedloader {
 namespace {
-
-std::uint32_t be32(const std::uint8_t* p) {
-  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) |
-         (std::uint32_t{p[2]} << 8) | p[3];
-}
 
 // Checks the magic and header length; returns the first dimension (the count).
 std::uint32_t check_idx(const MappedFile& f, std::uint32_t magic, std::uint64_t header) {
   if (f.size() < header) {
     throw DataError("Mnist: " + f.path() + " is shorter than its IDX header");
   }
-  const std::uint32_t got = be32(f.bytes().data());
+  const std::uint32_t got = load_be32(f.bytes().data());
   if (got != magic) {
     char text[64];
     std::snprintf(text, sizeof text, "wrong IDX magic 0x%08x (expected 0x%08x)", got,
                   magic);
     throw DataError("Mnist: " + f.path() + ": " + text);
   }
-  return be32(f.bytes().data() + 4);
+  return load_be32(f.bytes().data() + 4);
 }
 
 std::string prefix(bool train) { return train ? "train" : "t10k"; }
@@ -31,8 +29,8 @@ std::string prefix(bool train) { return train ? "train" : "t10k"; }
 
 cv::Size Mnist::image_size(const MappedFile& images) {
   check_idx(images, 0x00000803, 16);
-  const std::uint32_t rows = be32(images.bytes().data() + 8);
-  const std::uint32_t cols = be32(images.bytes().data() + 12);
+  const std::uint32_t rows = load_be32(images.bytes().data() + 8);
+  const std::uint32_t cols = load_be32(images.bytes().data() + 12);
   if (rows == 0 || cols == 0 || rows > 4096 || cols > 4096) {
     throw DataError("Mnist: " + images.path() + ": image size " + std::to_string(rows) +
                     "x" + std::to_string(cols) + " out of range");
