@@ -33,14 +33,28 @@ void linear_forward(const T* x, const T* w, const T* b, T* y, int64_t n, int64_t
   Y.rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(b, out);
 }
 
-// dw += dy^T x; db += sum_n dy; dx = dy w (skipped when dx is null).
+// Parameter gradients: dw += dy^T x; db += sum over rows of dy.
 template <typename T>
-void linear_backward(const T* x, const T* w, const T* dy, T* dw, T* db, T* dx, int64_t n,
-                     int64_t in, int64_t out) {
+void linear_backward_params(const T* x, const T* dy, T* dw, T* db, int64_t n, int64_t in,
+                            int64_t out) {
   CMap<T> DY(dy, n, out);
   Map<T>(dw, out, in).noalias() += DY.transpose() * CMap<T>(x, n, in);
   Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(db, out) += DY.colwise().sum();
-  if (dx) Map<T>(dx, n, in).noalias() = DY * CMap<T>(w, out, in);
+}
+
+// Input gradient: dx = dy w.
+template <typename T>
+void linear_backward_input(const T* w, const T* dy, T* dx, int64_t n, int64_t in,
+                           int64_t out) {
+  Map<T>(dx, n, in).noalias() = CMap<T>(dy, n, out) * CMap<T>(w, out, in);
+}
+
+// Both of the above (dx skipped when null).
+template <typename T>
+void linear_backward(const T* x, const T* w, const T* dy, T* dw, T* db, T* dx, int64_t n,
+                     int64_t in, int64_t out) {
+  linear_backward_params(x, dy, dw, db, n, in, out);
+  if (dx) linear_backward_input(w, dy, dx, n, in, out);
 }
 
 template <typename T>
@@ -107,22 +121,38 @@ void conv2d_forward(const T* x, const T* w, const T* b, T* y, T* col, int64_t n,
   }
 }
 
-// dw += dy_n col_n^T; db += sum over n, pixels of dy; dx_n = col2im(w^T dy_n).
-// `col` and `dcol` are scratch like conv2d_forward's.
+// Parameter gradients: dw += dy_n im2col(x_n)^T; db += sum over n and pixels of dy.
+// `col` is scratch like conv2d_forward's.
 template <typename T>
-void conv2d_backward(const T* x, const T* w, const T* dy, T* dw, T* db, T* dx, T* col,
-                     T* dcol, int64_t n, const ConvGeometry& g) {
+void conv2d_backward_params(const T* x, const T* dy, T* dw, T* db, T* col, int64_t n,
+                            const ConvGeometry& g) {
   const int64_t kk = g.c_in * g.k * g.k, hw = g.h_out() * g.w_out();
   for (int64_t s = 0; s < n; ++s) {
     CMap<T> DY(dy + s * g.c_out * hw, g.c_out, hw);
     im2col(x + s * g.c_in * g.h * g.w, col, g);
     Map<T>(dw, g.c_out, kk).noalias() += DY * CMap<T>(col, kk, hw).transpose();
     Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>(db, g.c_out) += DY.rowwise().sum();
-    if (dx) {
-      Map<T>(dcol, kk, hw).noalias() = CMap<T>(w, g.c_out, kk).transpose() * DY;
-      col2im(dcol, dx + s * g.c_in * g.h * g.w, g);
-    }
   }
+}
+
+// Input gradient: dx_n = col2im(w^T dy_n). `dcol` is scratch like `col`.
+template <typename T>
+void conv2d_backward_input(const T* w, const T* dy, T* dx, T* dcol, int64_t n,
+                           const ConvGeometry& g) {
+  const int64_t kk = g.c_in * g.k * g.k, hw = g.h_out() * g.w_out();
+  for (int64_t s = 0; s < n; ++s) {
+    Map<T>(dcol, kk, hw).noalias() =
+        CMap<T>(w, g.c_out, kk).transpose() * CMap<T>(dy + s * g.c_out * hw, g.c_out, hw);
+    col2im(dcol, dx + s * g.c_in * g.h * g.w, g);
+  }
+}
+
+// Both of the above (dx skipped when null).
+template <typename T>
+void conv2d_backward(const T* x, const T* w, const T* dy, T* dw, T* db, T* dx, T* col,
+                     T* dcol, int64_t n, const ConvGeometry& g) {
+  conv2d_backward_params(x, dy, dw, db, col, n, g);
+  if (dx) conv2d_backward_input(w, dy, dx, dcol, n, g);
 }
 
 // Max pooling with a k x k window and stride k (PyTorch's default stride), no

@@ -42,14 +42,17 @@ void linear_forward(const GpuContext& ctx, const float* x, const float* w, const
   kernels::add_row_bias(ctx.stream(), y, b, n, out);
 }
 
-void linear_backward(const GpuContext& ctx, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, int64_t n,
-                     int64_t in, int64_t out) {
+void linear_backward_params(const GpuContext& ctx, const float* x, const float* dy,
+                            float* dw, float* db, int64_t n, int64_t in, int64_t out) {
   // dW^T (in x out) += X^T * dY.
   gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, in, out, n, x, in, dy, out, 1.0f, dw, in);
   kernels::sum_rows_into(ctx.stream(), dy, db, n, out);
+}
+
+void linear_backward_input(const GpuContext& ctx, const float* w, const float* dy,
+                           float* dx, int64_t n, int64_t in, int64_t out) {
   // dX^T (in x n) = W^T * dY^T.
-  if (dx) gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, w, in, dy, out, 0.0f, dx, in);
+  gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, in, n, out, w, in, dy, out, 0.0f, dx, in);
 }
 
 void relu_forward(const GpuContext& ctx, const float* x, float* y, int64_t count) {
@@ -73,23 +76,29 @@ void conv2d_forward(const GpuContext& ctx, const float* x, const float* w, const
   kernels::add_channel_bias(ctx.stream(), y, b, n, g.c_out, hw);
 }
 
-void conv2d_backward(const GpuContext& ctx, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, float* col,
-                     float* dcol, int64_t n, const cpu::ConvGeometry& g) {
+void conv2d_backward_params(const GpuContext& ctx, const float* x, const float* dy,
+                            float* dw, float* db, float* col, int64_t n,
+                            const cpu::ConvGeometry& g) {
   const int64_t kk = g.c_in * g.k * g.k, hw = g.h_out() * g.w_out();
   for (int64_t s = 0; s < n; ++s) {
-    const float* dys = dy + s * g.c_out * hw;
     kernels::im2col(ctx.stream(), x + s * g.c_in * g.h * g.w, col, g);
     // dW^T (kk x c_out) += col * dY_s^T.
-    gemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, kk, g.c_out, hw, col, hw, dys, hw, 1.0f, dw, kk);
-    if (dx) {
-      // dcol^T (hw x kk) = dY_s^T * W.
-      gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hw, kk, g.c_out, dys, hw, w, kk, 0.0f, dcol,
-           hw);
-      kernels::col2im(ctx.stream(), dcol, dx + s * g.c_in * g.h * g.w, g);
-    }
+    gemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, kk, g.c_out, hw, col, hw, dy + s * g.c_out * hw,
+         hw, 1.0f, dw, kk);
   }
   kernels::sum_channels_into(ctx.stream(), dy, db, n, g.c_out, hw);
+}
+
+void conv2d_backward_input(const GpuContext& ctx, const float* w, const float* dy,
+                           float* dx, float* dcol, int64_t n,
+                           const cpu::ConvGeometry& g) {
+  const int64_t kk = g.c_in * g.k * g.k, hw = g.h_out() * g.w_out();
+  for (int64_t s = 0; s < n; ++s) {
+    // dcol^T (hw x kk) = dY_s^T * W.
+    gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hw, kk, g.c_out, dy + s * g.c_out * hw, hw, w, kk,
+         0.0f, dcol, hw);
+    kernels::col2im(ctx.stream(), dcol, dx + s * g.c_in * g.h * g.w, g);
+  }
 }
 
 void maxpool_forward(const GpuContext& ctx, const float* x, float* y, int64_t* argmax,

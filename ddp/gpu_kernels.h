@@ -15,17 +15,20 @@ namespace seedloader::ddp::gpu {
 
 void linear_forward(const GpuContext& ctx, const float* x, const float* w, const float* b,
                     float* y, int64_t n, int64_t in, int64_t out);
-void linear_backward(const GpuContext& ctx, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, int64_t n,
-                     int64_t in, int64_t out);
+void linear_backward_params(const GpuContext& ctx, const float* x, const float* dy,
+                            float* dw, float* db, int64_t n, int64_t in, int64_t out);
+void linear_backward_input(const GpuContext& ctx, const float* w, const float* dy,
+                           float* dx, int64_t n, int64_t in, int64_t out);
 void relu_forward(const GpuContext& ctx, const float* x, float* y, int64_t count);
 void relu_backward(const GpuContext& ctx, const float* x, const float* dy, float* dx,
                    int64_t count);
 void conv2d_forward(const GpuContext& ctx, const float* x, const float* w, const float* b,
                     float* y, float* col, int64_t n, const cpu::ConvGeometry& g);
-void conv2d_backward(const GpuContext& ctx, const float* x, const float* w,
-                     const float* dy, float* dw, float* db, float* dx, float* col,
-                     float* dcol, int64_t n, const cpu::ConvGeometry& g);
+void conv2d_backward_params(const GpuContext& ctx, const float* x, const float* dy,
+                            float* dw, float* db, float* col, int64_t n,
+                            const cpu::ConvGeometry& g);
+void conv2d_backward_input(const GpuContext& ctx, const float* w, const float* dy,
+                           float* dx, float* dcol, int64_t n, const cpu::ConvGeometry& g);
 void maxpool_forward(const GpuContext& ctx, const float* x, float* y, int64_t* argmax,
                      int64_t planes, int64_t h, int64_t w, int64_t k);
 void maxpool_backward(const GpuContext& ctx, const float* dy, const int64_t* argmax,

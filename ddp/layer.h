@@ -1,6 +1,7 @@
 // Layer: one stage of a Sequential model. A layer declares its parameters
 // (param_specs), receives views of the model's flat parameter and gradient buffers
-// (bind), and computes forward and backward on the model's device. The model owns
+// (bind), and computes forward and backward (parameter gradients, then the input
+// gradient, as separate steps) on the model's device. The model owns
 // every activation buffer; a layer owns only its scratch (im2col columns, argmax).
 // Not thread-safe.
 #pragma once
@@ -43,7 +44,13 @@ class Layer {
   // y = layer(x). REQUIRES: y holds element_count(output_shape(in)) elements.
   virtual void forward(const ExecContext& ctx, const float* x, const Shape& in,
                        float* y) = 0;
-  // Accumulates parameter gradients and overwrites dx (skipped when dx is null).
+  // Accumulates this layer's parameter gradients (none by default). Runs before
+  // backward(), so the gradients can be reduced while the input gradient computes.
+  virtual void backward_params(const ExecContext& ctx, const float* x, const Shape& in,
+                               const float* dy) {
+    (void)ctx, (void)x, (void)in, (void)dy;
+  }
+  // Overwrites dx = d loss / d x. Never called with a null dx.
   // `x` and `y` are the forward pass's input and output.
   virtual void backward(const ExecContext& ctx, const float* x, const Shape& in,
                         const float* y, const float* dy, float* dx) = 0;

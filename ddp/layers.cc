@@ -58,11 +58,18 @@ void Linear::forward(const ExecContext& ctx, const float* x, const Shape& in, fl
   cpu::linear_forward(x, w_, b_, y, in[0], in_, out_);
 }
 
-void Linear::backward(const ExecContext& ctx, const float* x, const Shape& in,
-                      const float*, const float* dy, float* dx) {
+void Linear::backward_params(const ExecContext& ctx, const float* x, const Shape& in,
+                             const float* dy) {
   SL_GPU_DISPATCH(
-      ctx, gpu::linear_backward(*ctx.gpu, x, w_, dy, dw_, db_, dx, in[0], in_, out_));
-  cpu::linear_backward(x, w_, dy, dw_, db_, dx, in[0], in_, out_);
+      ctx, gpu::linear_backward_params(*ctx.gpu, x, dy, dw_, db_, in[0], in_, out_));
+  cpu::linear_backward_params(x, dy, dw_, db_, in[0], in_, out_);
+}
+
+void Linear::backward(const ExecContext& ctx, const float*, const Shape& in, const float*,
+                      const float* dy, float* dx) {
+  SL_GPU_DISPATCH(ctx,
+                  gpu::linear_backward_input(*ctx.gpu, w_, dy, dx, in[0], in_, out_));
+  cpu::linear_backward_input(w_, dy, dx, in[0], in_, out_);
 }
 
 // ---- ReLU ----
@@ -74,7 +81,6 @@ void ReLU::forward(const ExecContext& ctx, const float* x, const Shape& in, floa
 
 void ReLU::backward(const ExecContext& ctx, const float* x, const Shape& in, const float*,
                     const float* dy, float* dx) {
-  if (!dx) return;
   SL_GPU_DISPATCH(ctx, gpu::relu_backward(*ctx.gpu, x, dy, dx, element_count(in)));
   cpu::relu_backward(x, dy, dx, element_count(in));
 }
@@ -134,13 +140,22 @@ void Conv2d::forward(const ExecContext& ctx, const float* x, const Shape& in, fl
   cpu::conv2d_forward(x, w_, b_, y, col_.data(), in[0], g);
 }
 
-void Conv2d::backward(const ExecContext& ctx, const float* x, const Shape& in,
-                      const float*, const float* dy, float* dx) {
+void Conv2d::backward_params(const ExecContext& ctx, const float* x, const Shape& in,
+                             const float* dy) {
   auto g = geometry(in);
   ensure_scratch(ctx, g);
-  SL_GPU_DISPATCH(ctx, gpu::conv2d_backward(*ctx.gpu, x, w_, dy, dw_, db_, dx,
-                                            col_.data(), dcol_.data(), in[0], g));
-  cpu::conv2d_backward(x, w_, dy, dw_, db_, dx, col_.data(), dcol_.data(), in[0], g);
+  SL_GPU_DISPATCH(
+      ctx, gpu::conv2d_backward_params(*ctx.gpu, x, dy, dw_, db_, col_.data(), in[0], g));
+  cpu::conv2d_backward_params(x, dy, dw_, db_, col_.data(), in[0], g);
+}
+
+void Conv2d::backward(const ExecContext& ctx, const float*, const Shape& in, const float*,
+                      const float* dy, float* dx) {
+  auto g = geometry(in);
+  ensure_scratch(ctx, g);
+  SL_GPU_DISPATCH(
+      ctx, gpu::conv2d_backward_input(*ctx.gpu, w_, dy, dx, dcol_.data(), in[0], g));
+  cpu::conv2d_backward_input(w_, dy, dx, dcol_.data(), in[0], g);
 }
 
 // ---- MaxPool2d ----
@@ -166,7 +181,6 @@ void MaxPool2d::forward(const ExecContext& ctx, const float* x, const Shape& in,
 
 void MaxPool2d::backward(const ExecContext& ctx, const float*, const Shape& in,
                          const float*, const float* dy, float* dx) {
-  if (!dx) return;
   const int64_t out_count = element_count(output_shape(in));
   SL_GPU_DISPATCH(ctx, gpu::maxpool_backward(*ctx.gpu, dy, argmax_.data(), dx, out_count,
                                              element_count(in)));
@@ -187,7 +201,6 @@ void Flatten::forward(const ExecContext& ctx, const float* x, const Shape& in, f
 
 void Flatten::backward(const ExecContext& ctx, const float*, const Shape& in,
                        const float*, const float* dy, float* dx) {
-  if (!dx) return;
   SL_GPU_DISPATCH(ctx, gpu::copy(*ctx.gpu, dx, dy, element_count(in)));
   std::memcpy(dx, dy, static_cast<std::size_t>(element_count(in)) * sizeof(float));
 }

@@ -18,6 +18,8 @@ class Linear final : public Layer {
   Shape output_shape(const Shape& in) const override;
   void forward(const ExecContext& ctx, const float* x, const Shape& in,
                float* y) override;
+  void backward_params(const ExecContext& ctx, const float* x, const Shape& in,
+                       const float* dy) override;
   void backward(const ExecContext& ctx, const float* x, const Shape& in, const float* y,
                 const float* dy, float* dx) override;
 
@@ -47,6 +49,8 @@ class Conv2d final : public Layer {
   Shape output_shape(const Shape& in) const override;
   void forward(const ExecContext& ctx, const float* x, const Shape& in,
                float* y) override;
+  void backward_params(const ExecContext& ctx, const float* x, const Shape& in,
+                       const float* dy) override;
   void backward(const ExecContext& ctx, const float* x, const Shape& in, const float* y,
                 const float* dy, float* dx) override;
 

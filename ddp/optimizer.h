@@ -21,6 +21,8 @@ class Optimizer {
   // Named flat state buffers (for checkpoints), e.g. "momentum_buffer".
   virtual std::vector<std::pair<std::string, DeviceArray<float>*>> state() = 0;
   int64_t steps() const { return steps_; }
+  // Restores the step count (bias correction, SGD's first step) from a checkpoint.
+  void set_steps(int64_t steps) { steps_ = steps; }
 
  protected:
   int64_t steps_ = 0;

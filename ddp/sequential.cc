@@ -88,19 +88,19 @@ void Sequential::backward(const float* grad_output) {
   const float* dy = grad_output;
   for (std::size_t l = layers_.size(); l-- > 0;) {
     const float* x = l == 0 ? input_ : acts_[l - 1].data();
-    DeviceArray<float>& target = (l % 2 == 0) ? grad_a_ : grad_b_;
-    float* dx = nullptr;
-    if (l > 0) {
-      target.resize(static_cast<std::size_t>(element_count(shapes_[l])));
-      dx = target.data();
-    }
-    layers_[l]->backward(ctx_, x, shapes_[l], acts_[l].data(), dy, dx);
+    // Parameter gradients first, so their bucket can start reducing while the
+    // input gradient (often the larger half of the work) is computed.
+    layers_[l]->backward_params(ctx_, x, shapes_[l], dy);
     if (observer_) {
       // Reverse order within the layer too, so buckets fill back to front.
       for (auto it = layer_params_[l].rbegin(); it != layer_params_[l].rend(); ++it)
         observer_->on_grad_ready(*it);
     }
-    dy = dx;
+    if (l == 0) break;  // nobody needs d loss / d input
+    DeviceArray<float>& target = (l % 2 == 0) ? grad_a_ : grad_b_;
+    target.resize(static_cast<std::size_t>(element_count(shapes_[l])));
+    layers_[l]->backward(ctx_, x, shapes_[l], acts_[l].data(), dy, target.data());
+    dy = target.data();
   }
   if (observer_) observer_->on_backward_end();
 }
