@@ -63,6 +63,25 @@ TEST(TarShardsTest, SamplesAcrossShardsAreRandomlyAccessible) {
   }
 }
 
+TEST(TarShardsTest, GnuLongNameMembersKeepTheirDataOffsets) {
+  TempDir dir;
+  std::vector<Member> members;
+  const std::string long_key = std::string(120, 'g') + "/x";
+  for (auto& m : sample_members(7, long_key)) members.push_back(m);
+  for (auto& m : sample_members(8, "short")) members.push_back(m);
+  write_tar(dir / "gnu.tar", members, /*gnu=*/true);
+  TarShards data(dir / "gnu.tar", parse_transform_spec("centercrop:6,u8"));
+  ASSERT_EQ(data.size(), 2u);
+  EXPECT_EQ(data.key(0), long_key);
+  for (int i = 0; i < 2; ++i) {
+    SampleBuffer buffer(data.layout(), i);
+    Rng rng = test_rng();
+    data.get(i, rng, buffer.writer());
+    EXPECT_EQ(buffer.field<std::int64_t>(1)[0], 107 + i);
+    EXPECT_EQ(buffer.field<std::uint8_t>(0)[0], colour_of(7 + i)[2]);
+  }
+}
+
 TEST(TarShardsTest, GlobPatternsFindTheShardsInOrder) {
   TempDir dir;
   write_two_shards(dir);

@@ -19,10 +19,15 @@ struct Member {
   std::string target;
 };
 
-// Writes a pax tar with libarchive (long names get pax extended headers).
-inline void write_tar(const std::string& path, const std::vector<Member>& members) {
+// Writes a pax tar (long names get pax extended headers) or a GNU tar.
+inline void write_tar(const std::string& path, const std::vector<Member>& members,
+                      bool gnu = false) {
   archive* a = archive_write_new();
-  archive_write_set_format_pax_restricted(a);
+  if (gnu) {
+    archive_write_set_format_gnutar(a);  // long names as ././@LongLink members
+  } else {
+    archive_write_set_format_pax_restricted(a);
+  }
   ASSERT_EQ(archive_write_open_filename(a, path.c_str()), ARCHIVE_OK);
   for (const Member& m : members) {
     archive_entry* e = archive_entry_new();
