@@ -1,0 +1,98 @@
+#include "tools/ddp_train/batch_feed.h"
+
+#include "rng/error.h"
+
+#ifdef SEEDLOADER_HAS_CUDA
+#include "loader/device_prefetcher.h"
+#endif
+
+namespace seedloader::train {
+namespace {
+
+class HostFeed final : public BatchFeed {
+ public:
+  HostFeed(DataLoader& loader, std::string loss)
+      : loader_(loader), loss_(std::move(loss)) {}
+
+  void start(std::uint64_t epoch) override {
+    it_.reset();  // abandons an unfinished epoch
+    loader_.set_epoch(epoch);
+    fresh_ = true;
+  }
+  const StepInputs* next() override {
+    if (fresh_) {
+      it_.emplace(loader_.begin());
+      fresh_ = false;
+    } else if (it_ && *it_ != loader_.end()) {
+      ++*it_;
+    }
+    if (!it_ || *it_ == loader_.end()) return nullptr;
+    host_inputs(**it_, loss_, host_);
+    in_.x = host_.x;
+    in_.x_shape = host_.x_shape;
+    in_.target = host_.target;
+    return &in_;
+  }
+
+ private:
+  DataLoader& loader_;
+  std::string loss_;
+  std::optional<DataLoader::Iterator> it_;
+  bool fresh_ = false;
+  HostInputs host_;
+  StepInputs in_;
+};
+
+#ifdef SEEDLOADER_HAS_CUDA
+class DeviceFeed final : public BatchFeed {
+ public:
+  DeviceFeed(DataLoader& loader, std::string loss, int device, void* stream)
+      : loss_(std::move(loss)),
+        prefetcher_(loader, device, static_cast<cudaStream_t>(stream)),
+        labels_(ddp::Device::kCuda, 0) {}
+
+  void start(std::uint64_t epoch) override { prefetcher_.start_epoch(epoch); }
+  const StepInputs* next() override {
+    const DeviceBatch* b = prefetcher_.next();
+    if (!b) return nullptr;
+    TensorView x = b->host.tensor(std::size_t{0});
+    if (x.dtype != DType::kF32)
+      throw ConfigError("the GPU path trains on float32 inputs; field '" + x.name +
+                        "' is " + dtype_name(x.dtype) +
+                        " (add a totensor/normalize step)");
+    in_.x = static_cast<const float*>(b->fields[0]);
+    in_.x_shape.assign(x.shape.begin(), x.shape.end());
+    if (in_.x_shape.size() == 1) in_.x_shape.push_back(1);
+    in_.target = Target();
+    if (loss_ == "xent") {
+      std::vector<std::int32_t> host = labels_of(b->host.tensor(std::size_t{1}));
+      labels_.copy_from_host(host);
+      in_.target.labels = labels_.data();
+    } else {
+      in_.target.values = static_cast<const float*>(b->fields[1]);
+    }
+    return &in_;
+  }
+
+ private:
+  std::string loss_;
+  DevicePrefetcher prefetcher_;
+  ddp::DeviceArray<std::int32_t> labels_;
+  StepInputs in_;
+};
+#endif
+
+}  // namespace
+
+std::unique_ptr<BatchFeed> make_host_feed(DataLoader& loader, std::string loss) {
+  return std::make_unique<HostFeed>(loader, std::move(loss));
+}
+
+#ifdef SEEDLOADER_HAS_CUDA
+std::unique_ptr<BatchFeed> make_device_feed(DataLoader& loader, std::string loss,
+                                            int device, void* stream) {
+  return std::make_unique<DeviceFeed>(loader, std::move(loss), device, stream);
+}
+#endif
+
+}  // namespace seedloader::train

@@ -1,0 +1,40 @@
+// BatchFeed: the loader's batches as model inputs on the model's device, one epoch
+// at a time. HostFeed iterates the DataLoader and uses each batch in place in its
+// shared-memory slot (converting only non-float32 fields); DeviceFeed (CUDA builds)
+// takes them through the loader's DevicePrefetcher, so batch k+1 is copied while
+// batch k trains. Inputs stay valid until the next call to next() or start().
+// Not thread-safe; owns no data beyond the current batch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "loader/data_loader.h"
+#include "tools/ddp_train/train_data.h"
+
+namespace seedloader::train {
+
+struct StepInputs {
+  const float* x = nullptr;
+  ddp::Shape x_shape;
+  Target target;
+};
+
+class BatchFeed {
+ public:
+  virtual ~BatchFeed() = default;
+  virtual void start(std::uint64_t epoch) = 0;
+  // The next batch of the epoch, or nullptr after the last.
+  virtual const StepInputs* next() = 0;
+};
+
+std::unique_ptr<BatchFeed> make_host_feed(DataLoader& loader, std::string loss);
+
+#ifdef SEEDLOADER_HAS_CUDA
+// REQUIRES: `loader` outlives the feed; `stream` is the model's compute stream.
+std::unique_ptr<BatchFeed> make_device_feed(DataLoader& loader, std::string loss,
+                                            int device, void* stream);
+#endif
+
+}  // namespace seedloader::train

@@ -1,0 +1,35 @@
+// ddp-train: data-parallel training fed by seedloader's DataLoader. Launch with
+// `mpirun -np N ddp-train ...` (or without mpirun as one rank). Exit codes: 0 done,
+// 2 usage, input or runtime error (the message names the file, option or rank).
+#include <cstdio>
+#include <exception>
+
+#include "rng/error.h"
+#include "tools/ddp_train/trainer.h"
+
+int main(int argc, char** argv) {
+  using namespace seedloader::train;
+  CLI::App app{
+      "ddp-train: train a model data-parallel (DDP), one DataLoader per rank sharded by "
+      "a\n"
+      "DistributedSampler. Launch with mpirun -np N; NCCL on GPUs, MPI on CPUs.\n"
+      "Checkpoints are safetensors files; --resume continues bit-identically."};
+  TrainOptions o;
+  add_train_options(app, o);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  try {
+    run_training(o);
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ddp-train: %s\n", e.what());
+    std::fflush(stderr);
+    return 2;
+  }
+}
