@@ -12,7 +12,11 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
   return x ^ (x >> 31);
 }
 
-int checked_channels(int c) {
+// Validates the shape before anything is built from it; returns c.
+int checked_shape(std::uint64_t n, int h, int w, int c, int classes) {
+  if (n == 0 || h <= 0 || w <= 0 || classes <= 0) {
+    throw ConfigError("Synthetic: n, h, w and classes must be positive");
+  }
   if (c != 1 && c != 3) throw ConfigError("Synthetic: channels must be 1 or 3");
   return c;
 }
@@ -23,12 +27,9 @@ Synthetic::Synthetic(std::uint64_t n, int h, int w, int c, Compose transform, in
     : n_(n),
       h_(h),
       w_(w),
-      c_(checked_channels(c)),
+      c_(checked_shape(n, h, w, c, classes)),
       classes_(classes),
-      output_(std::move(transform), c, {w > 0 ? w : 0, h > 0 ? h : 0}, "Synthetic") {
-  if (n == 0 || h <= 0 || w <= 0 || classes <= 0) {
-    throw ConfigError("Synthetic: n, h, w and classes must be positive");
-  }
+      output_(std::move(transform), c, {w, h}, "Synthetic") {
   layout_ =
       SampleLayout({output_.field("image"), FieldSpec{"label", DType::kI64, {}, false}});
 }
