@@ -26,9 +26,8 @@ cv::Mat Compose::apply(const ImageSource& source, Rng& rng, TransformLog* log,
   const cv::Rect region = first.plan_region(source.size(), rng, log);
   const int reduction = first.max_reduction(region);
   if (reduction_used) *reduction_used = reduction;
-  cv::Mat decoded = source.decode(reduction);
-  cv::Rect scaled =
-      reduction == 1 ? region : scale_region(region, reduction, decoded.size());
+  cv::Rect scaled;
+  cv::Mat decoded = source.decode_region(reduction, region, &scaled);
   if ((scaled & cv::Rect(0, 0, decoded.cols, decoded.rows)) != scaled) {
     throw DataError("decoded image " + std::to_string(decoded.cols) + "x" +
                     std::to_string(decoded.rows) + " is smaller than its header said");

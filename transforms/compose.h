@@ -6,7 +6,8 @@
 // plans a region (RandomResizedCrop), draw its window from the header's width and
 // height before any pixel is decoded, then asks the source to decode at the
 // largest reduction (2, 4, 8) that still leaves the window at least the output
-// size, and finishes the crop on the smaller image.
+// size, decoding only the window where the format allows (JPEG), and finishes
+// the crop on the smaller image.
 #pragma once
 
 #include <memory>

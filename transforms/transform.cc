@@ -34,6 +34,12 @@ cv::Mat Transform::apply_region(const cv::Mat& decoded, cv::Rect region) const {
   return decoded(region).clone();
 }
 
+cv::Mat ImageSource::decode_region(int reduction, cv::Rect region, cv::Rect* crop) const {
+  cv::Mat decoded = decode(reduction);
+  *crop = reduction == 1 ? region : scale_region(region, reduction, decoded.size());
+  return decoded;
+}
+
 cv::Rect scale_region(cv::Rect region, int reduction, cv::Size decoded) {
   int x0 = region.x / reduction;
   int y0 = region.y / reduction;

@@ -83,6 +83,11 @@ class ImageSource {
   // cannot decode at reduced scale decode fully and shrink). The result is
   // ceil(size / reduction) in each dimension. Throws DataError for bad input.
   virtual cv::Mat decode(int reduction) const = 0;
+  // Decodes at 1/reduction at least the part of the image that covers `region`
+  // (full-size coordinates) and sets *crop to where the region lies in the result
+  // (the scale_region() mapping). Formats that can decode a window (JPEG) skip
+  // the rest; the default decodes the whole image.
+  virtual cv::Mat decode_region(int reduction, cv::Rect region, cv::Rect* crop) const;
 };
 
 // Maps a region of the full-size source into an image decoded at 1/reduction of

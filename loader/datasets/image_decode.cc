@@ -1,5 +1,7 @@
 #include "loader/datasets/image_decode.h"
 
+#include "loader/datasets/jpeg_region.h"
+
 #include <turbojpeg.h>
 #include <zlib.h>
 
@@ -227,6 +229,16 @@ cv::Mat decode_image(std::span<const std::uint8_t> b, const ImageHeader& h, int 
     return small;
   }
   return image;
+}
+
+cv::Mat EncodedImage::decode_region(int reduction, cv::Rect region,
+                                    cv::Rect* crop) const {
+  if (header_.format != ImageFormat::kJpeg || header_.cmyk) {
+    return ImageSource::decode_region(reduction, region, crop);
+  }
+  JpegRegion window = decode_jpeg_region(bytes_, reduction, region, channels_);
+  *crop = window.crop;
+  return window.pixels;
 }
 
 }  // namespace seedloader

@@ -60,6 +60,8 @@ class EncodedImage final : public ImageSource {
   cv::Mat decode(int reduction) const override {
     return decode_image(bytes_, header_, reduction, channels_);
   }
+  // JPEG (not CMYK): only the window's rows and columns (see jpeg_region.h).
+  cv::Mat decode_region(int reduction, cv::Rect region, cv::Rect* crop) const override;
 
  private:
   std::span<const std::uint8_t> bytes_;

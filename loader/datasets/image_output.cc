@@ -1,7 +1,9 @@
 #include "loader/datasets/image_output.h"
 
 #include <exception>
+#include <mutex>
 
+#include "loader/worker_hooks.h"
 #include "rng/error.h"
 
 namespace seedloader {
@@ -9,6 +11,10 @@ namespace seedloader {
 ImageOutput::ImageOutput(Compose transform, int channels, cv::Size input,
                          const std::string& who)
     : transform_(std::move(transform)), channels_(channels) {
+  // Workers decode one sample at a time; OpenCV's own pool would only
+  // oversubscribe the cores the workers already fill.
+  static std::once_flag capped;
+  std::call_once(capped, [] { add_worker_start_hook([] { cv::setNumThreads(1); }); });
   if (channels != 1 && channels != 3) {
     throw ConfigError(who + ": channels must be 1 or 3");
   }
