@@ -209,6 +209,11 @@ void Run::go() {
                 data_->describe().c_str(), world, gpu ? "nccl" : "mpi", o_.mode.c_str(),
                 o_.model.c_str(), static_cast<unsigned long long>(seed_),
                 o_.seed || !o_.resume.empty() ? "" : " (drawn)");
+    if (o_.parsed_mode() == Mode::kModelParallel)
+      std::printf("ddp-train: stage 0 = layers 0..%d, stage 1 = the rest; %s\n",
+                  o_.split - 1,
+                  gpu ? "both on the rank's GPU (one GPU per stage is not supported)"
+                      : "both on the CPU");
     std::fflush(stdout);
   }
   const std::uint64_t total_steps = o_.steps ? *o_.steps : o_.epochs * num_batches_;
