@@ -9,11 +9,6 @@ std::string where(const char* call, const char* file, int line) {
 }
 }  // namespace
 
-void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
-  throw Error(where(call, file, line) + cudaGetErrorName(code) + ": " +
-              cudaGetErrorString(code));
-}
-
 void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int line) {
   throw CommError(where(call, file, line) + ncclGetErrorString(code));
 }

@@ -6,25 +6,12 @@
 #include <optional>
 #include <string>
 
+#include "rng/cuda_check.h"
 #include "rng/error.h"
-
-// The CUDA checking macro of this file: throws Error with the call text,
-// file:line and CUDA's error string.
-#define SL_LOADER_CHECK_CUDA(call)                                            \
-  do {                                                                        \
-    cudaError_t sl_rc_ = (call);                                              \
-    if (sl_rc_ != cudaSuccess) throw_cuda(sl_rc_, #call, __FILE__, __LINE__); \
-  } while (0)
 
 namespace seedloader {
 
 namespace {
-
-[[noreturn]] void throw_cuda(cudaError_t rc, const char* call, const char* file,
-                             int line) {
-  throw Error(std::string(call) + " failed at " + file + ":" + std::to_string(line) +
-              ": " + cudaGetErrorString(rc));
-}
 
 // Destructors cannot throw: report and carry on.
 void warn_cuda(cudaError_t rc, const char* what) {
@@ -35,9 +22,7 @@ void warn_cuda(cudaError_t rc, const char* what) {
 
 class Stream {
  public:
-  Stream() {
-    SL_LOADER_CHECK_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
-  }
+  Stream() { SL_CHECK_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
   ~Stream() { warn_cuda(cudaStreamDestroy(s_), "cudaStreamDestroy"); }
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -49,7 +34,7 @@ class Stream {
 
 class Event {
  public:
-  Event() { SL_LOADER_CHECK_CUDA(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
+  Event() { SL_CHECK_CUDA(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
   ~Event() { warn_cuda(cudaEventDestroy(e_), "cudaEventDestroy"); }
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
@@ -69,9 +54,9 @@ class DeviceBuffer {
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   void allocate(std::size_t bytes) {
     if (bytes <= bytes_) return;
-    if (p_) SL_LOADER_CHECK_CUDA(cudaFree(p_));
+    if (p_) SL_CHECK_CUDA(cudaFree(p_));
     p_ = nullptr;
-    SL_LOADER_CHECK_CUDA(cudaMalloc(&p_, bytes));
+    SL_CHECK_CUDA(cudaMalloc(&p_, bytes));
     bytes_ = bytes;
   }
   std::byte* get() const { return static_cast<std::byte*>(p_); }
@@ -85,7 +70,7 @@ class DeviceBuffer {
 class HostRegistration {
  public:
   explicit HostRegistration(std::span<std::byte> region) : p_(region.data()) {
-    SL_LOADER_CHECK_CUDA(
+    SL_CHECK_CUDA(
         cudaHostRegister(region.data(), region.size(), cudaHostRegisterDefault));
     // Workers forked later must still inherit the region: it is MAP_SHARED,
     // so there is no copy-on-write hazard that DONTFORK would guard against.
@@ -111,7 +96,7 @@ struct Stage {
 
 struct DevicePrefetcher::Impl {
   Impl(DataLoader& l, int device, cudaStream_t c) : loader(l), compute(c) {
-    SL_LOADER_CHECK_CUDA(cudaSetDevice(device));
+    SL_CHECK_CUDA(cudaSetDevice(device));
     pinned.emplace(loader.shared_memory());
     copy.emplace();
     for (auto& s : stages) s.emplace();
@@ -128,10 +113,10 @@ struct DevicePrefetcher::Impl {
     std::span<const std::byte> src = s.batch.host.slot_bytes();
     s.buffer.allocate(src.size());
     // The compute stream must be done with this buffer's previous batch.
-    SL_LOADER_CHECK_CUDA(cudaStreamWaitEvent(copy->get(), s.consumed.get(), 0));
-    SL_LOADER_CHECK_CUDA(cudaMemcpyAsync(s.buffer.get(), src.data(), src.size(),
-                                         cudaMemcpyHostToDevice, copy->get()));
-    SL_LOADER_CHECK_CUDA(cudaEventRecord(s.copied.get(), copy->get()));
+    SL_CHECK_CUDA(cudaStreamWaitEvent(copy->get(), s.consumed.get(), 0));
+    SL_CHECK_CUDA(cudaMemcpyAsync(s.buffer.get(), src.data(), src.size(),
+                                  cudaMemcpyHostToDevice, copy->get()));
+    SL_CHECK_CUDA(cudaEventRecord(s.copied.get(), copy->get()));
     s.batch.fields.clear();
     for (std::size_t f = 0; f < s.batch.host.num_fields(); ++f) {
       const std::size_t offset =
@@ -143,10 +128,10 @@ struct DevicePrefetcher::Impl {
   // Hands stage b back: the slot returns to the loader once its copy is done.
   void retire(int b) {
     Stage& s = *stages[b];
-    SL_LOADER_CHECK_CUDA(cudaEventRecord(s.consumed.get(), compute));
+    SL_CHECK_CUDA(cudaEventRecord(s.consumed.get(), compute));
     if (!s.batch.host.empty()) {
       // The copy was queued a whole batch ago, so this rarely waits.
-      SL_LOADER_CHECK_CUDA(cudaEventSynchronize(s.copied.get()));
+      SL_CHECK_CUDA(cudaEventSynchronize(s.copied.get()));
       s.batch.host.reset();
     }
   }
@@ -171,7 +156,7 @@ DevicePrefetcher::~DevicePrefetcher() {
 }
 
 void DevicePrefetcher::start_epoch(std::uint64_t epoch) {
-  SL_LOADER_CHECK_CUDA(cudaStreamSynchronize(impl_->copy->get()));
+  SL_CHECK_CUDA(cudaStreamSynchronize(impl_->copy->get()));
   for (auto& s : impl_->stages) {
     s->batch.host.reset();
     s->valid = false;
@@ -198,7 +183,7 @@ const DeviceBatch* DevicePrefetcher::next() {
     m.it.reset();
     return nullptr;
   }
-  SL_LOADER_CHECK_CUDA(cudaStreamWaitEvent(m.compute, s.copied.get(), 0));
+  SL_CHECK_CUDA(cudaStreamWaitEvent(m.compute, s.copied.get(), 0));
   m.queue(1 - nxt);  // overlaps the consumer's use of this batch
   m.current = nxt;
   return &s.batch;
