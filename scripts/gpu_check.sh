@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpu_check.sh: on a machine with an NVIDIA GPU, build seedloader with CUDA in
-# build/gpu, run the GPU-labelled tests and the loader benchmarks, and write
+# build/gpu, run the GPU-labelled tests (loader prefetch, ddp layers, NCCL), the
+# loader and NCCL all-reduce benchmarks and seedloader-bench --device, and write
 # everything to $OUT/gpu_check.log (default: build/gpu_check_out/).
 #
 #   OUT=/some/dir scripts/gpu_check.sh          # whole project
@@ -63,6 +64,21 @@ main() {
       echo "=== $bench: not built"; failed+=("$bench")
     fi
   done
+  if [ -x "$BUILD/bench/ddp_nccl_allreduce_bench" ]; then
+    step nccl-allreduce mpirun --allow-run-as-root -np 1 \
+      "$BUILD/bench/ddp_nccl_allreduce_bench" --benchmark_out="$OUT/nccl_allreduce.json" \
+      --benchmark_out_format=json
+  fi
+  SL_BENCH=$BUILD/tools/seedloader_bench/seedloader-bench
+  if [ -x "$SL_BENCH" ]; then
+    # Batches copied into GPU memory from the registered shared slots, beside a
+    # plain pinned cudaMemcpyAsync of the same size.
+    step device-copy "$SL_BENCH" --data synthetic:4096 --transform rrc:224,normalize:imagenet \
+      --batch-size 64 --workers 4 --batches 100 --warmup 10 --device
+    step device-copy-json "$SL_BENCH" --data synthetic:4096 \
+      --transform rrc:224,normalize:imagenet --batch-size 64 --workers 4 --batches 100 \
+      --warmup 10 --device --json
+  fi
   if /usr/bin/python3 -c "import torch" 2>/dev/null; then
     step torch-overhead /usr/bin/python3 "$ROOT/bench/torch_overhead.py"
   else
