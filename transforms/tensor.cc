@@ -74,15 +74,31 @@ void ToTensor::write(const cv::Mat& image, std::span<float> out) const {
     scale[c] = 1.0f / (255.0f * sd);
     shift[c] = -mean / sd;
   }
+  // A 256-entry table per channel turns the multiply-add into one load, and the
+  // HWC -> CHW scatter happens in the same pass: one read of each pixel, one
+  // write of each value, no temporary image.
+  std::array<std::array<float, 256>, 4> lut;
+  for (int c = 0; c < channels; ++c) {
+    for (int v = 0; v < 256; ++v) lut[c][v] = static_cast<float>(v) * scale[c] + shift[c];
+  }
   const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
-  float* dst = out.data();
   for (int y = 0; y < image.rows; ++y) {
     const std::uint8_t* src = image.ptr<std::uint8_t>(y);
-    const std::size_t row = static_cast<std::size_t>(y) * image.cols;
-    for (int x = 0; x < image.cols; ++x) {
-      for (int c = 0; c < channels; ++c) {
-        dst[c * plane + row + x] = src[x * channels + c] * scale[c] + shift[c];
+    float* row = out.data() + static_cast<std::size_t>(y) * image.cols;
+    if (channels == 3) {
+      float* r = row;
+      float* g = row + plane;
+      float* b = row + 2 * plane;
+      for (int x = 0; x < image.cols; ++x, src += 3) {
+        r[x] = lut[0][src[0]];
+        g[x] = lut[1][src[1]];
+        b[x] = lut[2][src[2]];
       }
+      continue;
+    }
+    for (int x = 0; x < image.cols; ++x) {
+      for (int c = 0; c < channels; ++c)
+        row[c * plane + x] = lut[c][src[x * channels + c]];
     }
   }
 }
@@ -92,13 +108,14 @@ void ToTensor::write(const cv::Mat& image, std::span<std::uint8_t> out) const {
   check_image(image, out.size());
   const int channels = image.channels();
   const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
-  for (int y = 0; y < image.rows; ++y) {
-    const std::uint8_t* src = image.ptr<std::uint8_t>(y);
-    const std::size_t row = static_cast<std::size_t>(y) * image.cols;
-    for (int x = 0; x < image.cols; ++x) {
-      for (int c = 0; c < channels; ++c) out[c * plane + row + x] = src[x * channels + c];
-    }
+  if (channels > 4) throw DataError("ToTensor: more than 4 channels");
+  // Headers over the slot's planes (no allocation): split writes each channel
+  // straight into its plane, with OpenCV's vectorised deinterleave.
+  std::array<cv::Mat, 4> targets;
+  for (int c = 0; c < channels; ++c) {
+    targets[c] = cv::Mat(image.rows, image.cols, CV_8U, out.data() + c * plane);
   }
+  cv::split(image, targets.data());
 }
 
 std::string ToTensor::describe() const {

@@ -127,7 +127,7 @@ TEST(MnistTest, ImagesAndLabelsArriveFromTheIdxFiles) {
   EXPECT_EQ(cropped.layout().field(0).shape, (std::vector<std::int64_t>{1, 24, 24}));
   SampleBuffer b2(cropped.layout(), 0);
   cropped.get(0, rng, b2.writer());
-  for (float v : b2.field<float>(0)) ASSERT_TRUE(v >= -1.0f && v <= 1.0f);
+  for (float v : b2.field<float>(0)) ASSERT_TRUE(v >= -1.0f && v <= 1.0f) << v;
 }
 
 TEST(MnistTest, WrongMagicIsADataErrorNamingTheFile) {
