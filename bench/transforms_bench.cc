@@ -1,5 +1,7 @@
 // transforms_bench: the costs that decide an augmentation pipeline's speed.
-// RandomResizedCrop from a 1600x1200 JPEG, decoding at the reduced scale the
+// Each transform on a 256x256 image (224x224 out where it resizes or crops);
+// decoding a 1600x1200 JPEG at full size, at 1/2, 1/4, 1/8 and only a 224x224
+// window; RandomResizedCrop from that JPEG, decoding at the reduced scale the
 // crop allows versus always at full size; the fused ToTensor+Normalize pass;
 // the ImageNet training chain on a decoded image. Items are images.
 #include <benchmark/benchmark.h>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "loader/datasets/image_decode.h"
+#include "loader/datasets/jpeg_region.h"
 #include "rng/seed_sequence.h"
 #include "transforms/crop.h"
 #include "transforms/spec.h"
@@ -91,6 +94,54 @@ void BM_ImagenetTrainChain(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ImagenetTrainChain)->Unit(benchmark::kMillisecond);
+
+void BM_Transform(benchmark::State& state, const char* spec) {
+  cv::Mat image(256, 256, CV_8UC3);
+  cv::RNG pixels(5);
+  pixels.fill(image, cv::RNG::UNIFORM, 0, 255);
+  const Compose chain = parse_transform_spec(spec);
+  Rng rng{SeedSequence(4)};
+  for (auto _ : state) {
+    cv::Mat out = chain.apply(image, rng, nullptr);
+    benchmark::DoNotOptimize(out.data);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK_CAPTURE(BM_Transform, hflip, "hflip:1");
+BENCHMARK_CAPTURE(BM_Transform, vflip, "vflip:1");
+BENCHMARK_CAPTURE(BM_Transform, random_resized_crop, "rrc:224");
+BENCHMARK_CAPTURE(BM_Transform, random_crop_padded, "crop:224:4");
+BENCHMARK_CAPTURE(BM_Transform, center_crop, "centercrop:224");
+BENCHMARK_CAPTURE(BM_Transform, resize, "resize:224x224");
+BENCHMARK_CAPTURE(BM_Transform, color_jitter, "jitter:0.4:0.4:0.4:0.1");
+BENCHMARK_CAPTURE(BM_Transform, rotation, "rotate:30");
+BENCHMARK_CAPTURE(BM_Transform, gaussian_blur, "blur:5:0.1:2");
+
+// Arg: the reduction (1, 2, 4, 8), or 0 for a 224x224 window at full scale.
+void BM_JpegDecode(benchmark::State& state) {
+  const auto bytes = test_jpeg();
+  const ImageHeader header = probe_image(bytes, kDefaultMaxPixels);
+  const int reduction = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    if (reduction == 0) {
+      JpegRegion window = decode_jpeg_region(bytes, 1, cv::Rect(700, 500, 224, 224), 3);
+      benchmark::DoNotOptimize(window.pixels.data);
+    } else {
+      cv::Mat out = decode_image(bytes, header, reduction, 3);
+      benchmark::DoNotOptimize(out.data);
+    }
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
+  state.SetLabel(reduction == 0 ? "224x224 window" : "1/" + std::to_string(reduction));
+}
+BENCHMARK(BM_JpegDecode)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(4)
+    ->Arg(8)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace seedloader
