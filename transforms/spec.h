@@ -5,8 +5,9 @@
 //   step  := name (":" arg)*
 //   SIZE  := N | WxH               (N means NxN)
 // Steps, in the order they run:
-//   rrc:SIZE[:SMIN:SMAX[:RMIN:RMAX]]   RandomResizedCrop, scale (0.08, 1), ratio (3/4,
-//   4/3) crop:SIZE[:PADDING]                RandomCrop with zero padding (default 0)
+//   rrc:SIZE[:SMIN:SMAX[:RMIN:RMAX]]   RandomResizedCrop, default scale 0.08..1,
+//                                      ratio 3/4..4/3
+//   crop:SIZE[:PADDING]                RandomCrop with zero padding (default 0)
 //   centercrop:SIZE                    CenterCrop
 //   resize:N | resize:WxH              Resize: shorter side to N, or exact
 //   hflip[:P] | vflip[:P]              RandomHorizontalFlip / RandomVerticalFlip, P = 0.5
