@@ -78,14 +78,4 @@ void DataParallelModel::sync_copies() {
   for (std::size_t r = 1; r < replicas_.size(); ++r) replicas_[r]->load_parameters(w);
 }
 
-ddp::Shape DataParallelModel::output_shape(const ddp::Shape& x_shape) {
-  ddp::Shape one = x_shape;
-  one[0] = 1;
-  std::vector<float> x(static_cast<std::size_t>(ddp::element_count(one)));
-  replicas_[0]->forward(x.data(), one);
-  ddp::Shape out = replicas_[0]->output_shape();
-  out[0] = x_shape[0];
-  return out;
-}
-
 }  // namespace seedloader::train

@@ -26,7 +26,6 @@ class DataParallelModel final : public TrainModel {
   }
   void sync_copies() override;
   ddp::Device device() const override { return ddp::Device::kCpu; }
-  ddp::Shape output_shape(const ddp::Shape& x_shape) override;
   std::size_t num_replicas() const { return replicas_.size(); }
 
  private:

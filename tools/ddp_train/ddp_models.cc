@@ -60,11 +60,6 @@ class DdpModel final : public TrainModel {
   }
   std::vector<Stage> stages() override { return {{&model_, optimizer_.get(), 0}}; }
   ddp::Device device() const override { return model_.device(); }
-  ddp::Shape output_shape(const ddp::Shape& x_shape) override {
-    return shape_through(model_, x_shape);
-  }
-
-  static ddp::Shape shape_through(ddp::Sequential& m, const ddp::Shape& x_shape);
 
  private:
   std::string loss_;
@@ -73,18 +68,6 @@ class DdpModel final : public TrainModel {
   ddp::Reducer reducer_;
   ddp::DeviceArray<float> grad_;
 };
-
-// Runs a zero batch forward to learn the output shape (cheap: one row).
-ddp::Shape DdpModel::shape_through(ddp::Sequential& m, const ddp::Shape& x_shape) {
-  ddp::Shape one = x_shape;
-  one[0] = 1;
-  ddp::DeviceArray<float> x(m.device(),
-                            static_cast<std::size_t>(ddp::element_count(one)));
-  m.forward(x.data(), one);
-  ddp::Shape out = m.output_shape();
-  out[0] = x_shape[0];
-  return out;
-}
 
 class PipelineModel final : public TrainModel {
  public:
@@ -130,9 +113,6 @@ class PipelineModel final : public TrainModel {
     return {{s0_.get(), o0_.get(), 0}, {s1_.get(), o1_.get(), split_ - 1}};
   }
   ddp::Device device() const override { return s0_->device(); }
-  ddp::Shape output_shape(const ddp::Shape& x_shape) override {
-    return DdpModel::shape_through(*s1_, DdpModel::shape_through(*s0_, x_shape));
-  }
 
  private:
   std::string loss_;

@@ -56,8 +56,6 @@ class TrainModel {
   // Makes every copy of the weights agree after stages() were loaded into.
   virtual void sync_copies() {}
   virtual ddp::Device device() const = 0;
-  // The output shape for `rows` rows.
-  virtual ddp::Shape output_shape(const ddp::Shape& x_shape) = 0;
 };
 
 // Builds the model the options name, for one sample of shape `sample`, initialised
