@@ -82,6 +82,23 @@ TEST(AuditorTest, RanksWithoutDistributedSamplerReadTheSameSamples) {
   EXPECT_EQ(kinds(r), (Kinds{{"rank_batch_duplicate", 103}})) << report_text(r);
 }
 
+TEST(AuditorTest, SameSeedOnUnshardedRanksIsBothARankStateAndABatchDuplicate) {
+  // PyTorch's classic pair of bugs: manual_seed(same) on every rank and no
+  // DistributedSampler. Every repeat is at the same (epoch, index), far more than
+  // padding explains, so the state finding must not hide behind the index one.
+  World w{.ranks = 2, .epochs = 1, .distributed = false, .mode = SeedingMode::kTorch};
+  Kinds k = kinds(audit(simulate(w)));
+  EXPECT_EQ(k["rank_rng_duplicate"], 103u);
+  EXPECT_EQ(k["rank_batch_duplicate"], 103u);
+}
+
+TEST(AuditorTest, PaddingRepeatsOfPerSampleStreamsStayClean) {
+  // 103 samples on 4 ranks: one index padded onto a second rank per epoch, with
+  // the same per-sample state by design.
+  World w{.size = 103, .ranks = 4, .epochs = 2, .mode = SeedingMode::kSample};
+  EXPECT_TRUE(audit(simulate(w), {.dataset_size = 103}).clean());
+}
+
 TEST(AuditorTest, ForgottenSetEpochRepeatsTheShuffledOrder) {
   World w{.ranks = 2, .epochs = 3, .set_epoch = false};
   Report r = audit(simulate(w));

@@ -41,16 +41,19 @@ int run_pipeline(const RunArgs& a) {
   SeedingMode mode = *parse_seeding_mode(a.seeding);
   std::unique_ptr<Dataset> data = open_dataset(a.data, a.transform);
   const std::uint64_t seed = a.seed ? *a.seed : draw_base_seed("seed-audit");
-  SeedingDataset dataset(*data, mode, seed);
-  const std::uint64_t n = dataset.size();
-  // drop_last may leave out world_size - 1 samples in sharding and batch - 1 per rank.
+  const std::uint64_t n = data->size();
+  // drop_last drops each rank's last short batch: up to batch - 1 samples a rank
+  // (the sampler itself pads, as PyTorch's DistributedSampler does by default).
   const std::uint64_t allowed_missing =
-      a.drop_last ? (a.world_size - 1) + a.world_size * (a.batch_size - 1) : 0;
+      a.drop_last ? a.world_size * (a.batch_size - 1) : 0;
   Auditor auditor(AuditOptions{n, allowed_missing});
 
   std::optional<ProgressBar> bar;
-  const std::size_t fp_field = dataset.fingerprint_field();
   for (std::uint64_t rank = 0; rank < a.world_size; ++rank) {
+    // Each simulated rank is its own process: its dataset (and any generator the
+    // dataset owns) starts from the state the program gives it, as in a real run.
+    SeedingDataset dataset(*data, mode, seed);
+    const std::size_t fp_field = dataset.fingerprint_field();
     LoaderOptions opt;
     opt.batch_size = a.batch_size;
     opt.num_workers = a.workers;

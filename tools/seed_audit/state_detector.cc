@@ -7,13 +7,18 @@ namespace seedloader::audit {
 void StateDetector::add(const SampleRecord& r, std::uint32_t owner,
                         const OwnerTable& owners) {
   if (!r.has_rng) return;
+  SameIndexRepeats& epoch = same_index_[r.epoch];
+  if (r.rank > epoch.max_rank) epoch.max_rank = r.rank;
   auto first = table_.find_or_insert(r.rng, {owner, static_cast<std::uint32_t>(r.index)});
   if (!first) return;
   const Owner& f = owners[first->owner];
-  if (f.epoch == r.epoch && first->index == r.index) return;
   Example e{place_of(r),
             SamplePlace{f.rank, f.epoch, f.worker, std::nullopt, first->index},
             "same random state as", std::string(r.aug)};
+  if (f.epoch == r.epoch && first->index == r.index) {
+    if (f.rank != r.rank) epoch.repeats.add(std::move(e));
+    return;
+  }
   if (f.rank != r.rank) {
     rank_.add(std::move(e));
   } else if (f.epoch != r.epoch) {
@@ -28,7 +33,15 @@ void StateDetector::add(const SampleRecord& r, std::uint32_t owner,
 void StateDetector::report(Report& out) const {
   worker_.report_as(FindingKind::kWorkerRngDuplicate, out);
   epoch_.report_as(FindingKind::kEpochRngRepeat, out);
-  rank_.report_as(FindingKind::kRankRngDuplicate, out);
+  FindingTally rank = rank_;
+  for (const auto& [e, ep] : same_index_) {
+    if (ep.repeats.count <= ep.max_rank) continue;  // padding: at most ranks - 1
+    rank.count += ep.repeats.count;
+    for (const Example& x : ep.repeats.examples) {
+      if (rank.examples.size() < kMaxExamples) rank.examples.push_back(x);
+    }
+  }
+  rank.report_as(FindingKind::kRankRngDuplicate, out);
   sample_.report_as(FindingKind::kSampleRngRepeat, out);
 }
 

@@ -6,11 +6,16 @@
 //   same rank and epoch, other worker -> worker_rng_duplicate (the fork bug)
 //   same worker, epoch and rank     -> sample_rng_repeat   (reseeded per sample
 //                                      with a constant)
-// A repeat between samples of the same (epoch, index) is not a fault: a per-sample
-// stream is a function of (epoch, index), and an index that appears twice in an
-// epoch (DistributedSampler padding) is the index finding's business.
+// A repeat between samples of the same (epoch, index) is not a fault by itself: a
+// per-sample stream is a function of (epoch, index), and DistributedSampler
+// padding makes at most (ranks - 1) indices of an epoch appear on two ranks. More
+// cross-rank repeats of that kind than padding explains mean the ranks read the
+// same indices with the same states (rank not in the seed *and* no sharding), and
+// they are reported as rank_rng_duplicate.
 // Memory: one FingerprintTable slot per distinct state. Not thread-safe.
 #pragma once
+
+#include <map>
 
 #include "tools/seed_audit/finding_tally.h"
 #include "tools/seed_audit/fingerprint_table.h"
@@ -26,8 +31,15 @@ class StateDetector {
   std::uint64_t bytes() const { return table_.bytes(); }
 
  private:
+  // Cross-rank repeats of one (epoch, index), per epoch, beside the ranks seen.
+  struct SameIndexRepeats {
+    std::uint32_t max_rank = 0;
+    FindingTally repeats;
+  };
+
   FingerprintTable table_;
   FindingTally worker_, epoch_, rank_, sample_;
+  std::map<std::uint32_t, SameIndexRepeats> same_index_;
 };
 
 }  // namespace seedloader::audit
