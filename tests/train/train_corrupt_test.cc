@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/train/train_fixture.h"
+#include "tools/ddp_train/checkpoint.h"
+#include "tools/ddp_train/data_parallel_model.h"
 
 namespace seedloader::train_test {
 namespace {
@@ -17,18 +19,29 @@ class TrainCorrupt : public TrainFixture {
   void SetUp() override {
     TrainFixture::SetUp();
     data_ = write_regression_data(32);
-    // Training the good checkpoint once serves every case (the data is fixed).
-    if (good().empty()) {
-      auto r = train(args_() + " --steps 2 --save " + path("good.safetensors"));
-      ASSERT_EQ(r.exit_code, 0) << r.out;
-      std::ifstream in(path("good.safetensors"), std::ios::binary);
-      good().assign(std::istreambuf_iterator<char>(in), {});
-    }
-    good_ = good();
-  }
-  static std::string& good() {
-    static std::string bytes;
-    return bytes;
+    // The good checkpoint is written in-process, as ddp-train would after 2 steps
+    // of this configuration (momentum state included), so each case costs one run.
+    train::TrainOptions o;
+    o.model = "mlp:10,10,5";
+    o.loss = "mse";
+    o.data = "tensors:" + data_;
+    o.batch_size = 4;
+    o.momentum = 0.9f;
+    train::TrainOptions dp = o;
+    dp.devices = {0};
+    train::DataParallelModel model(dp, {10}, 3);
+    std::vector<float> x(40, 0.5f), y(20, 0.25f);
+    model.step(x.data(), {4, 10}, {.values = y.data()});
+    model.step(x.data(), {4, 10}, {.values = y.data()});
+    train::CheckpointState st;
+    st.base_seed = 3;
+    st.epoch_samples = 8;
+    st.global_step = 2;
+    st.config = train::resume_config_json(o);
+    std::vector<train::Stage> stages = model.stages();
+    train::save_checkpoint(path("good.safetensors"), stages, st);
+    std::ifstream in(path("good.safetensors"), std::ios::binary);
+    good_.assign(std::istreambuf_iterator<char>(in), {});
   }
 
   std::string args_(const std::string& model = "mlp:10,10,5") const {
@@ -60,6 +73,13 @@ class TrainCorrupt : public TrainFixture {
 
   std::string data_, good_;
 };
+
+// The control: the undamaged file resumes and trains the remaining steps.
+TEST_F(TrainCorrupt, UndamagedCheckpointResumes) {
+  auto r = train(args_() + " --steps 4 --resume " + path("good.safetensors"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("(2 steps)"), std::string::npos) << r.out;
+}
 
 TEST_F(TrainCorrupt, TruncatedFileIsRejected) {
   std::string out = resume_from(good_.substr(0, good_.size() * 2 / 3));
