@@ -45,15 +45,23 @@ class Pcg64Stream {
     return std::numeric_limits<std::uint64_t>::max();
   }
 
-  // The stream's next 64-bit output, without consuming it: equal fingerprints
-  // mean equal states (for the audit).
+  // The stream's next 64-bit output, without consuming it, mixed with a pending
+  // 32-bit half when there is one: equal fingerprints mean equal states (for the
+  // audit), and a draw of only the buffered half still changes the fingerprint.
   std::uint64_t fingerprint() const {
     pcg64 copy = engine_;
-    return copy();
+    std::uint64_t fp = copy();
+    if (has_u32_) fp ^= (static_cast<std::uint64_t>(buffered_u32_) << 32 | 1) * kMixOdd;
+    return fp;
   }
 
-  // Skip n 64-bit outputs in O(log n).
-  void advance(std::uint64_t n) { engine_.advance(n); }
+  // Skip n 64-bit outputs in O(log n). Drops a pending 32-bit half, as numpy's
+  // PCG64.advance does.
+  void advance(std::uint64_t n) {
+    engine_.advance(n);
+    has_u32_ = false;
+    buffered_u32_ = 0;
+  }
 
   const std::array<std::uint64_t, 4>& seed_words() const { return seed_words_; }
 
@@ -63,6 +71,8 @@ class Pcg64Stream {
   }
 
  private:
+  static constexpr std::uint64_t kMixOdd = 0x9e3779b97f4a7c15ull;  // 2^64 / golden ratio
+
   std::array<std::uint64_t, 4> seed_words_;
   pcg64 engine_;
   bool has_u32_ = false;

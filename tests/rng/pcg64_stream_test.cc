@@ -46,6 +46,25 @@ TEST(Pcg64StreamTest, FingerprintIsNextOutputWithoutConsumingIt) {
   EXPECT_NE(rng.fingerprint(), fp);
 }
 
+TEST(Pcg64StreamTest, FingerprintChangesWhenOnlyTheBufferedHalfIsDrawn) {
+  Pcg64Stream rng(SeedSequence(9));
+  rng.next_u32();  // buffers the high half
+  const std::uint64_t with_half = rng.fingerprint();
+  rng.next_u32();  // consumes only the buffered half
+  EXPECT_NE(rng.fingerprint(), with_half);
+}
+
+TEST(Pcg64StreamTest, AdvanceDropsTheBufferedHalfLikeNumpy) {
+  // One 32-bit draw takes a whole word (its high half buffered); after
+  // advance(3) the next 32-bit draw is the low half of word 5, not the buffer.
+  Pcg64Stream a(SeedSequence(9));
+  Pcg64Stream b(SeedSequence(9));
+  a.next_u32();
+  a.advance(3);
+  b.advance(4);
+  EXPECT_EQ(a.next_u32(), static_cast<std::uint32_t>(b.next_u64()));
+}
+
 TEST(Pcg64StreamTest, AdvanceSkipsOutputs) {
   Pcg64Stream a(SeedSequence(11));
   Pcg64Stream b(SeedSequence(11));
