@@ -1,6 +1,8 @@
 #include "loader/batch_filler.h"
 
+#include <algorithm>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "rng/derive.h"
@@ -9,6 +11,11 @@
 namespace seedloader {
 
 namespace {
+
+// Under BadSample::kSkip, how many replacements in a row may fail before the
+// batch fails: a wrong root or a dead disk must surface, not be skipped through
+// millions of samples.
+constexpr std::uint64_t kMaxReplacements = 64;
 
 // One attempt at sample `index` into row i; throws what get() throws.
 void read_sample(const FillContext& ctx, std::byte* slot, std::uint64_t i,
@@ -55,7 +62,15 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
           }
           break;
         } catch (const DataError&) {
-          if (ctx.on_bad_sample != BadSample::kSkip || attempt + 1 >= n) throw;
+          if (ctx.on_bad_sample != BadSample::kSkip ||
+              attempt + 1 >= std::min(n, kMaxReplacements + 1)) {
+            throw;
+          }
+          if (generation &&
+              generation->load(std::memory_order_relaxed) != task_generation) {
+            result.outcome = FillResult::Outcome::kCancelled;
+            return result;
+          }
           ++result.skipped;
           index = (original + attempt + 1) % n;
         }
@@ -66,7 +81,9 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
       result.error_index = static_cast<std::int64_t>(index);
       result.message = e.what();
       if (ctx.on_bad_sample == BadSample::kSkip && dynamic_cast<const DataError*>(&e)) {
-        result.message += " (and every other sample failed too)";
+        result.message += " (and so did the " +
+                          std::to_string(std::min(n - 1, kMaxReplacements)) +
+                          " samples after it that would have replaced it)";
       }
       return result;
     } catch (...) {

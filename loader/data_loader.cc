@@ -32,17 +32,19 @@ DataLoader::Iterator DataLoader::begin() {
 }
 
 DataLoader::Iterator::Iterator(Engine* engine, std::uint64_t first)
-    : engine_(engine), next_(first) {}
+    : engine_(engine), next_(first), generation_(engine->generation()) {}
 
 DataLoader::Iterator::Iterator(Iterator&& other) noexcept
     : engine_(std::exchange(other.engine_, nullptr)),
       current_(std::move(other.current_)),
       next_(other.next_),
+      generation_(other.generation_),
       done_(other.done_) {}
 
 DataLoader::Iterator::~Iterator() {
   current_.reset();
-  if (engine_ && !done_) engine_->abandon_epoch();
+  // An iterator left over from an earlier begin() must not stop a newer epoch.
+  if (engine_ && !done_ && engine_->generation() == generation_) engine_->abandon_epoch();
 }
 
 void DataLoader::Iterator::load() {

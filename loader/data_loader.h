@@ -106,6 +106,7 @@ class DataLoader::Iterator {
   Engine* engine_;
   Batch current_;
   std::uint64_t next_ = 0;
+  std::uint64_t generation_ = 0;  // the engine's, when this iterator's epoch began
   bool done_ = false;
 };
 

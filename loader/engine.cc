@@ -336,15 +336,17 @@ void Engine::abandon_epoch() noexcept {
     }
     return;
   }
+  ++generation_;
+  // Relaxed: workers poll it between samples; they publish the slot back
+  // (release) whichever way they end the task, and we acquire that below. Per-
+  // epoch workers see it too, so they stop between samples before being told
+  // to exit, instead of finishing the batch or being killed mid-get().
+  region_.at<ControlBlock>(region_layout_.control())
+      ->generation.store(generation_, std::memory_order_relaxed);
   if (!options_.persistent_workers) {
     stop_workers(milliseconds(100));
     return;
   }
-  ++generation_;
-  // Relaxed: workers poll it between samples; they publish the slot back
-  // (release) whichever way they end the task, and we acquire that below.
-  region_.at<ControlBlock>(region_layout_.control())
-      ->generation.store(generation_, std::memory_order_relaxed);
   collect_outstanding();
 }
 

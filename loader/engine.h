@@ -59,6 +59,9 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   void end_epoch();
   // Stops the epoch early (the consumer broke off); never throws.
   void abandon_epoch() noexcept;
+  // Changes whenever an epoch starts or is abandoned, so an iterator can tell
+  // whether the epoch it walked is still the one in progress.
+  std::uint64_t generation() const { return generation_; }
   // Stops and reaps all workers; never throws.
   void shutdown() noexcept;
 

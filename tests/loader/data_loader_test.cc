@@ -381,6 +381,52 @@ TEST(DataLoaderTest, SkipPolicyReplacesBadSamplesDeterministically) {
   }
 }
 
+TEST(DataLoaderTest, SkipPolicyGivesUpAfterARunOfBadReplacements) {
+  class AllBad : public SyntheticDataset {
+   public:
+    using SyntheticDataset::SyntheticDataset;
+    void get(std::uint64_t index, Rng&, SampleWriter&) const override {
+      throw DataError("unreadable " + std::to_string(index));
+    }
+  } ds(100000, 1);
+  for (int workers : {0, 1}) {
+    LoaderOptions o = base_options(workers);
+    o.shuffle = false;
+    o.on_bad_sample = BadSample::kSkip;
+    DataLoader loader(ds, o);
+    try {
+      run_epoch(loader, 0);
+      FAIL() << "an all-bad dataset was skipped through";
+    } catch (const WorkerError& e) {
+      EXPECT_NE(std::string(e.what()).find("64 samples after it"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(DataLoaderTest, ALeftoverIteratorDoesNotStopANewerEpoch) {
+  SyntheticDataset ds(70, 1);
+  for (bool persistent : {false, true}) {
+    LoaderOptions o = base_options(2);
+    o.persistent_workers = persistent;
+    DataLoader loader(ds, o);
+    DataLoader fresh(ds, o);
+    loader.set_epoch(1);
+    std::vector<BatchCopy> got;
+    auto live = [&] {
+      auto stale = loader.begin();  // walks epoch 1 (holding no slot) ...
+      stale.take().reset();
+      loader.set_epoch(3);
+      auto it = loader.begin();
+      for (int k = 0; k < 3; ++k, ++it) got.push_back(copy_of(*it));
+      return it;
+    }();  // ... and is destroyed here, in the middle of epoch 3
+    for (; !(live == loader.end()); ++live) got.push_back(copy_of(*live));
+    EXPECT_EQ(got, run_epoch(fresh, 3)) << "persistent " << persistent;
+    EXPECT_EQ(run_epoch(loader, 4), run_epoch(fresh, 4)) << "persistent " << persistent;
+  }
+}
+
 TEST(DataLoaderTest, OversizeVariableSampleIsADataErrorNamingIndexAndField) {
   class Variable : public Dataset {
    public:
