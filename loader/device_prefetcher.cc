@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -96,6 +97,15 @@ struct Stage {
 
 struct DevicePrefetcher::Impl {
   Impl(DataLoader& l, int device, cudaStream_t c) : loader(l), compute(c) {
+    // Batch k is held while k+1 is copied: the loader needs two slots at least.
+    const LoaderOptions& o = loader.options();
+    const int slots = std::max(o.num_workers, 1) * o.prefetch;
+    if (slots < 2) {
+      throw ConfigError(
+          "DevicePrefetcher needs at least 2 batch slots (num_workers x "
+          "prefetch is " +
+          std::to_string(slots) + "); raise prefetch");
+    }
     SL_CHECK_CUDA(cudaSetDevice(device));
     pinned.emplace(loader.shared_memory());
     copy.emplace();

@@ -1,6 +1,7 @@
 #include "transforms/spec.h"
 
 #include <charconv>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,7 @@ class Step {
     if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
       fail("bad number '" + std::string(text) + "'");
     }
+    if (!std::isfinite(value)) fail("'" + std::string(text) + "' is not a finite number");
     return value;
   }
   int integer(std::size_t i) const { return integer_text(parts_[i + 1]); }

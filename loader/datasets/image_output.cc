@@ -62,11 +62,11 @@ void rethrow_as_data_error(const std::string& where) {
     throw;
   } catch (const cv::Exception& e) {
     throw DataError(where + ": OpenCV: " + e.what());
-  } catch (const std::bad_alloc&) {
-    throw DataError(where + ": out of memory");
-  } catch (const std::exception& e) {
+  } catch (const DataError& e) {
     throw DataError(where + ": " + e.what());
   }
+  // Anything else (out of memory, a ConfigError, a logic error) says nothing
+  // about the input: it propagates unchanged, so the skip policy cannot hide it.
 }
 
 }  // namespace seedloader

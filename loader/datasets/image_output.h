@@ -40,9 +40,9 @@ class ImageOutput {
   cv::Size size_;
 };
 
-// Rethrows the exception in flight as DataError prefixed with `where` (e.g.
-// "ImageFolder(/data): sample 12 (/data/cat/1.jpg)"); OpenCV and std exceptions
-// become DataError too. Call only inside a catch block.
+// Rethrows a DataError or OpenCV exception in flight as DataError prefixed with
+// `where` (e.g. "ImageFolder(/data): sample 12 (/data/cat/1.jpg)"); any other
+// exception propagates unchanged. Call only inside a catch block.
 [[noreturn]] void rethrow_as_data_error(const std::string& where);
 
 }  // namespace seedloader

@@ -60,6 +60,14 @@ TEST(TransformSpecTest, InvalidValueIsConfigErrorNamingTheToken) {
   EXPECT_NE(config_error_of("blur:4:1:2").find("'blur:4:1:2'"), std::string::npos);
 }
 
+TEST(TransformSpecTest, NonFiniteNumbersAreConfigErrorsNamingTheToken) {
+  for (const char* spec : {"jitter:nan:0:0:0", "rotate:inf", "normalize:0.5:-inf"}) {
+    const std::string what = config_error_of(spec);
+    EXPECT_NE(what.find(std::string("'") + spec + "'"), std::string::npos) << what;
+    EXPECT_NE(what.find("not a finite number"), std::string::npos) << what;
+  }
+}
+
 TEST(TransformSpecTest, ImageStepAfterTheOutputIsRejected) {
   EXPECT_NE(config_error_of("normalize:imagenet,hflip").find("'hflip'"),
             std::string::npos);
