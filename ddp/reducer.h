@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "ddp/communicator.h"
@@ -45,13 +46,15 @@ class Reducer final : public BackwardObserver {
 
   class NoSync {
    public:
-    explicit NoSync(Reducer& r) : r_(r) { r_.no_sync_ = true; }
-    ~NoSync() { r_.no_sync_ = false; }
+    // Restores the previous setting, so nested guards keep the outer scope local.
+    explicit NoSync(Reducer& r) : r_(r), previous_(std::exchange(r.no_sync_, true)) {}
+    ~NoSync() { r_.no_sync_ = previous_; }
     NoSync(const NoSync&) = delete;
     NoSync& operator=(const NoSync&) = delete;
 
    private:
     Reducer& r_;
+    bool previous_;
   };
   // Gradients accumulate locally while the guard lives.
   [[nodiscard]] std::unique_ptr<NoSync> no_sync() {

@@ -71,6 +71,20 @@ TEST(ReducerLocalTest, NoSyncIssuesNoCollectivesAndTheNextBackwardSyncsEveryBuck
   EXPECT_EQ(comm.allreduces, at_start + static_cast<int>(reducer.buckets().size()));
 }
 
+TEST(ReducerLocalTest, NestedNoSyncStaysLocalUntilTheOuterScopeEnds) {
+  LocalCommunicator local;
+  CountingCommunicator comm(local);
+  auto model = testing_models::mlp(3);
+  Reducer reducer(*model, comm, ReducerOptions{4, 64});
+  const int at_start = comm.allreduces;
+  {
+    auto outer = reducer.no_sync();
+    { auto inner = reducer.no_sync(); }
+    gradients_after_step(*model);
+  }
+  EXPECT_EQ(comm.allreduces, at_start);
+}
+
 TEST(ReducerLocalTest, CommunicatorOnAnotherDeviceIsConfigError) {
   LocalCommunicator gpu_comm(Device::kCuda);
   auto model = testing_models::mlp(3);
