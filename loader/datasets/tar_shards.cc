@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdio>
 #include <memory>
+#include <unordered_set>
 
 #include "rng/error.h"
 
@@ -104,8 +105,7 @@ TarShards::TarShards(const std::string& pattern, Compose transform,
               "TarShards(" + pattern + ")") {
   layout_ =
       SampleLayout({output_.field("image"), FieldSpec{"label", DType::kI64, {}, false}});
-  for (const std::string& path : expand_shard_pattern(pattern))
-    shards_.emplace_back(path);
+  shards_ = expand_shard_pattern(pattern);
   for (std::uint32_t s = 0; s < shards_.size(); ++s) index_shard(s);
   if (keys_.size() == 0) throw DataError(describe() + ": the shards hold no samples");
   keys_.shrink_to_fit();
@@ -114,18 +114,18 @@ TarShards::TarShards(const std::string& pattern, Compose transform,
 }
 
 void TarShards::index_shard(std::uint32_t shard) {
-  const std::string& path = shards_[shard].path();
+  const std::string& path = shards_[shard];
   std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), &archive_read_free);
   archive_read_support_format_tar(a.get());
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) {
     throw DataError("shard " + path + ": " + archive_error_string(a.get()));
   }
-  const std::uint64_t shard_size = shards_[shard].size();
+  const std::uint64_t shard_size = FileHandle(path).size();
   std::string current_key;
   bool open_sample = false;
   Member image{}, label{};
   bool have_image = false, have_label = false;
-  std::vector<std::string> seen_keys;  // keys finished in this shard
+  std::unordered_set<std::string> seen_keys;  // keys finished in this shard
 
   auto finish = [&]() {
     if (!open_sample) return;
@@ -137,7 +137,7 @@ void TarShards::index_shard(std::uint32_t shard) {
     keys_.add(current_key, static_cast<std::int32_t>(shard));
     images_.push_back(image);
     labels_.push_back(label);
-    seen_keys.push_back(current_key);
+    seen_keys.insert(current_key);
     open_sample = have_image = have_label = false;
   };
 
@@ -181,7 +181,7 @@ void TarShards::index_shard(std::uint32_t shard) {
     const std::string ext = name.substr(dot + 1);
     if (!open_sample || key != current_key) {
       finish();
-      if (std::find(seen_keys.begin(), seen_keys.end(), key) != seen_keys.end()) {
+      if (seen_keys.count(key) != 0) {
         throw DataError(where() + ": sample '" + key + "' is split across the shard");
       }
       current_key = key;
@@ -204,9 +204,11 @@ void TarShards::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
   if (index >= size()) {
     throw DataError(describe() + ": sample " + std::to_string(index) + " out of range");
   }
-  const FileHandle& shard = shards_[static_cast<std::size_t>(keys_.label(index))];
   thread_local std::vector<std::uint8_t> bytes;
   try {
+    // Opened per sample: a dataset of thousands of shards must not hold (and
+    // hand every worker) a descriptor per shard.
+    const FileHandle shard(shards_[static_cast<std::size_t>(keys_.label(index))]);
     shard.read_at(labels_[index].offset, labels_[index].size, bytes);
     const std::int64_t label = parse_label(bytes);
     shard.read_at(images_[index].offset, images_[index].size, bytes);
@@ -215,7 +217,8 @@ void TarShards::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
     out.field<std::int64_t>(1)[0] = label;
   } catch (...) {
     rethrow_as_data_error(describe() + ": sample " + std::to_string(index) + " (shard " +
-                          shard.path() + ", member '" + std::string(key(index)) + "')");
+                          shards_[static_cast<std::size_t>(keys_.label(index))] +
+                          ", member '" + std::string(key(index)) + "')");
   }
 }
 

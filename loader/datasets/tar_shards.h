@@ -64,7 +64,7 @@ class TarShards final : public Dataset {
   TarShardsOptions options_;
   ImageOutput output_;
   SampleLayout layout_;
-  std::vector<FileHandle> shards_;
+  std::vector<std::string> shards_;  // paths; one entry per shard, not per sample
   PathIndex keys_;  // key per sample; the label field holds the shard number
   std::vector<Member> images_;
   std::vector<Member> labels_;

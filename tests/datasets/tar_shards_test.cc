@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <filesystem>
+
 #include <opencv2/imgcodecs.hpp>
 
 #include "tests/datasets/dataset_test_util.h"
@@ -61,6 +64,29 @@ TEST(TarShardsTest, SamplesAcrossShardsAreRandomlyAccessible) {
     auto image = buffer.field<std::uint8_t>(0);
     for (int c = 0; c < 3; ++c) ASSERT_EQ(image[c * 36 + 7], colour_of(i)[2 - c]) << i;
   }
+}
+
+TEST(TarShardsTest, HoldsNoDescriptorPerShard) {
+  // Thousands of shards must not cost thousands of open files in every worker.
+  auto open_fds = [] {
+    return std::distance(std::filesystem::directory_iterator("/proc/self/fd"),
+                         std::filesystem::directory_iterator());
+  };
+  TempDir dir;
+  for (int s = 0; s < 40; ++s) {
+    char name[32];
+    std::snprintf(name, sizeof name, "many-%06d.tar", s);
+    write_tar(dir / name, sample_members(s, "k" + std::to_string(s)));
+  }
+  const auto before = open_fds();
+  TarShards data(dir / "many-{000000..000039}.tar",
+                 parse_transform_spec("centercrop:6,u8"));
+  ASSERT_EQ(data.size(), 40u);
+  SampleBuffer buffer(data.layout(), 39);
+  Rng rng = test_rng();
+  data.get(39, rng, buffer.writer());
+  EXPECT_EQ(buffer.field<std::int64_t>(1)[0], 139);
+  EXPECT_EQ(open_fds(), before);
 }
 
 TEST(TarShardsTest, GnuLongNameMembersKeepTheirDataOffsets) {
