@@ -141,15 +141,9 @@ __global__ void sgd_k(float* p, const float* g, float* buf, int64_t n, float lr,
     p[i] -= lr * d;
   }
 }
-__global__ void adamw_k(float* p, const float* g, float* m, float* v, int64_t n, float lr,
-                        float b1, float b2, float eps, float wd, float bc1, float bc2) {
-  const float step_size = lr / bc1, bc2_sqrt = sqrtf(bc2);
-  SL_GRID_LOOP(i, n) {
-    p[i] *= 1.f - lr * wd;
-    m[i] = b1 * m[i] + (1.f - b1) * g[i];
-    v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
-    p[i] -= step_size * m[i] / (sqrtf(v[i]) / bc2_sqrt + eps);
-  }
+__global__ void adamw_k(float* p, const float* g, float* m, float* v, int64_t n,
+                        AdamWScalars s) {
+  SL_GRID_LOOP(i, n) adamw_update(p[i], g[i], m[i], v[i], s);
 }
 __global__ void scale_k(float* x, float f, int64_t n) { SL_GRID_LOOP(i, n) x[i] *= f; }
 
@@ -208,9 +202,8 @@ void sgd_step(void* s, float* p, const float* g, float* buf, int64_t n, float lr
             first_step);
 }
 void adamw_step(void* s, float* p, const float* g, float* m, float* v, int64_t n,
-                float lr, float beta1, float beta2, float eps, float weight_decay,
-                float bc1, float bc2) {
-  SL_LAUNCH(adamw_k, n, s, p, g, m, v, n, lr, beta1, beta2, eps, weight_decay, bc1, bc2);
+                const AdamWScalars& scalars) {
+  SL_LAUNCH(adamw_k, n, s, p, g, m, v, n, scalars);
 }
 void scale(void* s, float* x, float factor, int64_t n) {
   SL_LAUNCH(scale_k, n, s, x, factor, n);

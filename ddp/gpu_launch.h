@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "ddp/adamw_math.h"
 #include "ddp/conv_geometry.h"
 
 namespace seedloader::ddp::gpu {
@@ -36,8 +37,7 @@ void sgd_step(void* stream, float* p, const float* g, float* buf, int64_t count,
               float momentum, float dampening, float weight_decay, bool nesterov,
               bool first_step);
 void adamw_step(void* stream, float* p, const float* g, float* m, float* v, int64_t count,
-                float lr, float beta1, float beta2, float eps, float weight_decay,
-                float bias_correction1, float bias_correction2);
+                const AdamWScalars& scalars);
 void scale(void* stream, float* x, float factor, int64_t count);
 }  // namespace kernels
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ddp/adamw_math.h"
 #include "ddp/gpu_kernels.h"
 #include "rng/error.h"
 
@@ -22,16 +23,8 @@ void sgd_cpu(float* p, const float* g, float* buf, std::size_t n, const SgdOptio
 }
 
 void adamw_cpu(float* p, const float* g, float* m, float* v, std::size_t n,
-               const AdamWOptions& o, float bc1, float bc2) {
-  const float step_size = o.lr / bc1;
-  const float bc2_sqrt = std::sqrt(bc2);
-  for (std::size_t i = 0; i < n; ++i) {
-    p[i] *= 1.0f - o.lr * o.weight_decay;
-    m[i] = o.beta1 * m[i] + (1.0f - o.beta1) * g[i];
-    v[i] = o.beta2 * v[i] + (1.0f - o.beta2) * g[i] * g[i];
-    const float denom = std::sqrt(v[i]) / bc2_sqrt + o.eps;
-    p[i] -= step_size * m[i] / denom;
-  }
+               const AdamWScalars& s) {
+  for (std::size_t i = 0; i < n; ++i) adamw_update(p[i], g[i], m[i], v[i], s);
 }
 }  // namespace
 
@@ -64,10 +57,9 @@ std::vector<std::pair<std::string, DeviceArray<float>*>> Sgd::state() {
 }
 
 AdamW::AdamW(Sequential& model, AdamWOptions options) : model_(model), opt_(options) {
-  if (!(opt_.lr >= 0.0f) || !(opt_.eps >= 0.0f) || opt_.weight_decay < 0.0f)
+  if (!(opt_.lr >= 0.0) || !(opt_.eps >= 0.0) || !(opt_.weight_decay >= 0.0))
     throw ConfigError("AdamW: lr, eps and weight_decay must be >= 0");
-  if (!(opt_.beta1 >= 0.0f && opt_.beta1 < 1.0f && opt_.beta2 >= 0.0f &&
-        opt_.beta2 < 1.0f))
+  if (!(opt_.beta1 >= 0.0 && opt_.beta1 < 1.0 && opt_.beta2 >= 0.0 && opt_.beta2 < 1.0))
     throw ConfigError("AdamW: betas must lie in [0, 1)");
   m_.set_device(model.device());
   v_.set_device(model.device());
@@ -79,15 +71,21 @@ void AdamW::step() {
   auto p = model_.parameters();
   auto g = model_.gradients();
   ++steps_;
-  const auto t = static_cast<float>(steps_);
-  const float bc1 = 1.0f - std::pow(opt_.beta1, t);
-  const float bc2 = 1.0f - std::pow(opt_.beta2, t);
-  SL_GPU_DISPATCH(model_.context(),
-                  gpu::kernels::adamw_step(
-                      model_.context().gpu->stream(), p.data(), g.data(), m_.data(),
-                      v_.data(), static_cast<int64_t>(p.size()), opt_.lr, opt_.beta1,
-                      opt_.beta2, opt_.eps, opt_.weight_decay, bc1, bc2));
-  adamw_cpu(p.data(), g.data(), m_.data(), v_.data(), p.size(), opt_, bc1, bc2);
+  const auto t = static_cast<double>(steps_);
+  const double bc1 = 1.0 - std::pow(opt_.beta1, t);
+  const double bc2 = 1.0 - std::pow(opt_.beta2, t);
+  const AdamWScalars s{static_cast<float>(1.0 - opt_.lr * opt_.weight_decay),
+                       static_cast<float>(1.0 - opt_.beta1),
+                       static_cast<float>(opt_.beta2),
+                       static_cast<float>(1.0 - opt_.beta2),
+                       static_cast<float>(opt_.eps),
+                       static_cast<float>(opt_.lr / bc1),
+                       static_cast<float>(std::sqrt(bc2))};
+  SL_GPU_DISPATCH(
+      model_.context(),
+      gpu::kernels::adamw_step(model_.context().gpu->stream(), p.data(), g.data(),
+                               m_.data(), v_.data(), static_cast<int64_t>(p.size()), s));
+  adamw_cpu(p.data(), g.data(), m_.data(), v_.data(), p.size(), s);
 }
 
 std::vector<std::pair<std::string, DeviceArray<float>*>> AdamW::state() {

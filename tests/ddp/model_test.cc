@@ -138,7 +138,7 @@ TEST(OptimizerTest, SgdWithMomentumNesterovAndWeightDecayFollowsPyTorchFormulas)
 TEST(OptimizerTest, AdamWFollowsPyTorchFormulas) {
   auto model = make_mlp(1);
   AdamWOptions o;
-  o.lr = 0.01f;
+  o.lr = 0.01;
   AdamW adam(*model, o);
   auto p = model->parameters_to_host();
   std::vector<double> pd(p.begin(), p.end()), m(p.size()), v(p.size());
@@ -162,7 +162,7 @@ TEST(OptimizerTest, InvalidOptionsAreConfigErrors) {
   auto model = make_mlp(1);
   EXPECT_THROW(Sgd(*model, SgdOptions{0.1f, 0.0f, 0.0f, 0.0f, true}), ConfigError);
   AdamWOptions bad;
-  bad.beta1 = 1.0f;
+  bad.beta1 = 1.0;
   EXPECT_THROW(AdamW(*model, bad), ConfigError);
 }
 

@@ -1,6 +1,8 @@
 // Against PyTorch itself (skipped where /usr/bin/python3 lacks torch): the same
 // parameters, loaded by nn.Sequential state_dict names with strict=True, give the
-// same outputs, loss, gradients and one-step SGD / AdamW updates.
+// same outputs, loss, gradients, and the same parameters after three steps of SGD
+// (momentum + nesterov + weight decay; momentum + dampening) and of AdamW, so the
+// momentum and bias-correction terms past the first step are compared too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,22 +96,44 @@ void check_case(const Case& k, const json& want) {
   for (const auto& p : model->param_info())
     expect_close(slice_of(grads, p), want["grads"][p.name], 1e-5, "grad " + p.name);
 
-  Sgd sgd(*model, SgdOptions{0.1f, 0.9f, 0.0f, 0.01f, true});
-  sgd.step();
-  auto after = model->parameters_to_host();
-  for (const auto& p : model->param_info())
-    expect_close(slice_of(after, p), want["sgd"][p.name], 1e-5, "sgd " + p.name);
-
-  auto fresh = make_model(k.conv);  // same seed: same start
-  fresh->forward(batch.x.data(), batch.x_shape);
-  fresh->backward(grad.data());
-  AdamWOptions ao;
-  ao.lr = 0.01f;
-  AdamW adamw(*fresh, ao);
-  adamw.step();
-  after = fresh->parameters_to_host();
-  for (const auto& p : fresh->param_info())
-    expect_close(slice_of(after, p), want["adamw"][p.name], 1e-5, "adamw " + p.name);
+  // Three steps on the same batch from a fresh model (same seed: same start).
+  auto three_steps = [&](auto make_optimizer, const char* key) {
+    auto m = make_model(k.conv);
+    auto opt = make_optimizer(*m);
+    std::vector<float> g(n_out);
+    for (int step = 0; step < 3; ++step) {
+      m->zero_grad();
+      const float* y = m->forward(batch.x.data(), batch.x_shape);
+      if (k.conv) {
+        cross_entropy_loss(m->context(), y, batch.labels.data(), g.data(), 5, 3);
+      } else {
+        mse_loss(m->context(), y, batch.y.data(), g.data(), 20);
+      }
+      m->backward(g.data());
+      opt->step();
+    }
+    const auto after = m->parameters_to_host();
+    for (const auto& p : m->param_info())
+      expect_close(slice_of(after, p), want[key][p.name], 1e-5,
+                   std::string(key) + " " + p.name);
+  };
+  three_steps(
+      [](Sequential& m) {
+        return std::make_unique<Sgd>(m, SgdOptions{0.1f, 0.9f, 0.0f, 0.01f, true});
+      },
+      "sgd");
+  three_steps(
+      [](Sequential& m) {
+        return std::make_unique<Sgd>(m, SgdOptions{0.1f, 0.9f, 0.5f, 0.0f, false});
+      },
+      "sgd_dampened");
+  three_steps(
+      [](Sequential& m) {
+        AdamWOptions ao;
+        ao.lr = 0.01;
+        return std::make_unique<AdamW>(m, ao);
+      },
+      "adamw");
 }
 
 // One test for both models: a single Python start (importing torch takes seconds).
