@@ -59,14 +59,22 @@ NcclCommunicator::NcclCommunicator(MpiCommunicator& bootstrap, NcclOptions optio
   SL_CHECK_MPI(MPI_Ibcast(&id, sizeof(id), MPI_BYTE, 0, bootstrap.comm(), &request));
   bootstrap.wait_request(request, "broadcast of the NCCL unique id");
 
-  SL_CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  SL_CHECK_CUDA(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
-  SL_CHECK_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
-  scratch_.set_device(Device::kCuda);
-  scratch_.resize(1);
+  // The destructor does not run when the constructor throws: release by hand.
+  try {
+    SL_CHECK_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    SL_CHECK_CUDA(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
+    SL_CHECK_NCCL(ncclCommInitRank(&comm_, size_, id, rank_));
+    scratch_.set_device(Device::kCuda);
+    scratch_.resize(1);
+  } catch (...) {
+    release();
+    throw;
+  }
 }
 
-NcclCommunicator::~NcclCommunicator() {
+NcclCommunicator::~NcclCommunicator() { release(); }
+
+void NcclCommunicator::release() noexcept {
   if (comm_) {
     if (aborted_) {
       ncclCommAbort(comm_);
@@ -76,6 +84,9 @@ NcclCommunicator::~NcclCommunicator() {
   }
   if (ready_) cudaEventDestroy(ready_);
   if (stream_) cudaStreamDestroy(stream_);
+  comm_ = nullptr;
+  ready_ = nullptr;
+  stream_ = nullptr;
 }
 
 void NcclCommunicator::check_usable(const char* what) const {

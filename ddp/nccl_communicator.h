@@ -52,6 +52,8 @@ class NcclCommunicator final : public Communicator {
   void wait_event(cudaEvent_t done, const std::string& what);
 
  private:
+  // Destroys (or, after a failure, aborts) the communicator, event and stream.
+  void release() noexcept;
   void check_usable(const char* what) const;
   // Orders the communication stream after the compute stream's queued work.
   void follow_compute();
