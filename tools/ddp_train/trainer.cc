@@ -247,6 +247,9 @@ void Run::go() {
       if (global_step_ >= total_steps) break;
     }
     done_in_epoch = b;
+    if (b < num_batches_ && global_step_ < total_steps)
+      throw Error("epoch " + std::to_string(epoch) + ": the loader ended after " +
+                  std::to_string(b) + " of " + std::to_string(num_batches_) + " batches");
     log_epoch(epoch, es, seconds_since(t0));
     if (done_in_epoch < num_batches_) break;  // stopped by --steps mid-epoch
     ++epoch;
