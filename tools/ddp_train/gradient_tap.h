@@ -17,11 +17,10 @@ class GradientTap final : public ddp::Layer {
                float* y) override;
   void backward(const ddp::ExecContext& ctx, const float* x, const ddp::Shape& in,
                 const float* y, const float* dy, float* dx) override;
-  // Sequential gives its first layer dy here (and, in older versions, through
-  // backward() with a null dx): either way the tap records it. Not marked override
-  // so the tap builds against both.
+  // Sequential gives its first layer its dy here (it computes no input gradient
+  // for it), so this is where the stage's input gradient is recorded.
   void backward_params(const ddp::ExecContext& ctx, const float* x, const ddp::Shape& in,
-                       const float* dy) {
+                       const float* dy) override {
     (void)ctx, (void)x, (void)in;
     dy_ = dy;
   }
