@@ -89,6 +89,17 @@ class PeakMemory:
         self._thread.join()
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.machine()
+
+
 def run_torch(root, workers, batches, warmup, batch_size):
     import torch
     import torchvision
@@ -172,8 +183,7 @@ def main():
         print("W=%d  torch %8.1f samples/s  seedloader %8.1f samples/s  ratio %.2fx" %
               (w, torch_r["samples_per_s"], sl_r["samples_per_s"],
                sl_r["samples_per_s"] / torch_r["samples_per_s"]), flush=True)
-    machine = "%s, %d cores, %s" % (platform.processor() or platform.machine(),
-                                    os.cpu_count() or 0, platform.platform())
+    machine = "%s, %d cores, %s" % (cpu_model(), os.cpu_count() or 0, platform.platform())
     print("\n| workers | PyTorch samples/s | seedloader samples/s | ratio | peak MB torch | peak MB seedloader |")
     print("| --- | --- | --- | --- | --- | --- |")
     for r in results:
