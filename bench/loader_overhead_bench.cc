@@ -12,8 +12,8 @@
 #include <atomic>
 #include <chrono>
 #include <new>
-#include <optional>
 
+#include "bench/batch_stream.h"
 #include "loader/data_loader.h"
 #include "loader/in_memory_dataset.h"
 #include "loader/shared_region.h"
@@ -44,18 +44,9 @@ void BM_LoaderBatches(benchmark::State& state) {
   o.seed = 1;
   o.persistent_workers = true;
   DataLoader loader(trivial_dataset(), o);
-  std::uint64_t epoch = 0;
-  std::optional<DataLoader::Iterator> it;
+  BatchStream batches(loader);
   std::int64_t checksum = 0;
-  for (auto _ : state) {
-    if (!it || *it == loader.end()) {
-      it.reset();
-      loader.set_epoch(epoch++);
-      it.emplace(loader.begin());
-    }
-    checksum += (**it).tensor(0).values<std::int64_t>()[0];
-    ++*it;
-  }
+  for (auto _ : state) checksum += batches.next().tensor(0).values<std::int64_t>()[0];
   benchmark::DoNotOptimize(checksum);
   state.counters["batches_per_s"] = benchmark::Counter(
       static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);

@@ -5,9 +5,9 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
-#include <optional>
 #include <vector>
 
+#include "bench/batch_stream.h"
 #include "loader/data_loader.h"
 #include "loader/in_memory_dataset.h"
 #include "loader/shared_region.h"
@@ -37,18 +37,11 @@ void BM_LoaderTransport(benchmark::State& state) {
   o.seed = 1;
   o.persistent_workers = true;
   DataLoader loader(big_dataset(), o);
-  std::uint64_t epoch = 0;
-  std::optional<DataLoader::Iterator> it;
+  BatchStream batches(loader);
   std::uint64_t checksum = 0;
   for (auto _ : state) {
-    if (!it || *it == loader.end()) {
-      it.reset();
-      loader.set_epoch(epoch++);
-      it.emplace(loader.begin());
-    }
-    const TensorView t = (**it).tensor(0);
+    const TensorView t = batches.next().tensor(0);
     checksum += static_cast<std::uint64_t>(t.data[t.bytes() - 1]);  // in place, no copy
-    ++*it;
   }
   benchmark::DoNotOptimize(checksum);
   state.SetBytesProcessed(state.iterations() * kBatchBytes);
