@@ -4,12 +4,12 @@
 #pragma once
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/types.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,11 +26,17 @@ inline int count_fds() {
   return n;
 }
 
-// Field 4 of /proc/<pid>/stat, or -1.
+// Field 4 of /proc/<pid>/stat, or -1 (also when the process exits while it is
+// read: plain read(2), since libstdc++'s filebuf throws on ESRCH).
 inline pid_t parent_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  const std::string stat(buf, static_cast<std::size_t>(n));
   auto close = stat.rfind(')');
   if (close == std::string::npos) return -1;
   std::istringstream rest(stat.substr(close + 2));
