@@ -45,10 +45,14 @@ void Cifar10::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
       std::upper_bound(starts_.begin(), starts_.end(), index) - starts_.begin() - 1);
   const std::uint8_t* record =
       files_[file].bytes().data() + (index - starts_[file]) * kRecordBytes;
-  const std::string where = describe() + ": sample " + std::to_string(index) + " (" +
-                            files_[file].path() + ", record " +
-                            std::to_string(index - starts_[file]) + ")";
-  if (record[0] > 9) throw DataError(where + ": label byte " + std::to_string(record[0]));
+  // Built only when something fails: a CIFAR sample is a 3 KB copy, and five
+  // string allocations would cost more than the sample itself.
+  auto where = [&] {
+    return describe() + ": sample " + std::to_string(index) + " (" + files_[file].path() +
+           ", record " + std::to_string(index - starts_[file]) + ")";
+  };
+  if (record[0] > 9)
+    throw DataError(where() + ": label byte " + std::to_string(record[0]));
   try {
     // Planar RGB -> interleaved HWC for the transforms.
     cv::Mat image(32, 32, CV_8UC3);
@@ -61,7 +65,7 @@ void Cifar10::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
     output_.write(std::move(image), rng, nullptr, out, 0);
     out.field<std::int64_t>(1)[0] = record[0];
   } catch (...) {
-    rethrow_as_data_error(where);
+    rethrow_as_data_error(where());
   }
 }
 
