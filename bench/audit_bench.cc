@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/hash64.h"
 #include "tools/seed_audit/auditor.h"
-#include "tools/seed_audit/hash64.h"
 #include "tools/seed_audit/trace_reader.h"
 
 namespace seedloader::audit {
@@ -35,7 +35,7 @@ SampleRecord record(std::uint64_t n) {
   // A shuffled shard: a bijection on [0, kPerRankEpoch) differing per epoch.
   std::uint64_t shuffled = (pos * 7919 + r.epoch * 104729) % kPerRankEpoch;
   r.index = shuffled * kRanks + r.rank;
-  r.rng = mix64(n + 1);
+  r.rng = tools::mix64(n + 1);
   return r;
 }
 

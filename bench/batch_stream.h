@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "loader/data_loader.h"
+#include "seedloader/data_loader.h"
 
 namespace seedloader {
 

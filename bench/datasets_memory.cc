@@ -12,9 +12,9 @@
 #include <cstring>
 #include <string>
 
-#include "loader/data_loader.h"
 #include "loader/datasets/path_index.h"
 #include "loader/datasets/process_memory.h"
+#include "seedloader/data_loader.h"
 
 namespace seedloader {
 namespace {

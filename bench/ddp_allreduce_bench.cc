@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "bench/ddp_bench_mpi.h"
-#include "ddp/mpi_communicator.h"
+#include "seedloader/ddp/mpi_communicator.h"
 
 namespace seedloader::ddp::bench {
 namespace {

@@ -5,7 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
-#include "ddp/mpi_communicator.h"
+#include "seedloader/ddp/mpi_communicator.h"
 
 namespace seedloader::ddp::bench {
 

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "bench/ddp_bench_mpi.h"
-#include "ddp/device.h"
-#include "ddp/nccl_communicator.h"
+#include "seedloader/ddp/device.h"
+#include "seedloader/ddp/nccl_communicator.h"
 
 namespace seedloader::ddp::bench {
 namespace {

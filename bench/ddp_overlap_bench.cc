@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "bench/ddp_bench_mpi.h"
-#include "ddp/layers.h"
-#include "ddp/loss.h"
-#include "ddp/reducer.h"
-#include "ddp/sequential.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/ddp/layers.h"
+#include "seedloader/ddp/loss.h"
+#include "seedloader/ddp/reducer.h"
+#include "seedloader/ddp/sequential.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 
 namespace seedloader::ddp::bench {
 namespace {

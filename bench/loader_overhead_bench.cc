@@ -14,10 +14,10 @@
 #include <new>
 
 #include "bench/batch_stream.h"
-#include "loader/data_loader.h"
-#include "loader/in_memory_dataset.h"
 #include "loader/shared_region.h"
 #include "loader/slot_state.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/in_memory_dataset.h"
 
 namespace seedloader {
 namespace {

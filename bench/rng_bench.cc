@@ -4,8 +4,8 @@
 
 #include <random>
 
-#include "rng/derive.h"
-#include "sampler/distributed_sampler.h"
+#include "seedloader/derive.h"
+#include "seedloader/distributed_sampler.h"
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "ddp/mpi_communicator.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/ddp/mpi_communicator.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 #include "tools/ddp_train/data_parallel_model.h"
 #include "tools/ddp_train/train_model.h"
 
@@ -55,7 +55,7 @@ void BM_DdpRankStep(benchmark::State& state) {
 void BM_DataParallelStep(benchmark::State& state) {
   train::TrainOptions o;
   o.model = "cnn:small";
-  o.mode = "dp";
+  o.mode = train::Mode::kDataParallel;
   for (int d = 0; d < state.range(0); ++d) o.devices.push_back(d);
   train::DataParallelModel model(o, {3, 32, 32}, 1);
   run(state, model);

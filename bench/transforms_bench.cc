@@ -12,9 +12,9 @@
 
 #include "loader/datasets/image_decode.h"
 #include "loader/datasets/jpeg_region.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/seed_sequence.h"
+#include "seedloader/transforms/spec.h"
 #include "transforms/crop.h"
-#include "transforms/spec.h"
 
 namespace seedloader {
 namespace {

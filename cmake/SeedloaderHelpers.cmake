@@ -1,3 +1,23 @@
+# seedloader_add_library(NAME [INSTALL] SOURCES s...)
+# One module's library target, seedloader_<name>, with its seedloader::<name> alias
+# and export name. Consumers see the public headers (include/, as "seedloader/...");
+# inside this build they also see the source tree, where each module keeps its
+# internal headers. INSTALL puts the target in the exported seedloader:: set.
+function(seedloader_add_library name)
+  cmake_parse_arguments(ARG "INSTALL" "" "SOURCES" ${ARGN})
+  set(target seedloader_${name})
+  add_library(${target} ${ARG_SOURCES})
+  add_library(seedloader::${name} ALIAS ${target})
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  if(ARG_INSTALL)
+    set_property(GLOBAL APPEND PROPERTY SEEDLOADER_INSTALLED_TARGETS ${target})
+  endif()
+endfunction()
+
 # seedloader_add_test(NAME SOURCES s... LIBS l... [LABELS l...] [TIMEOUT s])
 # One GoogleTest executable registered with CTest, one CTest entry per TEST so
 # failures are named and tests run in parallel.

@@ -1,11 +1,11 @@
-#include "ddp/device.h"
+#include "seedloader/ddp/device.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 #ifdef SEEDLOADER_HAS_CUDA
 #include <cuda_runtime.h>
@@ -61,20 +61,31 @@ void device_free(Device device, void* ptr) noexcept {
 }
 
 void copy_bytes(Device device, void* dst, const void* src, std::size_t bytes,
-                bool to_device, bool from_device) {
+                CopyKind kind) {
   if (bytes == 0) return;
   if (device == Device::kCpu) {
     std::memcpy(dst, src, bytes);
     return;
   }
 #ifdef SEEDLOADER_HAS_CUDA
-  cudaMemcpyKind kind =
-      to_device ? (from_device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
-                : (from_device ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
-  SL_CHECK_CUDA(cudaMemcpy(dst, src, bytes, kind));
+  cudaMemcpyKind cuda_kind = cudaMemcpyHostToHost;
+  switch (kind) {
+    case CopyKind::kHostToHost:
+      cuda_kind = cudaMemcpyHostToHost;
+      break;
+    case CopyKind::kHostToDevice:
+      cuda_kind = cudaMemcpyHostToDevice;
+      break;
+    case CopyKind::kDeviceToHost:
+      cuda_kind = cudaMemcpyDeviceToHost;
+      break;
+    case CopyKind::kDeviceToDevice:
+      cuda_kind = cudaMemcpyDeviceToDevice;
+      break;
+  }
+  SL_CHECK_CUDA(cudaMemcpy(dst, src, bytes, cuda_kind));
 #else
-  (void)to_device;
-  (void)from_device;
+  (void)kind;
   no_cuda();
 #endif
 }

@@ -5,24 +5,21 @@
 #include <vector>
 
 #include "ddp/cuda_check.h"
-#include "ddp/device.h"
 #include "ddp/gpu_kernels.h"
+#include "seedloader/ddp/device.h"
 
 namespace seedloader::ddp::gpu {
 namespace {
-
-cublasHandle_t blas(const GpuContext& ctx) {
-  return static_cast<cublasHandle_t>(ctx.cublas());
-}
 
 // C[m x n] (column-major) = alpha op(A) op(B) + beta C.
 void gemm(const GpuContext& ctx, cublasOperation_t ta, cublasOperation_t tb, int64_t m,
           int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
           float beta, float* c, int64_t ldc) {
   const float alpha = 1.0f;
-  SL_CHECK_CUBLAS(cublasSgemm(blas(ctx), ta, tb, static_cast<int>(m), static_cast<int>(n),
-                              static_cast<int>(k), &alpha, a, static_cast<int>(lda), b,
-                              static_cast<int>(ldb), &beta, c, static_cast<int>(ldc)));
+  SL_CHECK_CUBLAS(cublasSgemm(ctx.cublas(), ta, tb, static_cast<int>(m),
+                              static_cast<int>(n), static_cast<int>(k), &alpha, a,
+                              static_cast<int>(lda), b, static_cast<int>(ldb), &beta, c,
+                              static_cast<int>(ldc)));
 }
 
 // Sums per-element loss terms on the host (after the stream finishes), in double.
@@ -113,8 +110,7 @@ void maxpool_backward(const GpuContext& ctx, const float* dy, const int64_t* arg
 
 void copy(const GpuContext& ctx, float* dst, const float* src, int64_t count) {
   SL_CHECK_CUDA(cudaMemcpyAsync(dst, src, static_cast<std::size_t>(count) * sizeof(float),
-                                cudaMemcpyDeviceToDevice,
-                                static_cast<cudaStream_t>(ctx.stream())));
+                                cudaMemcpyDeviceToDevice, ctx.stream()));
 }
 
 float mse_loss(const GpuContext& ctx, const float* y, const float* target, float* dy,

@@ -14,18 +14,16 @@ int blocks_for(int64_t n) {
   return static_cast<int>(b < 4096 ? (b > 0 ? b : 1) : 4096);
 }
 
-cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
-
 #define SL_GRID_LOOP(i, n)                                                  \
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); \
        i += int64_t(blockDim.x) * gridDim.x)
 
-#define SL_LAUNCH(kernel, n, stream, ...)                                     \
-  do {                                                                        \
-    if ((n) > 0) {                                                            \
-      kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(__VA_ARGS__); \
-      SL_CHECK_CUDA(cudaGetLastError());                                      \
-    }                                                                         \
+#define SL_LAUNCH(kernel, n, stream, ...)                          \
+  do {                                                             \
+    if ((n) > 0) {                                                 \
+      kernel<<<blocks_for(n), kThreads, 0, stream>>>(__VA_ARGS__); \
+      SL_CHECK_CUDA(cudaGetLastError());                           \
+    }                                                              \
   } while (0)
 
 __global__ void add_row_bias_k(float* y, const float* b, int64_t n, int64_t cols) {
@@ -149,63 +147,65 @@ __global__ void scale_k(float* x, float f, int64_t n) { SL_GRID_LOOP(i, n) x[i] 
 
 }  // namespace
 
-void add_row_bias(void* s, float* y, const float* b, int64_t rows, int64_t cols) {
+void add_row_bias(cudaStream_t s, float* y, const float* b, int64_t rows, int64_t cols) {
   SL_LAUNCH(add_row_bias_k, rows * cols, s, y, b, rows * cols, cols);
 }
-void add_channel_bias(void* s, float* y, const float* b, int64_t n, int64_t c,
+void add_channel_bias(cudaStream_t s, float* y, const float* b, int64_t n, int64_t c,
                       int64_t hw) {
   SL_LAUNCH(add_channel_bias_k, n * c * hw, s, y, b, n * c * hw, c, hw);
 }
-void sum_rows_into(void* s, const float* dy, float* db, int64_t rows, int64_t cols) {
+void sum_rows_into(cudaStream_t s, const float* dy, float* db, int64_t rows,
+                   int64_t cols) {
   SL_LAUNCH(sum_rows_k, cols, s, dy, db, rows, cols);
 }
-void sum_channels_into(void* s, const float* dy, float* db, int64_t n, int64_t c,
+void sum_channels_into(cudaStream_t s, const float* dy, float* db, int64_t n, int64_t c,
                        int64_t hw) {
   SL_LAUNCH(sum_channels_k, c, s, dy, db, n, c, hw);
 }
-void im2col(void* s, const float* x, float* col, const cpu::ConvGeometry& g) {
+void im2col(cudaStream_t s, const float* x, float* col, const cpu::ConvGeometry& g) {
   const int64_t total = g.c_in * g.k * g.k * g.h_out() * g.w_out();
   SL_LAUNCH(im2col_k, total, s, x, col, g, g.h_out(), g.w_out(), total);
 }
-void col2im(void* s, const float* col, float* dx, const cpu::ConvGeometry& g) {
+void col2im(cudaStream_t s, const float* col, float* dx, const cpu::ConvGeometry& g) {
   const int64_t total = g.c_in * g.h * g.w;
   SL_LAUNCH(col2im_k, total, s, col, dx, g, g.h_out(), g.w_out(), total);
 }
-void relu_forward(void* s, const float* x, float* y, int64_t n) {
+void relu_forward(cudaStream_t s, const float* x, float* y, int64_t n) {
   SL_LAUNCH(relu_fwd_k, n, s, x, y, n);
 }
-void relu_backward(void* s, const float* x, const float* dy, float* dx, int64_t n) {
+void relu_backward(cudaStream_t s, const float* x, const float* dy, float* dx,
+                   int64_t n) {
   SL_LAUNCH(relu_bwd_k, n, s, x, dy, dx, n);
 }
-void maxpool_forward(void* s, const float* x, float* y, int64_t* argmax, int64_t planes,
-                     int64_t h, int64_t w, int64_t k) {
+void maxpool_forward(cudaStream_t s, const float* x, float* y, int64_t* argmax,
+                     int64_t planes, int64_t h, int64_t w, int64_t k) {
   const int64_t total = planes * (h / k) * (w / k);
   SL_LAUNCH(maxpool_fwd_k, total, s, x, y, argmax, total, h, w, k);
 }
-void maxpool_backward(void* s, const float* dy, const int64_t* argmax, float* dx,
+void maxpool_backward(cudaStream_t s, const float* dy, const int64_t* argmax, float* dx,
                       int64_t out_count, int64_t in_count) {
-  SL_CHECK_CUDA(cudaMemsetAsync(dx, 0, in_count * sizeof(float), as_stream(s)));
+  SL_CHECK_CUDA(cudaMemsetAsync(dx, 0, in_count * sizeof(float), s));
   SL_LAUNCH(maxpool_bwd_k, out_count, s, dy, argmax, dx, out_count);
 }
-void mse_terms(void* s, const float* y, const float* t, float* dy, float* terms,
+void mse_terms(cudaStream_t s, const float* y, const float* t, float* dy, float* terms,
                int64_t n) {
   SL_LAUNCH(mse_k, n, s, y, t, dy, terms, n);
 }
-void cross_entropy_terms(void* s, const float* z, const int32_t* labels, float* dz,
+void cross_entropy_terms(cudaStream_t s, const float* z, const int32_t* labels, float* dz,
                          float* terms, int64_t n, int64_t classes) {
   SL_LAUNCH(ce_k, n, s, z, labels, dz, terms, n, classes);
 }
-void sgd_step(void* s, float* p, const float* g, float* buf, int64_t n, float lr,
+void sgd_step(cudaStream_t s, float* p, const float* g, float* buf, int64_t n, float lr,
               float momentum, float dampening, float weight_decay, bool nesterov,
               bool first_step) {
   SL_LAUNCH(sgd_k, n, s, p, g, buf, n, lr, momentum, dampening, weight_decay, nesterov,
             first_step);
 }
-void adamw_step(void* s, float* p, const float* g, float* m, float* v, int64_t n,
+void adamw_step(cudaStream_t s, float* p, const float* g, float* m, float* v, int64_t n,
                 const AdamWScalars& scalars) {
   SL_LAUNCH(adamw_k, n, s, p, g, m, v, n, scalars);
 }
-void scale(void* s, float* x, float factor, int64_t n) {
+void scale(cudaStream_t s, float* x, float factor, int64_t n) {
   SL_LAUNCH(scale_k, n, s, x, factor, n);
 }
 

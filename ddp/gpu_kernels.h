@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "ddp/cpu_kernels.h"
-#include "ddp/gpu_context.h"
 #include "ddp/gpu_launch.h"
+#include "seedloader/ddp/gpu_context.h"
 
 namespace seedloader::ddp::gpu {
 

@@ -1,11 +1,13 @@
-#include "ddp/layers.h"
+#include "seedloader/ddp/layers.h"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
+#include "ddp/cpu_kernels.h"
+
 #include "ddp/gpu_kernels.h"
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader::ddp {
 

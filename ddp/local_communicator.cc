@@ -1,8 +1,8 @@
-#include "ddp/local_communicator.h"
+#include "seedloader/ddp/local_communicator.h"
 
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader::ddp {
 

@@ -1,10 +1,10 @@
-#include "ddp/loss.h"
+#include "seedloader/ddp/loss.h"
 
 #include <string>
 
 #include "ddp/cpu_kernels.h"
 #include "ddp/gpu_kernels.h"
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader::ddp {
 

@@ -1,4 +1,4 @@
-#include "ddp/mpi_communicator.h"
+#include "seedloader/ddp/mpi_communicator.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "ddp/mpi_check.h"
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader::ddp {
 namespace {

@@ -1,10 +1,10 @@
-#include "ddp/optimizer.h"
+#include "seedloader/ddp/optimizer.h"
 
 #include <cmath>
 
 #include "ddp/adamw_math.h"
 #include "ddp/gpu_kernels.h"
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader::ddp {
 

@@ -1,8 +1,8 @@
-#include "ddp/reducer.h"
+#include "seedloader/ddp/reducer.h"
 
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader::ddp {
 

@@ -1,10 +1,10 @@
-#include "ddp/sequential.h"
+#include "seedloader/ddp/sequential.h"
 
 #include <cmath>
 
 #include "ddp/gpu_kernels.h"
-#include "rng/error.h"
-#include "rng/random.h"
+#include "seedloader/error.h"
+#include "seedloader/random.h"
 
 namespace seedloader::ddp {
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <vector>
 
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 #include "tools/ddp_train/data_parallel_model.h"
 
 using namespace seedloader;
@@ -15,8 +15,8 @@ using namespace seedloader;
 int main() {
   train::TrainOptions o;
   o.model = "mlp:5,2";
-  o.loss = "mse";
-  o.mode = "dp";
+  o.loss = train::Loss::kMse;
+  o.mode = train::Mode::kDataParallel;
   o.devices = {0, 1};
   train::DataParallelModel model(o, {5}, 3);
   std::printf("%zu replicas\n", model.num_replicas());

@@ -7,13 +7,13 @@
 #include <memory>
 #include <vector>
 
-#include "ddp/layers.h"
-#include "ddp/loss.h"
-#include "ddp/mpi_communicator.h"
-#include "ddp/optimizer.h"
-#include "ddp/reducer.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/ddp/layers.h"
+#include "seedloader/ddp/loss.h"
+#include "seedloader/ddp/mpi_communicator.h"
+#include "seedloader/ddp/optimizer.h"
+#include "seedloader/ddp/reducer.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 
 using namespace seedloader;
 

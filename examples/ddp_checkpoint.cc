@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "ddp/mpi_communicator.h"
+#include "seedloader/ddp/mpi_communicator.h"
 #include "tools/ddp_train/checkpoint.h"
 #include "tools/ddp_train/train_model.h"
 
@@ -18,7 +18,7 @@ int main() {
   ddp::MpiCommunicator comm;
   train::TrainOptions o;
   o.model = "mlp:10,10,5";
-  o.loss = "mse";
+  o.loss = train::Loss::kMse;
   // The seed makes every rank's initial weights the same; the Reducer would
   // broadcast rank 0's anyway.
   auto model = train::make_train_model(o, {10}, ddp::Device::kCpu, &comm, 1234);

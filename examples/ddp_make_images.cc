@@ -10,7 +10,7 @@
 #include <opencv2/imgproc.hpp>
 #include <string>
 
-#include "loader/datasets/synthetic.h"
+#include "seedloader/datasets/synthetic.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

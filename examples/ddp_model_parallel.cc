@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "ddp/mpi_communicator.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/ddp/mpi_communicator.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 #include "tools/ddp_train/train_model.h"
 
 using namespace seedloader;
@@ -19,9 +19,9 @@ int main() {
   ddp::MpiCommunicator comm;
   train::TrainOptions o;
   o.model = "mlp:10,10,10,5";  // Linear, ReLU | Linear, ReLU, Linear
-  o.loss = "mse";
+  o.loss = train::Loss::kMse;
   o.lr = 0.01f;
-  o.mode = "ddp-mp";
+  o.mode = train::Mode::kModelParallel;
   o.split = 2;
   auto model = train::make_train_model(o, {10}, ddp::Device::kCpu, &comm, 42);
   const int devices = ddp::cuda_device_available() ? 1 : 0;

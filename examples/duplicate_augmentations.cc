@@ -10,8 +10,8 @@
 //   ./examples/duplicate_augmentations
 #include <cstdio>
 
-#include "loader/data_loader.h"
-#include "rng/random.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/random.h"
 
 namespace {
 

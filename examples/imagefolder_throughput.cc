@@ -15,9 +15,9 @@
 #include <opencv2/imgproc.hpp>
 #include <string>
 
-#include "loader/data_loader.h"
-#include "loader/datasets/image_folder.h"
-#include "transforms/spec.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/datasets/image_folder.h"
+#include "seedloader/transforms/spec.h"
 
 namespace fs = std::filesystem;
 

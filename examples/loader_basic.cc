@@ -6,15 +6,16 @@
 #include <cstdlib>
 #include <exception>
 
-#include "loader/data_loader.h"
-#include "loader/in_memory_dataset.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/stream_probe_dataset.h"
 
 int main(int argc, char** argv) {
   const int E = argc > 1 ? std::atoi(argv[1]) : 2;
   const std::uint64_t r = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 0;
   const std::uint64_t R = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1;
   try {
-    seedloader::SyntheticDataset dataset(1000, 16);  // "value" f32 [16], "index", "draw"
+    seedloader::StreamProbeDataset dataset(1000,
+                                           16);  // "value" f32 [16], "index", "draw"
 
     // clang-format off
     seedloader::LoaderOptions opt;

@@ -4,8 +4,8 @@
 #include <cinttypes>
 #include <cstdio>
 
-#include "rng/derive.h"
-#include "sampler/distributed_sampler.h"
+#include "seedloader/derive.h"
+#include "seedloader/distributed_sampler.h"
 
 int main(int argc, char** argv) {
   using namespace seedloader;

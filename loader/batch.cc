@@ -1,6 +1,9 @@
-#include "loader/batch.h"
+#include "seedloader/batch.h"
 
 #include <utility>
+
+#include "loader/shared_layout.h"
+#include "loader/slot_owner.h"
 
 namespace seedloader {
 
@@ -46,6 +49,10 @@ void Batch::reset() noexcept {
     owner_.reset();
   }
   slot_ = -1;
+}
+
+std::span<const std::byte> Batch::slot_bytes() const {
+  return empty() ? std::span<const std::byte>() : std::span(data_, geometry_->bytes);
 }
 
 std::span<const std::uint64_t> Batch::indices() const {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "rng/derive.h"
-#include "rng/error.h"
+#include "seedloader/derive.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 
@@ -36,16 +36,13 @@ void read_sample(const FillContext& ctx, std::byte* slot, std::uint64_t i,
 }  // namespace
 
 FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epoch,
-                      std::uint64_t count, Rng& worker_rng,
-                      const std::atomic<std::uint64_t>* generation,
-                      std::uint64_t task_generation) {
+                      std::uint64_t count, Rng& worker_rng, CancelWatch watch) {
   FillResult result;
   auto* indices = reinterpret_cast<std::uint64_t*>(slot + ctx.geometry->indices);
   const std::uint64_t n = ctx.dataset->size();
   std::vector<std::byte*> ptrs(ctx.geometry->num_fields);
   for (std::uint64_t i = 0; i < count; ++i) {
-    // Relaxed: a stale read only delays the cancellation by one sample.
-    if (generation && generation->load(std::memory_order_relaxed) != task_generation) {
+    if (watch.cancelled()) {
       result.outcome = FillResult::Outcome::kCancelled;
       return result;
     }
@@ -66,8 +63,7 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
               attempt + 1 >= std::min(n, kMaxReplacements + 1)) {
             throw;
           }
-          if (generation &&
-              generation->load(std::memory_order_relaxed) != task_generation) {
+          if (watch.cancelled()) {
             result.outcome = FillResult::Outcome::kCancelled;
             return result;
           }

@@ -14,10 +14,10 @@
 #include <cstdint>
 #include <string>
 
-#include "loader/dataset.h"
-#include "loader/loader_options.h"
 #include "loader/shared_layout.h"
-#include "rng/pcg64_stream.h"
+#include "seedloader/dataset.h"
+#include "seedloader/loader_options.h"
+#include "seedloader/pcg64_stream.h"
 
 namespace seedloader {
 
@@ -36,12 +36,31 @@ struct FillResult {
   std::string message;            // kFailed: what get() threw
 };
 
+// What a fill watches to learn that its task was abandoned: the shared
+// generation, and the one the task was issued under. A fill in a worker
+// watches; a fill in the consumer's own thread cannot be abandoned under it.
+struct CancelWatch {
+  // Never cancels: for fills in the thread that would do the abandoning.
+  static CancelWatch never() { return {}; }
+  // Cancels once `current` differs from `task`. REQUIRES: current outlives the fill.
+  static CancelWatch on_change(const std::atomic<std::uint64_t>& current,
+                               std::uint64_t task) {
+    return {&current, task};
+  }
+
+  // Relaxed: a stale read only delays the cancellation by one sample.
+  bool cancelled() const {
+    return current != nullptr && current->load(std::memory_order_relaxed) != task;
+  }
+
+  const std::atomic<std::uint64_t>* current = nullptr;
+  std::uint64_t task = 0;
+};
+
 // Fills samples [0, count) of the slot at `slot` from the indices already in it.
-// worker_rng: the worker stream (used in kWorker mode). When `generation` is not
-// null, the fill stops (kCancelled) as soon as it differs from task_generation.
+// worker_rng: the worker stream (used in kWorker mode). The fill stops
+// (kCancelled) between samples once `watch` says the task was abandoned.
 FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epoch,
-                      std::uint64_t count, Rng& worker_rng,
-                      const std::atomic<std::uint64_t>* generation,
-                      std::uint64_t task_generation);
+                      std::uint64_t count, Rng& worker_rng, CancelWatch watch);
 
 }  // namespace seedloader

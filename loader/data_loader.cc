@@ -1,4 +1,4 @@
-#include "loader/data_loader.h"
+#include "seedloader/data_loader.h"
 
 #include <cstdio>
 #include <exception>
@@ -48,6 +48,14 @@ DataLoader::Iterator::~Iterator() {
 }
 
 void DataLoader::Iterator::load() {
+  // A later begin() abandoned this iterator's epoch: its slots now belong to
+  // another epoch (and may sit in a live Batch), so it must not touch them.
+  if (engine_->generation() != generation_) {
+    done_ = true;
+    throw Error(
+        "DataLoader: this iterator's epoch was abandoned by a later begin(); iterate "
+        "the new one instead");
+  }
   if (next_ >= engine_->num_batches()) {
     done_ = true;
     engine_->end_epoch();

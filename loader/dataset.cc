@@ -1,6 +1,6 @@
-#include "loader/dataset.h"
+#include "seedloader/dataset.h"
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

@@ -1,4 +1,4 @@
-#include "loader/device_prefetcher.h"
+#include "seedloader/device_prefetcher.h"
 
 #include <sys/mman.h>
 
@@ -7,8 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "rng/cuda_check.h"
-#include "rng/error.h"
+#include "base/cuda_check.h"
+#include "base/cuda_handles.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 
@@ -20,30 +21,6 @@ void warn_cuda(cudaError_t rc, const char* what) {
     std::fprintf(stderr, "seedloader: %s: %s\n", what, cudaGetErrorString(rc));
   }
 }
-
-class Stream {
- public:
-  Stream() { SL_CHECK_CUDA(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
-  ~Stream() { warn_cuda(cudaStreamDestroy(s_), "cudaStreamDestroy"); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return s_; }
-
- private:
-  cudaStream_t s_ = nullptr;
-};
-
-class Event {
- public:
-  Event() { SL_CHECK_CUDA(cudaEventCreateWithFlags(&e_, cudaEventDisableTiming)); }
-  ~Event() { warn_cuda(cudaEventDestroy(e_), "cudaEventDestroy"); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  cudaEvent_t get() const { return e_; }
-
- private:
-  cudaEvent_t e_ = nullptr;
-};
 
 class DeviceBuffer {
  public:
@@ -88,8 +65,10 @@ class HostRegistration {
 struct Stage {
   DeviceBatch batch;
   DeviceBuffer buffer;
-  Event copied;    // recorded on the copy stream after the copy
-  Event consumed;  // recorded on the compute stream when the batch is handed back
+  // Recorded on the copy stream after the copy.
+  detail::CudaEvent copied{cudaEventDisableTiming};
+  // Recorded on the compute stream when the batch is handed back.
+  detail::CudaEvent consumed{cudaEventDisableTiming};
   bool valid = false;
 };
 
@@ -108,7 +87,7 @@ struct DevicePrefetcher::Impl {
     }
     SL_CHECK_CUDA(cudaSetDevice(device));
     pinned.emplace(loader.shared_memory());
-    copy.emplace();
+    copy.emplace(cudaStreamNonBlocking);
     for (auto& s : stages) s.emplace();
   }
 
@@ -149,7 +128,7 @@ struct DevicePrefetcher::Impl {
   DataLoader& loader;
   cudaStream_t compute;
   std::optional<HostRegistration> pinned;
-  std::optional<Stream> copy;
+  std::optional<detail::CudaStream> copy;
   std::optional<Stage> stages[2];
   std::optional<DataLoader::Iterator> it;
   bool advance = false;

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "loader/worker_main.h"
-#include "rng/derive.h"
-#include "sampler/distributed_sampler.h"
+#include "seedloader/derive.h"
+#include "seedloader/distributed_sampler.h"
 
 namespace seedloader {
 
@@ -25,6 +25,9 @@ constexpr milliseconds kStopGrace{1000};
 // How long an abandoned epoch's tasks get to come back before the workers are
 // killed instead (only ever reached by a worker stuck inside get()).
 constexpr milliseconds kCollectLimit{5000};
+// How long per-epoch workers get to leave when an epoch is abandoned: they
+// stop between samples once they see the new generation, so this is short.
+constexpr milliseconds kAbandonGrace{100};
 
 std::unique_ptr<Sampler> make_sampler(std::uint64_t n, const LoaderOptions& o,
                                       std::uint64_t seed) {
@@ -51,17 +54,158 @@ LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
   return o;
 }
 
+// Samples one slot must hold: a batch never has more than the sampler yields in
+// an epoch, so a batch size beyond the (per-rank) dataset must not size the
+// shared region (batch_size 10^6 over 10 samples would map 10^6 rows).
+std::uint64_t slot_capacity(std::uint64_t epoch_samples, std::uint64_t batch_size) {
+  return std::max<std::uint64_t>(1, std::min(batch_size, epoch_samples));
+}
+
 }  // namespace
+
+// The points where filling in the consumer's thread and filling in forked
+// workers differ. A Mode belongs to its engine and runs on the engine's one
+// consumer thread.
+class Engine::Mode {
+ public:
+  explicit Mode(Engine& engine) : e_(engine) {}
+  virtual ~Mode() = default;
+  Mode(const Mode&) = delete;
+  Mode& operator=(const Mode&) = delete;
+
+  // How many slot rings the shared region needs: one per filler.
+  virtual int rings() const = 0;
+  // An epoch begins: someone will fill its slots, seeded for `epoch`.
+  virtual void begin_epoch(std::uint64_t epoch) = 0;
+  // A task is written into the slot: hands it to whoever fills it.
+  virtual void hand_over(SlotHeader& h) = 0;
+  // Brings batch k's slot out of kTask; returns its state. Throws
+  // WorkerError or TimeoutError when the filler died or is late.
+  virtual std::uint32_t complete(int slot, std::uint64_t k) = 0;
+  // The main process is done with the slot; hands it back to its filler.
+  virtual void take_back(SlotHeader& h) noexcept = 0;
+  // Gets back every slot of the epoch just abandoned that is not held.
+  // REQUIRES: the engine has marked the epoch inactive.
+  virtual void abandon() noexcept = 0;
+  // The process that fills worker w's slots, and how messages name it.
+  virtual pid_t pid(int w) const = 0;
+  virtual std::string who(int w) const = 0;
+
+ protected:
+  Engine& e_;
+};
+
+// num_workers = 0: the consumer fills each slot itself when it asks for the
+// batch, so a task is never in flight and nothing needs publishing.
+class Engine::InThreadMode final : public Engine::Mode {
+ public:
+  using Mode::Mode;
+
+  int rings() const override { return 1; }
+
+  void begin_epoch(std::uint64_t epoch) override {
+    rng_ = worker_stream(e_.base_seed_, epoch, e_.options_.rank, 0);
+  }
+
+  void hand_over(SlotHeader&) override {}  // complete() fills it
+
+  std::uint32_t complete(int slot, std::uint64_t) override {
+    SlotHeader& h = e_.header(slot);
+    FillResult r = fill_batch(e_.fill_, e_.data(slot), e_.epoch_, h.count, *rng_,
+                              CancelWatch::never());
+    h.skipped = r.skipped;
+    if (r.outcome == FillResult::Outcome::kFailed) {
+      h.error_index = r.error_index;
+      std::size_t n = std::min(r.message.size(), kErrorTextBytes - 1);
+      r.message.copy(h.error, n);
+      h.error[n] = '\0';
+    }
+    return r.outcome == FillResult::Outcome::kDone ? kReady : kError;
+  }
+
+  void take_back(SlotHeader&) noexcept override {}
+
+  void abandon() noexcept override {
+    // Nothing is in flight: every slot not held is free at once.
+    for (SlotUse& u : e_.slots_) {
+      if (!u.held) u.batch = -1;
+    }
+  }
+
+  pid_t pid(int) const override { return getpid(); }
+  std::string who(int) const override { return "in-thread loader (num_workers=0)"; }
+
+ private:
+  std::optional<Rng> rng_;  // the one stream, reseeded every epoch
+};
+
+// num_workers > 0: forked workers fill the slots; tasks and results cross the
+// slot state words (slot_state.h).
+class Engine::ForkedMode final : public Engine::Mode {
+ public:
+  using Mode::Mode;
+
+  int rings() const override { return e_.workers(); }
+
+  void begin_epoch(std::uint64_t) override {
+    // Workers reseed themselves from each task's epoch.
+    if (!e_.pool_.running()) e_.start_workers();
+  }
+
+  void hand_over(SlotHeader& h) override {
+    // Release (inside publish): the task is complete before the worker can
+    // see kTask.
+    publish(h.state, kTask);
+  }
+
+  std::uint32_t complete(int slot, std::uint64_t k) override { return e_.await(slot, k); }
+
+  void take_back(SlotHeader& h) noexcept override {
+    // Release (inside publish) orders nothing the worker needs here, but going
+    // through publish wakes a worker that sleeps on this slot waiting for a
+    // task. Without workers, start_workers() frees the slot instead.
+    if (e_.pool_.running()) publish(h.state, kFree);
+  }
+
+  void abandon() noexcept override {
+    ++e_.generation_;
+    // Relaxed: workers poll it between samples; they publish the slot back
+    // (release) whichever way they end the task, and we acquire that in
+    // collect_outstanding(). Per-epoch workers see it too, so they stop
+    // between samples before being told to exit, instead of finishing the
+    // batch or being killed mid-get().
+    e_.region_.at<ControlBlock>(e_.region_layout_.control())
+        ->generation.store(e_.generation_, std::memory_order_relaxed);
+    if (!e_.options_.persistent_workers) {
+      e_.stop_workers(kAbandonGrace);
+      return;
+    }
+    e_.collect_outstanding();
+  }
+
+  pid_t pid(int w) const override { return e_.pool_.pid(w); }
+  std::string who(int w) const override {
+    return "worker " + std::to_string(w) + " (pid " + std::to_string(pid(w)) + ")";
+  }
+};
+
+std::unique_ptr<Engine::Mode> Engine::make_mode(Engine& engine) {
+  if (engine.workers() == 0) return std::make_unique<InThreadMode>(engine);
+  return std::make_unique<ForkedMode>(engine);
+}
 
 Engine::Engine(const Dataset& dataset, LoaderOptions options)
     : dataset_(dataset),
       options_(resolved(dataset, std::move(options))),
+      mode_(make_mode(*this)),
       layout_(dataset.layout()),
       base_seed_(*options_.seed),
       sampler_(make_sampler(dataset.size(), options_, base_seed_)),
       num_batches_(
           count_batches(sampler_->size(), options_.batch_size, options_.drop_last)),
-      region_layout_(layout_, options_.batch_size, ring_workers(), options_.prefetch),
+      region_layout_(layout_, slot_capacity(sampler_->size(), options_.batch_size),
+                     mode_->rings(), options_.prefetch),
+      ring_(region_layout_.workers(), region_layout_.prefetch()),
       region_(region_layout_.total_bytes()) {
   // Start the lifetime of the shared structs (the mapping is zero-filled;
   // value-initialisation writes the same zeros) before any worker exists.
@@ -78,20 +222,9 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
   fill_.on_bad_sample = options_.on_bad_sample;
   fill_.base_seed = base_seed_;
   slots_.resize(region_layout_.num_slots());
-  tasks_issued_.assign(ring_workers(), 0);
-  task_base_.assign(ring_workers(), 0);
 }
 
 Engine::~Engine() { shutdown(); }
-
-int Engine::slot_of(std::uint64_t k) const {
-  // Batches are dealt round-robin from the epoch's first batch, so batch k
-  // goes to worker k % W unless the epoch was resumed part-way.
-  const std::uint64_t r = k - first_batch_;
-  const int w = static_cast<int>(r % ring_workers());
-  const std::uint64_t j = task_base_[w] + r / ring_workers();
-  return w * options_.prefetch + static_cast<int>(j % options_.prefetch);
-}
 
 SlotHeader& Engine::header(int slot) const {
   return *region_.at<SlotHeader>(region_layout_.header(slot));
@@ -114,7 +247,6 @@ void Engine::start_workers() {
       word.store(kFree, std::memory_order_relaxed);
     }
   }
-  tasks_issued_.assign(ring_workers(), 0);
   WorkerConfig config;
   config.parent = getpid();
   config.rank = options_.rank;
@@ -124,8 +256,9 @@ void Engine::start_workers() {
   config.layout = &region_layout_;
   config.region = &region_;
   config.fill = fill_;
-  pool_.start(workers(), [&config](int w) {
+  pool_.start(workers(), [this, &config](int w) {
     config.worker = w;
+    config.first_task = ring_.tasks_issued(w);  // the ring continues across forks
     worker_main(config);
   });
 }
@@ -149,9 +282,8 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
   epoch_ = epoch;
   first_batch_ = std::min(first_batch, num_batches_);
   batches_.emplace(sampler_->indices(epoch), options_.batch_size, options_.drop_last);
-  if (workers() > 0 && !pool_.running()) start_workers();
-  if (workers() == 0) inline_rng_ = worker_stream(base_seed_, epoch, options_.rank, 0);
-  task_base_ = tasks_issued_;
+  mode_->begin_epoch(epoch);
+  ring_.begin_epoch(first_batch_);
   ++generation_;
   // Relaxed: tasks carry their generation and are published with release;
   // this copy only lets workers notice cancellation.
@@ -166,9 +298,8 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
 void Engine::pump() noexcept {
   if (!active_) return;
   while (next_issue_ < num_batches_) {
-    const int s = slot_of(next_issue_);
+    const int s = ring_.slot_of(next_issue_);
     if (slots_[s].batch != -1) return;  // still held or in flight: in order, so stop
-    const int w = s / options_.prefetch;
     std::span<const Index> idx = batches_->batch(next_issue_);
     auto* out = reinterpret_cast<std::uint64_t*>(data(s) + region_layout_.slot().indices);
     for (std::size_t i = 0; i < idx.size(); ++i) out[i] = idx[i];
@@ -179,19 +310,17 @@ void Engine::pump() noexcept {
     h.count = idx.size();
     h.skipped = 0;
     h.error_index = -1;
-    h.error_stage = 0;
+    h.error_stage = ErrorStage::kGet;
     h.error[0] = '\0';
     slots_[s].batch = static_cast<std::int64_t>(next_issue_);
-    ++tasks_issued_[w];
+    ring_.issued(s);
     ++next_issue_;
-    // Release (inside publish): the task above is complete before the worker
-    // can see kTask. With no workers, fetch() fills the slot itself.
-    if (workers() > 0) publish(h.state, kTask);
+    mode_->hand_over(h);
   }
 }
 
 std::uint32_t Engine::await(int slot, std::uint64_t k) {
-  const int w = slot / options_.prefetch;
+  const int w = ring_.owner(slot);
   SlotWord& word = header(slot).state;
   const bool timed = options_.timeout.count() > 0;
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
@@ -199,6 +328,15 @@ std::uint32_t Engine::await(int slot, std::uint64_t k) {
     std::uint32_t st = wait_slice(
         word, [](std::uint32_t s) { return s != kTask; }, kConsumerSlice);
     if (st != kTask) return st;
+    if (options_.while_waiting) {
+      try {
+        options_.while_waiting();
+      } catch (...) {
+        active_ = false;
+        stop_workers(kKillNow);
+        throw;
+      }
+    }
     if (std::optional<WorkerExit> dead = pool_.poll(w)) {
       WorkerFailure f;
       f.worker = w;
@@ -207,7 +345,7 @@ std::uint32_t Engine::await(int slot, std::uint64_t k) {
       f.exit_code = dead->exit_code;
       f.batch = static_cast<long long>(k);
       active_ = false;
-      stop_workers(milliseconds(0));
+      stop_workers(kKillNow);
       throw WorkerError(dead->describe() + " while loading batch " + std::to_string(k) +
                             " of epoch " + std::to_string(epoch_),
                         f);
@@ -215,7 +353,7 @@ std::uint32_t Engine::await(int slot, std::uint64_t k) {
     if (timed && std::chrono::steady_clock::now() >= deadline) {
       const pid_t pid = pool_.pid(w);
       active_ = false;
-      stop_workers(milliseconds(0));
+      stop_workers(kKillNow);
       throw TimeoutError("worker " + std::to_string(w) + " (pid " + std::to_string(pid) +
                          ") did not deliver batch " + std::to_string(k) + " of epoch " +
                          std::to_string(epoch_) + " within " +
@@ -226,22 +364,20 @@ std::uint32_t Engine::await(int slot, std::uint64_t k) {
 
 void Engine::throw_failed(int slot, std::uint64_t k) {
   SlotHeader& h = header(slot);
-  const int w = workers() == 0 ? 0 : slot / options_.prefetch;
+  const int w = ring_.owner(slot);
   WorkerFailure f;
   f.worker = w;
-  f.pid = workers() == 0 ? getpid() : pool_.pid(w);
+  f.pid = mode_->pid(w);
   f.batch = static_cast<long long>(k);
   f.index = h.error_index;
-  std::string where = workers() == 0 ? std::string("in-thread loader (num_workers=0)")
-                                     : "worker " + std::to_string(w) + " (pid " +
-                                           std::to_string(f.pid) + ")";
-  std::string what = h.error_stage == 1
+  const std::string where = mode_->who(w);
+  std::string what = h.error_stage == ErrorStage::kWorkerInit
                          ? where + ": " + h.error
                          : where + " failed on sample " + std::to_string(h.error_index) +
                                " of batch " + std::to_string(k) + ": " + h.error;
   // The slot is back in main's hands; free it for the next epoch.
   slots_[slot].batch = -1;
-  if (workers() > 0) publish(h.state, kFree);
+  mode_->take_back(h);
   abandon_epoch();
   throw WorkerError(what, f);
 }
@@ -249,7 +385,7 @@ void Engine::throw_failed(int slot, std::uint64_t k) {
 Batch Engine::fetch(std::uint64_t k) {
   if (!active_) throw Error("DataLoader: no epoch in progress (begin iterating first)");
   pump();
-  const int s = slot_of(k);
+  const int s = ring_.slot_of(k);
   if (slots_[s].batch != static_cast<std::int64_t>(k)) {
     throw Error("DataLoader: batch " + std::to_string(k) +
                 " cannot be loaded: its slot is still held by an earlier batch. The "
@@ -259,20 +395,7 @@ Batch Engine::fetch(std::uint64_t k) {
                 "raise prefetch");
   }
   SlotHeader& h = header(s);
-  std::uint32_t st;
-  if (workers() == 0) {
-    FillResult r = fill_batch(fill_, data(s), epoch_, h.count, *inline_rng_, nullptr, 0);
-    h.skipped = r.skipped;
-    if (r.outcome == FillResult::Outcome::kFailed) {
-      h.error_index = r.error_index;
-      std::size_t n = std::min(r.message.size(), kErrorTextBytes - 1);
-      r.message.copy(h.error, n);
-      h.error[n] = '\0';
-    }
-    st = r.outcome == FillResult::Outcome::kDone ? kReady : kError;
-  } else {
-    st = await(s, k);
-  }
+  const std::uint32_t st = mode_->complete(s, k);
   if (st == kError) throw_failed(s, k);
   if (st != kReady) {
     throw Error("DataLoader: slot " + std::to_string(s) + " in unexpected state " +
@@ -284,16 +407,14 @@ Batch Engine::fetch(std::uint64_t k) {
   info.number = k;
   info.epoch = epoch_;
   info.count = h.count;
-  info.worker = workers() == 0 ? 0 : s / options_.prefetch;
+  info.worker = ring_.owner(s);
   return Batch(shared_from_this(), s, &layout_, &region_layout_.slot(), data(s), info);
 }
 
 void Engine::release(int slot) noexcept {
   slots_[slot].held = false;
   slots_[slot].batch = -1;
-  // Release (inside publish) orders nothing the worker needs here, but going
-  // through publish wakes a worker that sleeps on this slot waiting for a task.
-  if (workers() > 0 && pool_.running()) publish(header(slot).state, kFree);
+  mode_->take_back(header(slot));
   pump();
 }
 
@@ -313,12 +434,12 @@ void Engine::collect_outstanding() noexcept {
   for (std::size_t s = 0; s < slots_.size(); ++s) {
     if (slots_[s].batch == -1 || slots_[s].held) continue;
     SlotWord& word = header(static_cast<int>(s)).state;
-    const int w = static_cast<int>(s) / options_.prefetch;
+    const int w = ring_.owner(static_cast<int>(s));
     while (wait_slice(
                word, [](std::uint32_t st) { return st != kTask; }, kConsumerSlice) ==
            kTask) {
       if (pool_.poll(w) || std::chrono::steady_clock::now() >= deadline) {
-        stop_workers(milliseconds(0));  // dead or stuck: start afresh next epoch
+        stop_workers(kKillNow);  // dead or stuck: start afresh next epoch
         return;
       }
     }
@@ -330,24 +451,7 @@ void Engine::collect_outstanding() noexcept {
 void Engine::abandon_epoch() noexcept {
   if (!active_) return;
   active_ = false;
-  if (workers() == 0) {
-    for (SlotUse& u : slots_) {
-      if (!u.held) u.batch = -1;
-    }
-    return;
-  }
-  ++generation_;
-  // Relaxed: workers poll it between samples; they publish the slot back
-  // (release) whichever way they end the task, and we acquire that below. Per-
-  // epoch workers see it too, so they stop between samples before being told
-  // to exit, instead of finishing the batch or being killed mid-get().
-  region_.at<ControlBlock>(region_layout_.control())
-      ->generation.store(generation_, std::memory_order_relaxed);
-  if (!options_.persistent_workers) {
-    stop_workers(milliseconds(100));
-    return;
-  }
-  collect_outstanding();
+  mode_->abandon();
 }
 
 void Engine::shutdown() noexcept {

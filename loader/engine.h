@@ -1,9 +1,9 @@
 // Engine: the main-process side of a DataLoader. It owns the shared region,
 // the worker pool and the epoch's bookkeeping, and implements the protocol:
-//   - batch k goes to worker w = k % W, into that worker's slot
-//     (task_base[w] + k / W) % P, i.e. each worker's slots form a ring that it
-//     serves in order; a task (epoch, generation, batch, count, indices) is
-//     written into the slot and published with kTask;
+//   - batch k goes to worker w = k % W, into the slot SlotRing names (each
+//     worker's slots form a ring that it serves in order); a task (epoch,
+//     generation, batch, count, indices) is written into the slot and
+//     published with kTask;
 //   - tasks are issued in batch order as slots come free, so a worker is at
 //     most P batches ahead; the consumer waits for exactly batch k;
 //   - every wait is a series of short futex sleeps; between them the engine
@@ -12,7 +12,9 @@
 //   - abandoning an epoch bumps the shared generation: workers give up stale
 //     tasks between samples, and the engine collects every slot back.
 // With num_workers = 0 the same slots are filled in the calling thread, when
-// the consumer asks for each batch, with the same seeding.
+// the consumer asks for each batch, with the same seeding. The two ways differ
+// only behind Engine::Mode (InThreadMode, ForkedMode in engine.cc); the rest
+// of the engine never asks which one runs.
 // Owned through shared_ptr (batches keep it alive). Single-threaded: one
 // consumer thread calls everything, including Batch destructors.
 #pragma once
@@ -22,15 +24,17 @@
 #include <optional>
 #include <vector>
 
-#include "loader/batch.h"
 #include "loader/batch_filler.h"
-#include "loader/dataset.h"
-#include "loader/loader_options.h"
 #include "loader/shared_layout.h"
 #include "loader/shared_region.h"
+#include "loader/slot_owner.h"
+#include "loader/slot_ring.h"
 #include "loader/worker_pool.h"
-#include "sampler/batch_sampler.h"
-#include "sampler/sampler.h"
+#include "seedloader/batch.h"
+#include "seedloader/batch_sampler.h"
+#include "seedloader/dataset.h"
+#include "seedloader/loader_options.h"
+#include "seedloader/sampler.h"
 
 namespace seedloader {
 
@@ -77,9 +81,14 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
     bool held = false;        // delivered to the consumer
   };
 
+  // Who fills the slots: the consumer's own thread or forked workers. Each
+  // method is a point where the two differ; see engine.cc.
+  class Mode;
+  class InThreadMode;
+  class ForkedMode;
+  static std::unique_ptr<Mode> make_mode(Engine& engine);
+
   int workers() const { return options_.num_workers; }
-  int ring_workers() const { return workers() == 0 ? 1 : workers(); }
-  int slot_of(std::uint64_t k) const;
   SlotHeader& header(int slot) const;
   std::byte* data(int slot) const;
   void start_workers();
@@ -92,18 +101,18 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
 
   const Dataset& dataset_;
   LoaderOptions options_;
+  std::unique_ptr<Mode> mode_;  // before region_layout_, which asks it for rings
   SampleLayout layout_;
   std::uint64_t base_seed_;
   std::unique_ptr<Sampler> sampler_;
   std::uint64_t num_batches_;
   RegionLayout region_layout_;
+  SlotRing ring_;  // which slot holds which batch; see slot_ring.h
   SharedRegion region_;
   FillContext fill_;
   WorkerPool pool_;
 
   std::vector<SlotUse> slots_;
-  std::vector<std::uint64_t> tasks_issued_;  // per worker, since it was forked
-  std::vector<std::uint64_t> task_base_;     // tasks_issued_ when the epoch began
   std::optional<BatchSampler> batches_;
   bool active_ = false;
   std::uint64_t epoch_ = 0;
@@ -111,7 +120,6 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::uint64_t generation_ = 0;
   std::uint64_t next_issue_ = 0;
   std::uint64_t skipped_ = 0;
-  std::optional<Rng> inline_rng_;  // the stream for num_workers = 0
 };
 
 }  // namespace seedloader

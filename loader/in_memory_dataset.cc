@@ -1,9 +1,8 @@
-#include "loader/in_memory_dataset.h"
+#include "seedloader/in_memory_dataset.h"
 
 #include <cstring>
 
-#include "rng/error.h"
-#include "rng/random.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 
@@ -32,25 +31,6 @@ void InMemoryDataset::get(std::uint64_t index, Rng&, SampleWriter& out) const {
 
 std::string InMemoryDataset::describe() const {
   return "InMemoryDataset(" + std::to_string(size_) + " samples)";
-}
-
-SyntheticDataset::SyntheticDataset(std::uint64_t size, std::int64_t dim)
-    : size_(size),
-      layout_({{"value", DType::kF32, {dim}, false},
-               {"index", DType::kI64, {}, false},
-               {"draw", DType::kI64, {}, false}}) {}
-
-void SyntheticDataset::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
-  if (index >= size_) {
-    throw DataError(describe() + ": sample " + std::to_string(index) + " out of range");
-  }
-  out.field<std::int64_t>(2)[0] = static_cast<std::int64_t>(rng.next_u64());
-  for (float& v : out.field<float>(0)) v = static_cast<float>(index) + uniform_float(rng);
-  out.field<std::int64_t>(1)[0] = static_cast<std::int64_t>(index);
-}
-
-std::string SyntheticDataset::describe() const {
-  return "SyntheticDataset(" + std::to_string(size_) + " samples)";
 }
 
 }  // namespace seedloader

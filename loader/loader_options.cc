@@ -1,8 +1,8 @@
-#include "loader/loader_options.h"
+#include "seedloader/loader_options.h"
 
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

@@ -1,6 +1,6 @@
-#include "loader/sample_layout.h"
+#include "seedloader/sample_layout.h"
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

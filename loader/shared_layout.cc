@@ -3,7 +3,7 @@
 #include <limits>
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

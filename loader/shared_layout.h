@@ -17,8 +17,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "loader/sample_layout.h"
 #include "loader/slot_state.h"
+#include "seedloader/sample_layout.h"
 
 namespace seedloader {
 
@@ -39,10 +39,18 @@ struct alignas(64) WorkerBlock {
   // Nanoseconds spent filling batches; written by the worker, read by main.
   // Relaxed: a statistic, nothing is published through it.
   std::atomic<std::uint64_t> busy_ns;
-  std::atomic<std::uint64_t> batches;
 };
+static_assert(sizeof(WorkerBlock) == 64, "one cache line per worker");
 
 inline constexpr std::size_t kErrorTextBytes = 1024;
+
+// Where a kError result came from. It lives in shared memory, so the
+// underlying type is fixed: the header's layout does not depend on it.
+enum class ErrorStage : std::uint32_t {
+  kGet = 0,         // a sample's get() (error_index names the sample)
+  kWorkerInit = 1,  // the user's worker_init, before any sample
+};
+static_assert(sizeof(ErrorStage) == sizeof(std::uint32_t));
 
 struct alignas(64) SlotHeader {
   SlotWord state;  // the SlotState word; see slot_state.h for the protocol
@@ -54,9 +62,10 @@ struct alignas(64) SlotHeader {
   // Result fields: written by the worker before publish(kReady|kError).
   std::uint64_t skipped;        // bad samples replaced (BadSample::kSkip)
   std::int64_t error_index;     // kError: the sample index, -1 when none
-  std::uint32_t error_stage;    // kError: 0 = get(), 1 = worker_init
+  ErrorStage error_stage;       // kError: what failed
   char error[kErrorTextBytes];  // kError: NUL-terminated message
 };
+static_assert(sizeof(SlotHeader) % 64 == 0, "slot headers are whole cache lines");
 
 // Offsets inside one slot's data; the same for every slot.
 struct SlotGeometry {

@@ -4,7 +4,7 @@
 #include <boost/interprocess/mapped_region.hpp>
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

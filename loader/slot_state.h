@@ -74,8 +74,9 @@ std::uint32_t wait_slice(SlotWord& word, Done done, std::chrono::microseconds sl
   std::uint32_t seen = word.load(std::memory_order_acquire);
   if (done(seen & ~kFlagBits) || (seen & kInterruptBit)) return seen & ~kFlagBits;
   if (!(seen & kSleeperBit)) {
-    // Announce the sleeper; relaxed on failure because we re-check below.
-    // acq_rel on success: acquire for the state read, release is harmless.
+    // Announce the sleeper. acq_rel on success: acquire for the state read,
+    // release is harmless. Acquire on failure too: the caller may act on the
+    // state returned then, so the slot contents behind it must be visible.
     if (!word.compare_exchange_strong(seen, seen | kSleeperBit, std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
       return seen & ~kFlagBits;  // it changed under us: let the caller look

@@ -11,8 +11,10 @@
 #include <exception>
 #include <string>
 
+#include "loader/slot_ring.h"
 #include "loader/worker_hooks.h"
-#include "rng/derive.h"
+#include "loader/worker_pool.h"
+#include "seedloader/derive.h"
 
 namespace seedloader {
 
@@ -28,7 +30,7 @@ std::uint64_t now_ns() {
           .count());
 }
 
-void write_error(SlotHeader& h, std::int64_t index, std::uint32_t stage,
+void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
                  const std::string& message) {
   h.error_index = index;
   h.error_stage = stage;
@@ -61,9 +63,9 @@ void write_error(SlotHeader& h, std::int64_t index, std::uint32_t stage,
   }
 
   std::uint64_t seeded_generation = 0;  // generations start at 1
-  const int prefetch = layout.prefetch();
-  for (std::uint64_t seq = 0;; ++seq) {
-    const int s = c.worker * prefetch + static_cast<int>(seq % prefetch);
+  const SlotRing ring(layout.workers(), layout.prefetch());
+  for (std::uint64_t task = c.first_task;; ++task) {  // counted as main counts them
+    const int s = ring.worker_slot(c.worker, task);
     SlotHeader& h = *c.region->at<SlotHeader>(layout.header(s));
     while (wait_slice(
                h.state, [](std::uint32_t st) { return st == kTask; }, kWorkerSlice) !=
@@ -75,7 +77,7 @@ void write_error(SlotHeader& h, std::int64_t index, std::uint32_t stage,
     }
     // The acquire in wait_slice makes the task fields below visible.
     if (!init_error.empty()) {
-      write_error(h, -1, 1, "worker_init failed: " + init_error);
+      write_error(h, -1, ErrorStage::kWorkerInit, "worker_init failed: " + init_error);
       publish(h.state, kError);
       continue;
     }
@@ -85,10 +87,9 @@ void write_error(SlotHeader& h, std::int64_t index, std::uint32_t stage,
     }
     const std::uint64_t t0 = now_ns();
     std::byte* data = c.region->base() + layout.data(s);
-    FillResult r = fill_batch(c.fill, data, h.epoch, h.count, rng, &control.generation,
-                              h.generation);
+    FillResult r = fill_batch(c.fill, data, h.epoch, h.count, rng,
+                              CancelWatch::on_change(control.generation, h.generation));
     stats.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
-    stats.batches.fetch_add(1, std::memory_order_relaxed);
     h.skipped = r.skipped;
     switch (r.outcome) {
       case FillResult::Outcome::kDone:
@@ -98,7 +99,7 @@ void write_error(SlotHeader& h, std::int64_t index, std::uint32_t stage,
         publish(h.state, kCancelled);
         break;
       case FillResult::Outcome::kFailed:
-        write_error(h, r.error_index, 0, r.message);
+        write_error(h, r.error_index, ErrorStage::kGet, r.message);
         publish(h.state, kError);
         break;
     }
@@ -115,7 +116,7 @@ void worker_main(const WorkerConfig& config) {
   } catch (...) {
     std::fprintf(stderr, "seedloader: worker %d: unknown exception\n", config.worker);
   }
-  _exit(70);
+  _exit(kWorkerFailedExit);
 }
 
 }  // namespace seedloader

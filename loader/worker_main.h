@@ -14,9 +14,9 @@
 #include <cstdint>
 
 #include "loader/batch_filler.h"
-#include "loader/loader_options.h"
 #include "loader/shared_layout.h"
 #include "loader/shared_region.h"
+#include "seedloader/loader_options.h"
 
 namespace seedloader {
 
@@ -26,6 +26,7 @@ struct WorkerConfig {
   std::uint64_t rank = 0;
   std::uint64_t base_seed = 0;
   std::uint64_t start_epoch = 0;  // seeds the stream worker_init runs after
+  std::uint64_t first_task = 0;   // SlotRing::tasks_issued(worker) at the fork
   const LoaderOptions* options = nullptr;
   const RegionLayout* layout = nullptr;
   const SharedRegion* region = nullptr;

@@ -9,11 +9,14 @@
 #include <cstring>
 #include <thread>
 
-#include "rng/check.h"
+#include "base/check.h"
 
 namespace seedloader {
 
 namespace {
+// How often stop() looks again for children that are leaving on their own.
+constexpr std::chrono::milliseconds kReapPoll{1};
+
 WorkerExit decode(int worker, pid_t pid, int status) {
   WorkerExit e;
   e.worker = worker;
@@ -55,7 +58,8 @@ void WorkerPool::start(int n, const std::function<void(int)>& body) {
         body(w);
       } catch (...) {
       }
-      _exit(70);  // body() must not return; leave without running atexit handlers
+      // body() must not return; leave without running atexit handlers.
+      _exit(kWorkerFailedExit);
     }
     pids_[w] = pid;
   }
@@ -96,7 +100,7 @@ void WorkerPool::stop(std::chrono::milliseconds grace) {
       }
     }
     if (!alive || std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(kReapPoll);
   }
   for (pid_t& pid : pids_) {
     if (pid < 0) continue;

@@ -14,6 +14,13 @@
 
 namespace seedloader {
 
+// The exit code of a worker whose body ended in an exception or returned
+// (EX_SOFTWARE, sysexits.h): an internal failure, not a signal or a user code.
+inline constexpr int kWorkerFailedExit = 70;
+
+// A stop() grace of zero: SIGKILL at once, without waiting for the children.
+inline constexpr std::chrono::milliseconds kKillNow{0};
+
 // How a worker ended, from waitpid.
 struct WorkerExit {
   int worker = -1;
@@ -49,7 +56,7 @@ class WorkerPool {
   // grace plus the time the kernel takes to deliver SIGKILL.
   void stop(std::chrono::milliseconds grace);
   // SIGKILL and reap every child now.
-  void kill_all() { stop(std::chrono::milliseconds(0)); }
+  void kill_all() { stop(kKillNow); }
 
  private:
   std::vector<pid_t> pids_;

@@ -1,10 +1,10 @@
-#include "rng/derive.h"
+#include "seedloader/derive.h"
 
 #include <sys/random.h>
 
 #include <cstdio>
 
-#include "rng/check.h"
+#include "base/check.h"
 
 namespace seedloader {
 

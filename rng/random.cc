@@ -1,4 +1,4 @@
-#include "rng/random.h"
+#include "seedloader/random.h"
 
 namespace seedloader {
 namespace {

@@ -1,6 +1,6 @@
-#include "rng/seed_sequence.h"
+#include "seedloader/seed_sequence.h"
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {

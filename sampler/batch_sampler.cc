@@ -1,9 +1,9 @@
-#include "sampler/batch_sampler.h"
+#include "seedloader/batch_sampler.h"
 
 #include <algorithm>
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

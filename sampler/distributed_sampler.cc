@@ -1,8 +1,8 @@
-#include "sampler/distributed_sampler.h"
+#include "seedloader/distributed_sampler.h"
 
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

@@ -1,10 +1,10 @@
-#include "sampler/sampler.h"
+#include "seedloader/sampler.h"
 
 #include <numeric>
 #include <span>
 
-#include "rng/derive.h"
-#include "rng/random.h"
+#include "seedloader/derive.h"
+#include "seedloader/random.h"
 
 namespace seedloader {
 

@@ -6,10 +6,12 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
-  libboost-dev libpcg-cpp-dev libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev
+  libboost-dev libpcg-cpp-dev libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libwebp-dev
   libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev libcli11-dev libarchive-dev libeigen3-dev
+  nlohmann-json3-dev libcli11-dev libarchive-dev libeigen3-dev libxxhash-dev
+  clang-14 libclang-rt-14-dev
   python3-numpy python3-torch python3-torchvision python3-matplotlib
+  python3-dev python3-venv python3-pip python3-pil
 )
 
 missing=()

@@ -2,19 +2,19 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "rng/error.h"
-#include "rng/random.h"
+#include "seedloader/error.h"
+#include "seedloader/random.h"
 
 namespace seedloader {
 
 GaussianBlur::GaussianBlur(int kernel, double sigma_lo, double sigma_hi)
     : kernel_(kernel), sigma_lo_(sigma_lo), sigma_hi_(sigma_hi) {
-  if (kernel <= 0 || kernel % 2 == 0) {
-    throw ConfigError("GaussianBlur: kernel must be odd and positive, got " +
-                      std::to_string(kernel));
+  if (kernel <= 0 || kernel % 2 == 0 || kernel > kMaxKernel) {
+    throw ConfigError("GaussianBlur: kernel must be odd and in [1, " +
+                      std::to_string(kMaxKernel) + "], got " + std::to_string(kernel));
   }
-  if (!(sigma_lo > 0 && sigma_lo <= sigma_hi)) {
-    throw ConfigError("GaussianBlur: sigma range must satisfy 0 < lo <= hi");
+  if (!(sigma_lo > 0 && sigma_lo <= sigma_hi && sigma_hi <= kMaxSigma)) {
+    throw ConfigError("GaussianBlur: sigma range must satisfy 0 < lo <= hi <= 1000");
   }
 }
 

@@ -5,8 +5,8 @@
 #include <opencv2/imgproc.hpp>
 #include <sstream>
 
-#include "rng/error.h"
-#include "rng/random.h"
+#include "seedloader/error.h"
+#include "seedloader/random.h"
 
 namespace seedloader {
 namespace {
@@ -61,8 +61,11 @@ cv::Mat adjust_hue(const cv::Mat& image, double shift) {
 ColorJitter::ColorJitter(double brightness, double contrast, double saturation,
                          double hue)
     : brightness_(brightness), contrast_(contrast), saturation_(saturation), hue_(hue) {
-  if (brightness < 0 || contrast < 0 || saturation < 0 || hue < 0 || hue > 0.5) {
-    throw ConfigError("ColorJitter: strengths must be >= 0 and hue must be in [0, 0.5]");
+  const auto finite_non_negative = [](double x) { return x >= 0 && std::isfinite(x); };
+  if (!finite_non_negative(brightness) || !finite_non_negative(contrast) ||
+      !finite_non_negative(saturation) || !(hue >= 0 && hue <= 0.5)) {
+    throw ConfigError(
+        "ColorJitter: strengths must be finite and >= 0 and hue must be in [0, 0.5]");
   }
 }
 

@@ -6,13 +6,13 @@
 // Immutable; safe to share across threads and processes.
 #pragma once
 
-#include "transforms/transform.h"
+#include "seedloader/transforms/transform.h"
 
 namespace seedloader {
 
 class ColorJitter final : public Transform {
  public:
-  // Throws ConfigError for a negative strength or a hue above 0.5.
+  // Throws ConfigError for a negative or non-finite strength or a hue above 0.5.
   ColorJitter(double brightness, double contrast, double saturation, double hue);
   cv::Mat apply(cv::Mat image, Rng& rng, TransformLog* log) const override;
   std::string describe() const override;

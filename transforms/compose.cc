@@ -1,6 +1,6 @@
-#include "transforms/compose.h"
+#include "seedloader/transforms/compose.h"
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

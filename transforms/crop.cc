@@ -1,24 +1,43 @@
 #include "transforms/crop.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <opencv2/imgproc.hpp>
 #include <sstream>
 
-#include "rng/error.h"
-#include "rng/random.h"
+#include "seedloader/error.h"
+#include "seedloader/random.h"
 
 namespace seedloader {
 namespace {
 
+std::string size_text(cv::Size s) {
+  return std::to_string(s.width) + "x" + std::to_string(s.height);
+}
+
 void check_size(cv::Size size, const char* what) {
   if (size.width <= 0 || size.height <= 0) {
     throw ConfigError(std::string(what) + ": size must be positive, got " +
-                      std::to_string(size.width) + "x" + std::to_string(size.height));
+                      size_text(size));
+  }
+  if (size.width > kMaxTransformSide || size.height > kMaxTransformSide ||
+      static_cast<std::uint64_t>(size.width) * size.height > kMaxTransformPixels) {
+    throw ConfigError(std::string(what) + ": size " + size_text(size) +
+                      " is above the limit of " + std::to_string(kMaxTransformSide) +
+                      " per side and " + std::to_string(kMaxTransformPixels) + " pixels");
   }
 }
 
-std::string size_text(cv::Size s) {
-  return std::to_string(s.width) + "x" + std::to_string(s.height);
+// Throws DataError unless a width x height image fits kMaxTransformPixels. The
+// sides are checked alone first, so that their product cannot wrap.
+void check_pixels(std::uint64_t width, std::uint64_t height, const char* what) {
+  if (width > kMaxTransformPixels || height > kMaxTransformPixels ||
+      width * height > kMaxTransformPixels) {
+    throw DataError(std::string(what) + ": a " + std::to_string(width) + "x" +
+                    std::to_string(height) + " image is above the cap of " +
+                    std::to_string(kMaxTransformPixels) + " pixels");
+  }
 }
 
 void require_nonempty(const cv::Mat& image, const char* what) {
@@ -76,8 +95,8 @@ RandomResizedCrop::RandomResizedCrop(cv::Size size, std::pair<double, double> sc
   if (!(scale.first > 0 && scale.first <= scale.second && scale.second <= 1.0)) {
     throw ConfigError("RandomResizedCrop: scale range must satisfy 0 < lo <= hi <= 1");
   }
-  if (!(ratio.first > 0 && ratio.first <= ratio.second)) {
-    throw ConfigError("RandomResizedCrop: ratio range must satisfy 0 < lo <= hi");
+  if (!(ratio.first > 0 && ratio.first <= ratio.second && std::isfinite(ratio.second))) {
+    throw ConfigError("RandomResizedCrop: ratio range must satisfy 0 < lo <= hi < inf");
   }
 }
 
@@ -121,12 +140,17 @@ std::string RandomResizedCrop::describe() const {
 
 RandomCrop::RandomCrop(cv::Size size, int padding) : size_(size), padding_(padding) {
   check_size(size, "RandomCrop");
-  if (padding < 0) throw ConfigError("RandomCrop: padding must be >= 0");
+  if (padding < 0 || padding > kMaxTransformSide) {
+    throw ConfigError("RandomCrop: padding must be in [0, " +
+                      std::to_string(kMaxTransformSide) + "]");
+  }
 }
 
 cv::Mat RandomCrop::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
   require_nonempty(image, "RandomCrop");
   if (padding_ > 0) {
+    check_pixels(std::uint64_t(image.cols) + 2 * std::uint64_t(padding_),
+                 std::uint64_t(image.rows) + 2 * std::uint64_t(padding_), "RandomCrop");
     cv::Mat padded;
     cv::copyMakeBorder(image, padded, padding_, padding_, padding_, padding_,
                        cv::BORDER_CONSTANT, cv::Scalar::all(0));
@@ -153,17 +177,25 @@ CenterCrop::CenterCrop(cv::Size size) : size_(size) { check_size(size, "CenterCr
 
 cv::Mat CenterCrop::apply(cv::Mat image, Rng&, TransformLog*) const {
   require_nonempty(image, "CenterCrop");
-  if (image.cols < size_.width || image.rows < size_.height) {
-    const int pad_x = std::max(0, size_.width - image.cols);
-    const int pad_y = std::max(0, size_.height - image.rows);
-    cv::Mat padded;
-    cv::copyMakeBorder(image, padded, pad_y / 2, pad_y - pad_y / 2, pad_x / 2,
-                       pad_x - pad_x / 2, cv::BORDER_CONSTANT, cv::Scalar::all(0));
-    image = padded;
+  if (image.cols >= size_.width && image.rows >= size_.height) {
+    const int top = (image.rows - size_.height) / 2;
+    const int left = (image.cols - size_.width) / 2;
+    return image(cv::Rect(left, top, size_.width, size_.height)).clone();
   }
-  const int top = (image.rows - size_.height) / 2;
-  const int left = (image.cols - size_.width) / 2;
-  return image(cv::Rect(left, top, size_.width, size_.height)).clone();
+  // Zero padding around the centre, as torchvision does, written straight into
+  // the output: a padded copy of the whole input would be max(W, w) x max(H, h),
+  // far above the output's size for a long thin image.
+  const auto place = [](int in, int out, int* src, int* dst) {
+    *src = in >= out ? (in - out) / 2 : 0;
+    *dst = in >= out ? 0 : (out - in) / 2;
+    return std::min(in, out);
+  };
+  int src_x, dst_x, src_y, dst_y;
+  const int w = place(image.cols, size_.width, &src_x, &dst_x);
+  const int h = place(image.rows, size_.height, &src_y, &dst_y);
+  cv::Mat out(size_, image.type(), cv::Scalar::all(0));
+  image(cv::Rect(src_x, src_y, w, h)).copyTo(out(cv::Rect(dst_x, dst_y, w, h)));
+  return out;
 }
 
 std::string CenterCrop::describe() const {
@@ -181,11 +213,13 @@ cv::Size Resize::output_size(cv::Size in) const {
   if (shorter_ == 0) return size_;
   if (in.width <= 0 || in.height <= 0) return {0, 0};
   if (in.width <= in.height) {
-    return {shorter_,
-            static_cast<int>(static_cast<long long>(shorter_) * in.height / in.width)};
+    const std::uint64_t longer = std::uint64_t(shorter_) * in.height / in.width;
+    check_pixels(shorter_, longer, "Resize");
+    return {shorter_, static_cast<int>(longer)};
   }
-  return {static_cast<int>(static_cast<long long>(shorter_) * in.width / in.height),
-          shorter_};
+  const std::uint64_t longer = std::uint64_t(shorter_) * in.width / in.height;
+  check_pixels(longer, shorter_, "Resize");
+  return {static_cast<int>(longer), shorter_};
 }
 
 cv::Mat Resize::apply(cv::Mat image, Rng&, TransformLog*) const {

@@ -5,7 +5,7 @@
 
 #include <utility>
 
-#include "transforms/transform.h"
+#include "seedloader/transforms/transform.h"
 
 namespace seedloader {
 
@@ -19,8 +19,9 @@ cv::Rect draw_resized_crop(cv::Size source, std::pair<double, double> scale,
 
 class RandomResizedCrop final : public Transform {
  public:
-  // Throws ConfigError for a non-positive size, or a scale/ratio range that is
-  // empty, non-positive or (scale) above 1.
+  // Throws ConfigError for a size that is not positive or above the caps of
+  // transform.h, or a scale/ratio range that is empty, non-positive, infinite or
+  // (scale) above 1.
   explicit RandomResizedCrop(cv::Size size, std::pair<double, double> scale = {0.08, 1.0},
                              std::pair<double, double> ratio = {3.0 / 4.0, 4.0 / 3.0});
 
@@ -42,7 +43,8 @@ class RandomResizedCrop final : public Transform {
 };
 
 // A uniformly placed window of `size` after zero padding of `padding` pixels on
-// every side. Throws DataError when the padded image is smaller than `size`.
+// every side (0 <= padding <= kMaxTransformSide). Throws DataError when the
+// padded image is smaller than `size` or above kMaxTransformPixels.
 class RandomCrop final : public Transform {
  public:
   explicit RandomCrop(cv::Size size, int padding = 0);
@@ -69,8 +71,10 @@ class CenterCrop final : public Transform {
 };
 
 // Resize to an exact size, or (shorter_side form) so that the shorter side is
-// `shorter_side` and the aspect is kept (the longer side rounded down).
-// Area interpolation when shrinking, bilinear when enlarging.
+// `shorter_side` and the aspect is kept (the longer side rounded down); a
+// shorter-side result above kMaxTransformPixels is a DataError (a 1x65000 image
+// resized to 224 would be 224x14560000). Area interpolation when shrinking,
+// bilinear when enlarging.
 class Resize final : public Transform {
  public:
   explicit Resize(cv::Size size);

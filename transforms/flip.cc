@@ -1,7 +1,7 @@
 #include "transforms/flip.h"
 
-#include "rng/error.h"
-#include "rng/random.h"
+#include "seedloader/error.h"
+#include "seedloader/random.h"
 
 namespace seedloader {
 

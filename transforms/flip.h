@@ -3,7 +3,7 @@
 // Immutable; safe to share across threads and processes.
 #pragma once
 
-#include "transforms/transform.h"
+#include "seedloader/transforms/transform.h"
 
 namespace seedloader {
 

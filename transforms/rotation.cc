@@ -2,13 +2,15 @@
 
 #include <opencv2/imgproc.hpp>
 
-#include "rng/error.h"
-#include "rng/random.h"
+#include "seedloader/error.h"
+#include "seedloader/random.h"
 
 namespace seedloader {
 
 RandomRotation::RandomRotation(double degrees) : degrees_(degrees) {
-  if (!(degrees >= 0)) throw ConfigError("RandomRotation: degrees must be >= 0");
+  if (!(degrees >= 0 && degrees <= 360)) {
+    throw ConfigError("RandomRotation: degrees must be in [0, 360]");
+  }
 }
 
 cv::Mat RandomRotation::apply(cv::Mat image, Rng& rng, TransformLog* log) const {

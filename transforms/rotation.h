@@ -3,13 +3,13 @@
 // Bilinear interpolation. Immutable; safe to share across threads and processes.
 #pragma once
 
-#include "transforms/transform.h"
+#include "seedloader/transforms/transform.h"
 
 namespace seedloader {
 
 class RandomRotation final : public Transform {
  public:
-  // Throws ConfigError for negative degrees.
+  // Throws ConfigError unless 0 <= degrees <= 360.
   explicit RandomRotation(double degrees);
   cv::Mat apply(cv::Mat image, Rng& rng, TransformLog* log) const override;
   std::string describe() const override;

@@ -1,11 +1,11 @@
-#include "transforms/spec.h"
+#include "seedloader/transforms/spec.h"
 
 #include <charconv>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "transforms/blur.h"
 #include "transforms/color_jitter.h"
 #include "transforms/crop.h"

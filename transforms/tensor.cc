@@ -1,9 +1,10 @@
-#include "transforms/tensor.h"
+#include "seedloader/transforms/tensor.h"
 
 #include <array>
+#include <cmath>
 #include <sstream>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {
@@ -28,7 +29,11 @@ Normalize::Normalize(std::vector<float> mean, std::vector<float> std)
     throw ConfigError("Normalize: mean and std need 1 or 3 entries each");
   }
   for (float s : std_) {
-    if (!(s > 0)) throw ConfigError("Normalize: std must be > 0");
+    if (!(s > 0 && std::isfinite(s)))
+      throw ConfigError("Normalize: std must be finite and > 0");
+  }
+  for (float m : mean_) {
+    if (!std::isfinite(m)) throw ConfigError("Normalize: mean must be finite");
   }
 }
 

@@ -1,9 +1,9 @@
-#include "transforms/transform.h"
+#include "seedloader/transforms/transform.h"
 
 #include <algorithm>
 #include <sstream>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

@@ -1,7 +1,6 @@
 #include "loader/datasets/file_io.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {
@@ -18,17 +17,55 @@ namespace {
   throw DataError(path + ": " + what + ": " + std::strerror(err));
 }
 
+// "a FIFO", "a socket", ... for the message that rejects a non-regular file.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "a special file";
+}
+
+[[noreturn]] void fail_not_regular(const std::string& path, mode_t mode) {
+  throw DataError(path + ": " + file_kind(mode) +
+                  ", not a regular file; only regular files are read");
+}
+
 }  // namespace
 
 FileHandle::FileHandle(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) fail(path, "cannot open", errno);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait, forever, for a
+  // writer. The type is checked on the open descriptor (no stat-then-open race)
+  // before anything is read, and the flag is cleared again for regular files.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd_ < 0) {
+    const int err = errno;
+    // A socket cannot be opened at all (ENXIO); say what it is.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+      fail_not_regular(path, st.st_mode);
+    }
+    fail(path, "cannot open", err);
+  }
   struct stat st {};
-  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    const int err = S_ISDIR(st.st_mode) ? EISDIR : errno;
+  if (::fstat(fd_, &st) != 0) {
+    const int err = errno;
     ::close(fd_);
     fd_ = -1;
-    fail(path, "not a regular file", err);
+    fail(path, "cannot stat", err);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    fd_ = -1;
+    fail_not_regular(path, st.st_mode);
+  }
+  const int flags = ::fcntl(fd_, F_GETFL);
+  if (flags < 0 || ::fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    fail(path, "cannot clear O_NONBLOCK", err);
   }
 }
 
@@ -57,6 +94,11 @@ std::uint64_t FileHandle::size() const {
 void FileHandle::read_at(std::uint64_t offset, std::uint64_t size,
                          std::vector<std::uint8_t>& out) const {
   out.resize(size);
+  read_at(offset, std::span<std::uint8_t>(out));
+}
+
+void FileHandle::read_at(std::uint64_t offset, std::span<std::uint8_t> out) const {
+  const std::uint64_t size = out.size();
   std::uint64_t done = 0;
   while (done < size) {
     const ssize_t n =
@@ -78,23 +120,5 @@ void read_whole_file(const std::string& path, std::vector<std::uint8_t>& out) {
   FileHandle file(path);
   file.read_at(0, file.size(), out);
 }
-
-MappedFile::MappedFile(const std::string& path) : path_(path) {
-  FileHandle file(path);
-  size_ = file.size();
-  if (size_ == 0) return;  // mmap of length 0 is invalid; an empty span is right
-  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, file.fd(), 0);
-  if (p == MAP_FAILED) fail(path, "cannot map", errno);
-  data_ = static_cast<const std::uint8_t*>(p);
-}
-
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<std::uint8_t*>(data_), size_);
-}
-
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)) {}
 
 }  // namespace seedloader

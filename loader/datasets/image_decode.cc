@@ -3,6 +3,7 @@
 #include "loader/datasets/jpeg_region.h"
 
 #include <turbojpeg.h>
+#include <webp/decode.h>
 #include <zlib.h>
 
 #include <cctype>
@@ -13,9 +14,15 @@
 #include <string>
 
 #include "loader/datasets/byte_order.h"
-#include "rng/error.h"
+#include "seedloader/datasets/image_options.h"
+#include "seedloader/error.h"
+#include "seedloader/transforms/transform.h"
 
 namespace seedloader {
+
+// A decoded image may be as large as the header cap lets it; the transforms'
+// own cap must not be smaller, or images the dataset accepts would fail them.
+static_assert(kMaxTransformPixels == kDefaultMaxPixels);
 namespace {
 
 // The per-thread decompressor: creating one per image costs more than decoding a
@@ -198,6 +205,20 @@ ImageHeader probe_image(std::span<const std::uint8_t> b, std::uint64_t max_pixel
   return h;
 }
 
+namespace {
+
+// OpenCV's WebP decoder claims a buffer only when libwebp can read its features;
+// one it does not claim goes on to OpenCV's other decoders, and Debian's DICOM
+// one (GDCM) aborts the process on such bytes. So the check is made here first.
+void check_webp_features(std::span<const std::uint8_t> b) {
+  WebPBitstreamFeatures features;
+  if (b.size() < 32 || WebPGetFeatures(b.data(), b.size(), &features) != VP8_STATUS_OK) {
+    throw DataError("corrupt WebP: libwebp cannot read its features");
+  }
+}
+
+}  // namespace
+
 cv::Mat decode_image(std::span<const std::uint8_t> b, const ImageHeader& h, int reduction,
                      int channels) {
   if (reduction != 1 && reduction != 2 && reduction != 4 && reduction != 8) {
@@ -205,10 +226,18 @@ cv::Mat decode_image(std::span<const std::uint8_t> b, const ImageHeader& h, int 
   }
   if (h.format == ImageFormat::kJpeg) return decode_jpeg(b, h, reduction, channels);
   if (h.format == ImageFormat::kPng) check_png_chunks(b);
+  if (h.format == ImageFormat::kWebp) check_webp_features(b);
   const cv::Mat raw(1, static_cast<int>(b.size()), CV_8UC1,
                     const_cast<std::uint8_t*>(b.data()));
-  cv::Mat image =
-      cv::imdecode(raw, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+  cv::Mat image;
+  try {
+    image = cv::imdecode(raw, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+  } catch (const cv::Exception& e) {
+    // OpenCV asserts on some headers (e.g. a BMP height above its own limit)
+    // instead of returning an empty image.
+    throw DataError(std::string("corrupt ") + format_name(h.format) +
+                    ": OpenCV refuses it: " + e.err);
+  }
   if (image.empty()) {
     throw DataError(std::string("corrupt ") + format_name(h.format) +
                     ": OpenCV cannot decode it");

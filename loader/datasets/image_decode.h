@@ -18,7 +18,8 @@
 #include <span>
 #include <string_view>
 
-#include "transforms/transform.h"
+#include "seedloader/datasets/image_options.h"  // kDefaultMaxPixels
+#include "seedloader/transforms/transform.h"
 
 namespace seedloader {
 
@@ -34,9 +35,6 @@ struct ImageHeader {
 // True for the extensions taken as images: jpg, jpeg, png, bmp, webp (any case,
 // with or without the leading dot).
 bool is_image_extension(std::string_view ext);
-
-// 2^28 pixels (16384 x 16384) unless a dataset is configured otherwise.
-inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t{1} << 28;
 
 // Reads the format and size from the first bytes. Throws DataError for an empty
 // or unknown file, a header it cannot read, a zero size, or width x height above

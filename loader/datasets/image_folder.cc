@@ -1,37 +1,53 @@
-#include "loader/datasets/image_folder.h"
+#include "seedloader/datasets/image_folder.h"
 
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
 
 #include "loader/datasets/file_io.h"
-#include "rng/error.h"
+#include "loader/datasets/image_decode.h"
+#include "loader/datasets/image_output.h"
+#include "loader/datasets/path_index.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace fs = std::filesystem;
 
-ImageFolder::ImageFolder(std::string root, Compose transform, ImageFolderOptions options)
-    : root_(std::move(root)),
-      options_(options),
-      output_(std::move(transform), options.channels, {0, 0},
-              "ImageFolder(" + root_ + ")") {
-  layout_ =
-      SampleLayout({output_.field("image"), FieldSpec{"label", DType::kI64, {}, false}});
+struct ImageFolder::State {
+  State(std::string root, Compose transform, ImageFolderOptions options)
+      : root(std::move(root)),
+        options(options),
+        output(std::move(transform), options.channels, {0, 0},
+               "ImageFolder(" + this->root + ")"),
+        layout({output.field("image"), FieldSpec{"label", DType::kI64, {}, false}}) {}
+
+  std::string root;
+  ImageFolderOptions options;
+  ImageOutput output;
+  SampleLayout layout;
+  std::vector<std::string> classes;
+  PathIndex index;
+};
+
+ImageFolder::ImageFolder(std::string root, Compose transform,
+                         ImageFolderOptions options) {
+  auto s = std::make_unique<State>(std::move(root), std::move(transform), options);
+  const std::string& top = s->root;
+  std::vector<std::string>& classes = s->classes;
   std::error_code ec;
-  if (!fs::is_directory(root_, ec)) {
-    throw DataError("ImageFolder: root " + root_ +
-                    " does not exist or is not a directory");
+  if (!fs::is_directory(top, ec)) {
+    throw DataError("ImageFolder: root " + top + " does not exist or is not a directory");
   }
-  for (const fs::directory_entry& entry : fs::directory_iterator(root_, ec)) {
-    if (entry.is_directory()) classes_.push_back(entry.path().filename().string());
+  for (const fs::directory_entry& entry : fs::directory_iterator(top, ec)) {
+    if (entry.is_directory()) classes.push_back(entry.path().filename().string());
   }
-  if (ec) throw DataError("ImageFolder: cannot list " + root_ + ": " + ec.message());
-  if (classes_.empty()) throw DataError("ImageFolder: no class folders under " + root_);
-  std::sort(classes_.begin(), classes_.end());
+  if (ec) throw DataError("ImageFolder: cannot list " + top + ": " + ec.message());
+  if (classes.empty()) throw DataError("ImageFolder: no class folders under " + top);
+  std::sort(classes.begin(), classes.end());
 
   std::vector<std::string> files;
-  for (std::size_t label = 0; label < classes_.size(); ++label) {
-    const fs::path dir = fs::path(root_) / classes_[label];
+  for (std::size_t label = 0; label < classes.size(); ++label) {
+    const fs::path dir = fs::path(top) / classes[label];
     files.clear();
     for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
       if (!entry.is_directory() &&
@@ -46,10 +62,21 @@ ImageFolder::ImageFolder(std::string root, Compose transform, ImageFolderOptions
                       " holds no image file (jpg, jpeg, png, bmp, webp)");
     }
     std::sort(files.begin(), files.end());
-    for (const std::string& f : files) index_.add(f, static_cast<std::int32_t>(label));
+    for (const std::string& f : files) s->index.add(f, static_cast<std::int32_t>(label));
   }
-  index_.shrink_to_fit();
+  s->index.shrink_to_fit();
+  state_ = std::move(s);
 }
+
+ImageFolder::~ImageFolder() = default;
+
+std::uint64_t ImageFolder::size() const { return state_->index.size(); }
+
+const SampleLayout& ImageFolder::layout() const { return state_->layout; }
+
+std::string ImageFolder::describe() const { return "ImageFolder(" + state_->root + ")"; }
+
+const std::vector<std::string>& ImageFolder::classes() const { return state_->classes; }
 
 void ImageFolder::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
   get_logged(index, rng, out, nullptr);
@@ -57,19 +84,20 @@ void ImageFolder::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
 
 void ImageFolder::get_logged(std::uint64_t index, Rng& rng, SampleWriter& out,
                              TransformLog* log) const {
-  if (index >= size()) {
+  const State& s = *state_;
+  if (index >= s.index.size()) {
     throw DataError(describe() + ": sample " + std::to_string(index) + " out of range (" +
-                    std::to_string(size()) + " samples)");
+                    std::to_string(s.index.size()) + " samples)");
   }
   thread_local std::vector<std::uint8_t> bytes;
   try {
-    read_whole_file(index_.path(index), bytes);
-    const EncodedImage source(bytes, options_.max_pixels, options_.channels);
-    output_.write(source, rng, log, out, 0);
-    out.field<std::int64_t>(1)[0] = index_.label(index);
+    read_whole_file(s.index.path(index), bytes);
+    const EncodedImage source(bytes, s.options.max_pixels, s.options.channels);
+    s.output.write(source, rng, log, out, 0);
+    out.field<std::int64_t>(1)[0] = s.index.label(index);
   } catch (...) {
     rethrow_as_data_error(describe() + ": sample " + std::to_string(index) + " (" +
-                          index_.path(index) + ")");
+                          s.index.path(index) + ")");
   }
 }
 

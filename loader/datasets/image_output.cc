@@ -4,7 +4,7 @@
 #include <mutex>
 
 #include "loader/worker_hooks.h"
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

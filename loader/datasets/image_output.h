@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "loader/dataset.h"
-#include "transforms/compose.h"
+#include "seedloader/dataset.h"
+#include "seedloader/transforms/compose.h"
 
 namespace seedloader {
 

@@ -7,7 +7,7 @@
 
 #include <jpeglib.h>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {

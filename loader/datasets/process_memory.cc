@@ -4,7 +4,7 @@
 #include <sstream>
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 

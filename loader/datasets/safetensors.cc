@@ -1,12 +1,14 @@
 #include "loader/datasets/safetensors.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {
@@ -77,19 +79,23 @@ std::size_t safetensors_dtype_size(const std::string& d) {
 
 SafetensorsFile::SafetensorsFile(const std::string& path, std::uint64_t max_header_bytes)
     : file_(path) {
-  const auto bytes = file_.bytes();
-  if (bytes.size() < 8) throw DataError("safetensors " + path + ": shorter than 8 bytes");
+  const std::uint64_t size = file_.size();
+  if (size < 8) throw DataError("safetensors " + path + ": shorter than 8 bytes");
+  std::vector<std::uint8_t> bytes;
+  file_.read_at(0, 8, bytes);
   std::uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | bytes[i];
-  if (n > bytes.size() - 8 || n > max_header_bytes) {
+  if (n > size - 8 || n > max_header_bytes) {
     throw DataError("safetensors " + path + ": header length " + std::to_string(n) +
-                    " exceeds the file (" + std::to_string(bytes.size()) +
+                    " exceeds the file (" + std::to_string(size) +
                     " bytes) or the cap (" + std::to_string(max_header_bytes) + ")");
   }
-  data_ = bytes.subspan(8 + n);
+  data_start_ = 8 + n;
+  const std::uint64_t data_size = size - data_start_;
+  file_.read_at(8, n, bytes);
   json header;
   try {
-    header = json::parse(bytes.begin() + 8, bytes.begin() + 8 + n);
+    header = json::parse(bytes.begin(), bytes.end());
   } catch (const json::exception& e) {
     throw DataError("safetensors " + path + ": header is not JSON: " + e.what());
   }
@@ -108,7 +114,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path, std::uint64_t max_head
       }
       continue;
     }
-    tensors_.push_back(parse_entry(name, entry, data_.size(), path));
+    tensors_.push_back(parse_entry(name, entry, data_size, path));
   }
   std::vector<const SafetensorsTensor*> by_offset;
   for (const auto& t : tensors_) by_offset.push_back(&t);
@@ -120,6 +126,17 @@ SafetensorsFile::SafetensorsFile(const std::string& path, std::uint64_t max_head
                       "' and '" + by_offset[i]->name + "' overlap");
     }
   }
+}
+
+void SafetensorsFile::read(const SafetensorsTensor& t, std::uint64_t offset,
+                           std::span<std::uint8_t> out) const {
+  file_.read_at(data_start_ + t.begin + offset, out);
+}
+
+std::vector<std::uint8_t> SafetensorsFile::read(const SafetensorsTensor& t) const {
+  std::vector<std::uint8_t> out;
+  file_.read_at(data_start_ + t.begin, t.end - t.begin, out);
+  return out;
 }
 
 const SafetensorsTensor* SafetensorsFile::find(const std::string& name) const {
@@ -156,7 +173,8 @@ void write_safetensors(const std::string& path, std::span<const SafetensorsWrite
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) throw Error("write_safetensors: cannot create " + path);
+  if (!f)
+    throw Error("write_safetensors: cannot create " + path + ": " + std::strerror(errno));
   std::uint8_t len[8];
   for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(text.size() >> (8 * i));
   bool ok = std::fwrite(len, 1, 8, f.get()) == 8 &&
@@ -164,8 +182,11 @@ void write_safetensors(const std::string& path, std::span<const SafetensorsWrite
   for (const SafetensorsWrite& t : tensors) {
     ok = ok && std::fwrite(t.data.data(), 1, t.data.size(), f.get()) == t.data.size();
   }
-  ok = std::fflush(f.get()) == 0 && ok;
-  if (!ok) throw Error("write_safetensors: cannot write " + path);
+  ok = ok && std::fflush(f.get()) == 0;
+  if (!ok)
+    throw Error("write_safetensors: cannot write " + path + ": " + std::strerror(errno));
+  if (std::fclose(f.release()) != 0)
+    throw Error("write_safetensors: cannot write " + path + ": " + std::strerror(errno));
 }
 
 }  // namespace seedloader

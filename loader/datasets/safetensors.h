@@ -4,7 +4,8 @@
 //    "__metadata__": {"key": "value"}}
 // then the data; offsets are relative to the end of the header.
 //
-// SafetensorsFile maps a file read-only and validates everything before it
+// SafetensorsFile reads a file with pread (never a mapping, so a file truncated
+// while in use is a DataError, not SIGBUS) and validates everything before it
 // trusts anything: N against the file size (and a cap) before the header is
 // parsed, each dtype known, shape x element size == end - begin without
 // overflow, every range inside the data and no two overlapping. So a forged
@@ -50,14 +51,18 @@ class SafetensorsFile {
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
   // Null when there is no tensor called `name`.
   const SafetensorsTensor* find(const std::string& name) const;
-  std::span<const std::uint8_t> data(const SafetensorsTensor& t) const {
-    return data_.subspan(t.begin, t.end - t.begin);
-  }
+  // Reads out.size() bytes of tensor t's data, from byte `offset` of it.
+  // REQUIRES: offset + out.size() <= t.end - t.begin. Throws DataError naming the
+  // file when it has become shorter.
+  void read(const SafetensorsTensor& t, std::uint64_t offset,
+            std::span<std::uint8_t> out) const;
+  // All of tensor t's data.
+  std::vector<std::uint8_t> read(const SafetensorsTensor& t) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
  private:
-  MappedFile file_;
-  std::span<const std::uint8_t> data_;
+  FileHandle file_;
+  std::uint64_t data_start_ = 0;  // where the data section begins in the file
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, std::string> metadata_;
 };
@@ -72,7 +77,8 @@ struct SafetensorsWrite {
 
 // Writes `tensors` (and `metadata` as __metadata__) to `path`, replacing it.
 // Throws ConfigError for an unknown dtype, a duplicate name or a size mismatch,
-// Error when the file cannot be written.
+// Error naming the file and the system's reason when it cannot be written (a partly
+// written file is left for the caller to remove).
 void write_safetensors(const std::string& path, std::span<const SafetensorsWrite> tensors,
                        const std::map<std::string, std::string>& metadata = {});
 

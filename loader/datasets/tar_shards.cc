@@ -1,4 +1,4 @@
-#include "loader/datasets/tar_shards.h"
+#include "seedloader/datasets/tar_shards.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -10,7 +10,11 @@
 #include <memory>
 #include <unordered_set>
 
-#include "rng/error.h"
+#include "loader/datasets/file_io.h"
+#include "loader/datasets/image_decode.h"
+#include "loader/datasets/image_output.h"
+#include "loader/datasets/path_index.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {
@@ -97,30 +101,69 @@ std::vector<std::string> expand_shard_pattern(const std::string& pattern) {
   return out;
 }
 
+struct TarShards::State {
+  struct Member {
+    std::uint64_t offset;
+    std::uint64_t size;
+  };
+
+  State(const std::string& pattern, Compose transform, TarShardsOptions options)
+      : pattern(pattern),
+        options(std::move(options)),
+        output(std::move(transform), this->options.channels, {0, 0},
+               "TarShards(" + pattern + ")"),
+        layout({output.field("image"), FieldSpec{"label", DType::kI64, {}, false}}) {}
+
+  // Appends the samples of shards[shard] to the index.
+  void index_shard(std::uint32_t shard);
+
+  std::string pattern;
+  TarShardsOptions options;
+  ImageOutput output;
+  SampleLayout layout;
+  std::vector<std::string> shards;  // paths; one entry per shard, not per sample
+  PathIndex keys;  // key per sample; the label field holds the shard number
+  std::vector<Member> images;
+  std::vector<Member> labels;
+};
+
 TarShards::TarShards(const std::string& pattern, Compose transform,
-                     TarShardsOptions options)
-    : pattern_(pattern),
-      options_(std::move(options)),
-      output_(std::move(transform), options_.channels, {0, 0},
-              "TarShards(" + pattern + ")") {
-  layout_ =
-      SampleLayout({output_.field("image"), FieldSpec{"label", DType::kI64, {}, false}});
-  shards_ = expand_shard_pattern(pattern);
-  for (std::uint32_t s = 0; s < shards_.size(); ++s) index_shard(s);
-  if (keys_.size() == 0) throw DataError(describe() + ": the shards hold no samples");
-  keys_.shrink_to_fit();
-  images_.shrink_to_fit();
-  labels_.shrink_to_fit();
+                     TarShardsOptions options) {
+  auto s = std::make_unique<State>(pattern, std::move(transform), std::move(options));
+  s->shards = expand_shard_pattern(pattern);
+  for (std::uint32_t i = 0; i < s->shards.size(); ++i) s->index_shard(i);
+  if (s->keys.size() == 0) {
+    throw DataError("TarShards(" + pattern + "): the shards hold no samples");
+  }
+  s->keys.shrink_to_fit();
+  s->images.shrink_to_fit();
+  s->labels.shrink_to_fit();
+  state_ = std::move(s);
 }
 
-void TarShards::index_shard(std::uint32_t shard) {
-  const std::string& path = shards_[shard];
+TarShards::~TarShards() = default;
+
+std::uint64_t TarShards::size() const { return state_->keys.size(); }
+
+const SampleLayout& TarShards::layout() const { return state_->layout; }
+
+std::string TarShards::describe() const { return "TarShards(" + state_->pattern + ")"; }
+
+std::string_view TarShards::key(std::uint64_t index) const {
+  return state_->keys.path_view(index);
+}
+
+void TarShards::State::index_shard(std::uint32_t shard) {
+  const std::string& path = shards[shard];
+  // Opened (and checked to be a regular file) here, not by libarchive: a FIFO
+  // named like a shard must fail, not wait for a writer.
+  const FileHandle file(path);
+  const std::uint64_t shard_size = file.size();
   std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), &archive_read_free);
   archive_read_support_format_tar(a.get());
-  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 16) != ARCHIVE_OK) {
+  if (archive_read_open_fd(a.get(), file.fd(), 1 << 16) != ARCHIVE_OK) {
     throw DataError("shard " + path + ": " + archive_error_string(a.get()));
   }
-  const std::uint64_t shard_size = FileHandle(path).size();
   std::string current_key;
   bool open_sample = false;
   Member image{}, label{};
@@ -131,12 +174,12 @@ void TarShards::index_shard(std::uint32_t shard) {
     if (!open_sample) return;
     if (!have_image || !have_label) {
       throw DataError("shard " + path + ": sample '" + current_key + "' has no " +
-                      (have_image ? "." + options_.label_ext + " label" : "image") +
+                      (have_image ? "." + options.label_ext + " label" : "image") +
                       " member");
     }
-    keys_.add(current_key, static_cast<std::int32_t>(shard));
-    images_.push_back(image);
-    labels_.push_back(label);
+    keys.add(current_key, static_cast<std::int32_t>(shard));
+    images.push_back(image);
+    labels.push_back(label);
     seen_keys.insert(current_key);
     open_sample = have_image = have_label = false;
   };
@@ -145,7 +188,10 @@ void TarShards::index_shard(std::uint32_t shard) {
   while (true) {
     const int rc = archive_read_next_header(a.get(), &entry);
     if (rc == ARCHIVE_EOF) break;
-    if (rc != ARCHIVE_OK) {
+    // ARCHIVE_WARN is not fatal by itself: libarchive warns, for instance, when a
+    // pax header's UTF-8 name has no spelling in the current locale (LANG=C), and
+    // still hands over the entry. Everything below checks the entry anyway.
+    if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN) {
       throw DataError("shard " + path + ": " +
                       (archive_error_string(a.get()) ? archive_error_string(a.get())
                                                      : "unreadable tar header"));
@@ -153,8 +199,17 @@ void TarShards::index_shard(std::uint32_t shard) {
     if (archive_filter_count(a.get()) > 1) {
       throw DataError("shard " + path + " is compressed; random access needs plain tar");
     }
-    const char* raw_name = archive_entry_pathname(entry);
-    const std::string name = raw_name ? raw_name : "";
+    // The UTF-8 name when libarchive has one (pax names are UTF-8), so keys are
+    // the same in every locale; else the header's bytes as they are.
+    const char* raw_name = archive_entry_pathname_utf8(entry);
+    if (!raw_name) raw_name = archive_entry_pathname(entry);
+    if (!raw_name) {
+      throw DataError("shard " + path + ": a member's name cannot be read" +
+                      (archive_error_string(a.get())
+                           ? std::string(": ") + archive_error_string(a.get())
+                           : std::string()));
+    }
+    const std::string name = raw_name;
     const auto where = [&] { return "shard " + path + ": member '" + name + "'"; };
     if (!safe_member_name(name)) {
       throw DataError(where() + ": absolute or '..' names are rejected");
@@ -187,7 +242,7 @@ void TarShards::index_shard(std::uint32_t shard) {
       current_key = key;
       open_sample = true;
     }
-    if (ext == options_.label_ext) {
+    if (ext == options.label_ext) {
       if (have_label) throw DataError(where() + ": a second label for '" + key + "'");
       label = {offset, size};
       have_label = true;
@@ -201,24 +256,25 @@ void TarShards::index_shard(std::uint32_t shard) {
 }
 
 void TarShards::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
-  if (index >= size()) {
+  const State& s = *state_;
+  if (index >= s.keys.size()) {
     throw DataError(describe() + ": sample " + std::to_string(index) + " out of range");
   }
   thread_local std::vector<std::uint8_t> bytes;
   try {
     // Opened per sample: a dataset of thousands of shards must not hold (and
     // hand every worker) a descriptor per shard.
-    const FileHandle shard(shards_[static_cast<std::size_t>(keys_.label(index))]);
-    shard.read_at(labels_[index].offset, labels_[index].size, bytes);
+    const FileHandle shard(s.shards[static_cast<std::size_t>(s.keys.label(index))]);
+    shard.read_at(s.labels[index].offset, s.labels[index].size, bytes);
     const std::int64_t label = parse_label(bytes);
-    shard.read_at(images_[index].offset, images_[index].size, bytes);
-    const EncodedImage source(bytes, options_.max_pixels, options_.channels);
-    output_.write(source, rng, nullptr, out, 0);
+    shard.read_at(s.images[index].offset, s.images[index].size, bytes);
+    const EncodedImage source(bytes, s.options.max_pixels, s.options.channels);
+    s.output.write(source, rng, nullptr, out, 0);
     out.field<std::int64_t>(1)[0] = label;
   } catch (...) {
     rethrow_as_data_error(describe() + ": sample " + std::to_string(index) + " (shard " +
-                          shards_[static_cast<std::size_t>(keys_.label(index))] +
-                          ", member '" + std::string(key(index)) + "')");
+                          s.shards[static_cast<std::size_t>(s.keys.label(index))] +
+                          ", member '" + std::string(s.keys.path_view(index)) + "')");
   }
 }
 

@@ -1,8 +1,7 @@
-#include "loader/datasets/tensor_file.h"
+#include "seedloader/datasets/tensor_file.h"
 
-#include <cstring>
-
-#include "rng/error.h"
+#include "loader/datasets/safetensors.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {
@@ -19,44 +18,71 @@ DType layout_dtype(const SafetensorsTensor& t, const std::string& path) {
 
 }  // namespace
 
-TensorFile::TensorFile(std::string path, std::vector<std::string> names) : file_(path) {
+struct TensorFile::State {
+  explicit State(const std::string& path) : file(path) {}
+
+  SafetensorsFile file;
+  std::vector<const SafetensorsTensor*> fields;  // into file's tensors
+  std::uint64_t rows = 0;
+  SampleLayout layout;
+};
+
+TensorFile::TensorFile(std::string path, std::vector<std::string> names) {
+  auto s = std::make_unique<State>(path);
+  const std::string describe = "TensorFile(" + s->file.path() + ")";
   if (names.empty()) {
-    for (const auto& t : file_.tensors()) fields_.push_back(&t);
+    for (const auto& t : s->file.tensors()) s->fields.push_back(&t);
   } else {
     for (const std::string& name : names) {
-      const SafetensorsTensor* t = file_.find(name);
-      if (!t) throw ConfigError(describe() + ": no tensor named '" + name + "'");
-      fields_.push_back(t);
+      const SafetensorsTensor* t = s->file.find(name);
+      if (!t) throw ConfigError(describe + ": no tensor named '" + name + "'");
+      s->fields.push_back(t);
     }
   }
-  if (fields_.empty()) throw DataError(describe() + ": the file holds no tensors");
+  if (s->fields.empty()) throw DataError(describe + ": the file holds no tensors");
   std::vector<FieldSpec> specs;
-  for (const SafetensorsTensor* t : fields_) {
+  for (const SafetensorsTensor* t : s->fields) {
     if (t->shape.empty()) {
-      throw DataError(describe() + ": tensor '" + t->name +
-                      "' is a scalar, not [N, ...]");
+      throw DataError(describe + ": tensor '" + t->name + "' is a scalar, not [N, ...]");
     }
-    if (t == fields_.front()) rows_ = t->shape[0];
-    if (t->shape[0] != rows_) {
-      throw DataError(describe() + ": tensor '" + t->name + "' has " +
-                      std::to_string(t->shape[0]) + " rows, '" + fields_.front()->name +
-                      "' has " + std::to_string(rows_));
+    if (t == s->fields.front()) s->rows = t->shape[0];
+    if (t->shape[0] != s->rows) {
+      throw DataError(describe + ": tensor '" + t->name + "' has " +
+                      std::to_string(t->shape[0]) + " rows, '" + s->fields.front()->name +
+                      "' has " + std::to_string(s->rows));
     }
     std::vector<std::int64_t> row(t->shape.begin() + 1, t->shape.end());
-    specs.push_back(FieldSpec{t->name, layout_dtype(*t, file_.path()), row, false});
+    specs.push_back(FieldSpec{t->name, layout_dtype(*t, s->file.path()), row, false});
   }
-  layout_ = SampleLayout(std::move(specs));
+  s->layout = SampleLayout(std::move(specs));
+  state_ = std::move(s);
+}
+
+TensorFile::~TensorFile() = default;
+
+std::uint64_t TensorFile::size() const { return state_->rows; }
+
+const SampleLayout& TensorFile::layout() const { return state_->layout; }
+
+std::string TensorFile::describe() const {
+  return "TensorFile(" + state_->file.path() + ")";
 }
 
 void TensorFile::get(std::uint64_t index, Rng&, SampleWriter& out) const {
-  if (index >= rows_) {
+  const State& s = *state_;
+  if (index >= s.rows) {
     throw DataError(describe() + ": sample " + std::to_string(index) + " out of range (" +
-                    std::to_string(rows_) + " rows)");
+                    std::to_string(s.rows) + " rows)");
   }
-  for (std::size_t f = 0; f < fields_.size(); ++f) {
+  for (std::size_t f = 0; f < s.fields.size(); ++f) {
     std::span<std::byte> dst = out.bytes(f);
-    const auto src = file_.data(*fields_[f]);
-    std::memcpy(dst.data(), src.data() + index * dst.size(), dst.size());
+    try {
+      // Straight into the slot: pread of this row only, no mapping to fault on.
+      s.file.read(*s.fields[f], index * dst.size(),
+                  {reinterpret_cast<std::uint8_t*>(dst.data()), dst.size()});
+    } catch (const DataError& e) {
+      throw DataError(describe() + ": sample " + std::to_string(index) + ": " + e.what());
+    }
   }
 }
 

@@ -1,12 +1,12 @@
-#include "loader/datasets/image_folder.h"
+#include "seedloader/datasets/image_folder.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "seedloader/transforms/spec.h"
 #include "tests/datasets/dataset_test_util.h"
-#include "transforms/spec.h"
 
 namespace seedloader {
 namespace {
@@ -177,6 +177,29 @@ TEST(ImageFolderTest, UnreadableFileIsADataError) {
   }
   EXPECT_NE(what.find("sample 3"), std::string::npos) << what;
   EXPECT_NE(what.find("cannot open"), std::string::npos) << what;
+}
+
+TEST(ImageFolderTest, FifoSocketAndDeviceNamedLikeImagesAreDataErrorsNotWaits) {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "c");
+  ASSERT_TRUE(cv::imwrite(dir / "c/a.png", cv::Mat(8, 8, CV_8UC3, colour_of(0, 0))));
+  testing::make_fifo(dir / "c/x.jpg");
+  const int socket_fd = testing::make_socket(dir / "c/y.jpg");
+  std::filesystem::create_symlink("/dev/zero", dir / "c/z.jpg");
+  ImageFolder data(dir.path(), parse_transform_spec("centercrop:8,u8"));
+  ASSERT_EQ(data.size(), 4u);  // a.png, x.jpg, y.jpg, z.jpg
+  EXPECT_EQ(get_error(data, 0), "");
+  const std::string fifo = testing::data_error_without_waiting(
+      dir / "c/x.jpg", [&] { throw DataError(get_error(data, 1)); });
+  EXPECT_TRUE(testing::contains(fifo, "x.jpg")) << fifo;
+  EXPECT_TRUE(testing::contains(fifo, "FIFO")) << fifo;
+  const std::string socket = get_error(data, 2);
+  EXPECT_TRUE(testing::contains(socket, "y.jpg")) << socket;
+  EXPECT_TRUE(testing::contains(socket, "socket")) << socket;
+  const std::string device = get_error(data, 3);
+  EXPECT_TRUE(testing::contains(device, "z.jpg")) << device;
+  EXPECT_TRUE(testing::contains(device, "device")) << device;
+  ::close(socket_fd);
 }
 
 }  // namespace

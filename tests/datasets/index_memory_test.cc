@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <string>
 
-#include "loader/data_loader.h"
 #include "loader/datasets/path_index.h"
 #include "loader/datasets/process_memory.h"
+#include "seedloader/data_loader.h"
 
 namespace seedloader {
 namespace {

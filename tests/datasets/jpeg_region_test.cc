@@ -10,10 +10,10 @@
 #include <opencv2/imgproc.hpp>
 
 #include "loader/datasets/image_decode.h"
-#include "loader/datasets/synthetic.h"
 #include "loader/worker_hooks.h"
-#include "rng/error.h"
-#include "transforms/transform.h"
+#include "seedloader/datasets/synthetic.h"
+#include "seedloader/error.h"
+#include "seedloader/transforms/transform.h"
 
 namespace seedloader {
 namespace {

@@ -7,18 +7,18 @@
 #include <map>
 #include <opencv2/imgcodecs.hpp>
 
-#include "loader/data_loader.h"
-#include "loader/datasets/cifar10.h"
-#include "loader/datasets/image_folder.h"
-#include "loader/datasets/mnist.h"
 #include "loader/datasets/safetensors.h"
-#include "loader/datasets/synthetic.h"
-#include "loader/datasets/tar_shards.h"
-#include "loader/datasets/tensor_file.h"
-#include "rng/derive.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/datasets/cifar10.h"
+#include "seedloader/datasets/image_folder.h"
+#include "seedloader/datasets/mnist.h"
+#include "seedloader/datasets/synthetic.h"
+#include "seedloader/datasets/tar_shards.h"
+#include "seedloader/datasets/tensor_file.h"
+#include "seedloader/derive.h"
+#include "seedloader/transforms/spec.h"
 #include "tests/datasets/dataset_test_util.h"
 #include "tests/datasets/tar_writer.h"
-#include "transforms/spec.h"
 
 namespace seedloader {
 namespace {
@@ -115,7 +115,7 @@ TEST(DatasetLoaderTest, Cifar10AndMnistThroughWorkers) {
   }
   write_file(dir / "test_batch.bin", records);
   check_through_loader(
-      Cifar10(dir.path(), false, parse_transform_spec("crop:32:4,hflip")));
+      Cifar10(dir.path(), Split::kTest, parse_transform_spec("crop:32:4,hflip")));
 
   std::vector<std::uint8_t> images = {0, 0, 8, 3, 0, 0, 0, 9, 0, 0, 0, 28, 0, 0, 0, 28};
   std::vector<std::uint8_t> labels = {0, 0, 8, 1, 0, 0, 0, 9};
@@ -125,7 +125,8 @@ TEST(DatasetLoaderTest, Cifar10AndMnistThroughWorkers) {
   }
   write_file(dir / "t10k-images-idx3-ubyte", images);
   write_file(dir / "t10k-labels-idx1-ubyte", labels);
-  check_through_loader(Mnist(dir.path(), false, parse_transform_spec("rotate:10")));
+  check_through_loader(
+      Mnist(dir.path(), Split::kTest, parse_transform_spec("rotate:10")));
 }
 
 TEST(DatasetLoaderTest, TensorFileAndSyntheticThroughWorkers) {

@@ -2,9 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <numeric>
 
-#include "loader/datasets/tensor_file.h"
+#include "seedloader/datasets/tensor_file.h"
 #include "tests/common/run_command.h"
 #include "tests/datasets/dataset_test_util.h"
 
@@ -58,7 +59,7 @@ TEST(SafetensorsTest, WrittenTensorsAndMetadataReadBack) {
   EXPECT_EQ(file.tensors()[0].name, "x");
   EXPECT_EQ(file.tensors()[0].shape, (std::vector<std::uint64_t>{4, 2, 3}));
   EXPECT_EQ(file.metadata().at("epoch"), "3");
-  const auto y = file.data(*file.find("y"));
+  const auto y = file.read(*file.find("y"));
   ASSERT_EQ(y.size(), 32u);
   std::int64_t third;
   std::memcpy(&third, y.data() + 16, 8);
@@ -176,6 +177,29 @@ TEST(TensorFileTest, DisagreeingRowsUnknownNamesAndDtypesAreRejected) {
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find("'h' has dtype F16"), std::string::npos);
   }
+}
+
+TEST(TensorFileTest, FifoIsADataErrorNotAWait) {
+  TempDir dir;
+  testing::make_fifo(dir / "t.safetensors");
+  const std::string error = testing::data_error_without_waiting(
+      dir / "t.safetensors", [&] { TensorFile(dir / "t.safetensors"); });
+  EXPECT_TRUE(testing::contains(error, "t.safetensors")) << error;
+  EXPECT_TRUE(testing::contains(error, "FIFO")) << error;
+}
+
+TEST(TensorFileTest, FileTruncatedWhileInUseIsADataErrorNotSigbus) {
+  TempDir dir;
+  // 1000 rows of 64 floats (256 KB): the last rows are pages past a cut.
+  std::vector<float> x(64'000, 1.5f);
+  const SafetensorsWrite tensors[] = {{"x", "F32", {1000, 64}, as_bytes(x)}};
+  write_safetensors(dir / "t.safetensors", tensors);
+  TensorFile data(dir / "t.safetensors");
+  std::filesystem::resize_file(dir / "t.safetensors", 4096 + 100);
+  EXPECT_EQ(testing::get_error(data, 0), "");
+  const std::string error = testing::get_error(data, 999);
+  EXPECT_TRUE(testing::contains(error, "t.safetensors")) << error;
+  EXPECT_TRUE(testing::contains(error, "sample 999")) << error;
 }
 
 }  // namespace

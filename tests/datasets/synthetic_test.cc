@@ -1,9 +1,9 @@
-#include "loader/datasets/synthetic.h"
+#include "seedloader/datasets/synthetic.h"
 
 #include <gtest/gtest.h>
 
+#include "seedloader/transforms/spec.h"
 #include "tests/datasets/dataset_test_util.h"
-#include "transforms/spec.h"
 
 namespace seedloader {
 namespace {

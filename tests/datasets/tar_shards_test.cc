@@ -1,15 +1,17 @@
-#include "loader/datasets/tar_shards.h"
+#include "seedloader/datasets/tar_shards.h"
 
 #include <gtest/gtest.h>
 
+#include <clocale>
 #include <cstdio>
 #include <filesystem>
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "seedloader/transforms/spec.h"
+#include "tests/common/run_command.h"
 #include "tests/datasets/dataset_test_util.h"
 #include "tests/datasets/tar_writer.h"
-#include "transforms/spec.h"
 
 namespace seedloader {
 namespace {
@@ -189,6 +191,67 @@ TEST(TarShardsTest, MissingShardIsADataError) {
   EXPECT_THROW(
       TarShards(dir / "shard-{000000..000002}.tar", parse_transform_spec("centercrop:6")),
       DataError);
+}
+
+TEST(TarShardsTest, FifoOrDeviceShardIsADataErrorNotAWait) {
+  TempDir dir;
+  testing::make_fifo(dir / "fifo.tar");
+  const std::string fifo = testing::data_error_without_waiting(dir / "fifo.tar", [&] {
+    TarShards(dir / "fifo.tar", parse_transform_spec("centercrop:6"));
+  });
+  EXPECT_TRUE(testing::contains(fifo, dir / "fifo.tar")) << fifo;
+  EXPECT_TRUE(testing::contains(fifo, "FIFO")) << fifo;
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.tar");
+  try {
+    TarShards(dir / "zero.tar", parse_transform_spec("centercrop:6"));
+    ADD_FAILURE() << "a device read as a shard";
+  } catch (const DataError& e) {
+    EXPECT_TRUE(testing::contains(e.what(), dir / "zero.tar")) << e.what();
+    EXPECT_TRUE(testing::contains(e.what(), "device")) << e.what();
+  }
+}
+
+// Reads sample 0 of `shard` and checks its key, label and colour.
+void expect_sample(const std::string& shard, const std::string& key, int k) {
+  TarShards data(shard, parse_transform_spec("centercrop:6,u8"));
+  ASSERT_EQ(data.size(), 1u);
+  EXPECT_EQ(data.key(0), key);
+  SampleBuffer buffer(data.layout(), 0);
+  Rng rng = test_rng();
+  data.get(0, rng, buffer.writer());
+  EXPECT_EQ(buffer.field<std::int64_t>(1)[0], 100 + k);
+  EXPECT_EQ(buffer.field<std::uint8_t>(0)[7], colour_of(k)[2]);
+}
+
+TEST(TarShardsTest, PythonPaxShardsWithUtf8NamesReadInAnyLocale) {
+  // Python's tarfile stores a non-ASCII name in a pax header, as UTF-8. In the C
+  // locale (this process never calls setlocale; LANG=C) libarchive cannot spell
+  // it and says so with ARCHIVE_WARN, which must not reject the shard.
+  TempDir dir;
+  const std::string key = "caf\xc3\xa9/\xe7\x8c\xab";  // café/猫
+  testing::write_python_pax_tar(dir / "pax.tar", sample_members(3, key));
+  ASSERT_STREQ(std::setlocale(LC_ALL, nullptr), "C");
+  expect_sample(dir / "pax.tar", key, 3);
+  if (std::setlocale(LC_ALL, "C.UTF-8")) {
+    expect_sample(dir / "pax.tar", key, 3);
+    std::setlocale(LC_ALL, "C");
+  }
+  // The same, written by Python itself where it is installed.
+  if (testing_util::python_has("tarfile")) {
+    testing::write_file(dir / "k.png", png_of(4));
+    const std::string script =
+        "import sys, tarfile\n"
+        "with tarfile.open(sys.argv[1] + '/py.tar', 'w', format=tarfile.PAX_FORMAT) "
+        "as t:\n"
+        "    t.add(sys.argv[1] + '/k.png', arcname='na\\u00efve.png')\n"
+        "    t.add(sys.argv[1] + '/k.cls', arcname='na\\u00efve.cls')\n";
+    testing::write_file(dir / "k.cls", text("104"));
+    testing::write_file(dir / "w.py", script.data(), script.size());
+    const auto r = testing_util::run_command("LANG=C LC_ALL=C /usr/bin/python3 " +
+                                             (dir / "w.py") + " " + dir.path() + " 2>&1");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    expect_sample(dir / "py.tar", "na\xc3\xafve", 4);
+  }
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 
 #include <vector>
 
-#include "ddp/mpi_communicator.h"
-#include "rng/error.h"
+#include "seedloader/ddp/mpi_communicator.h"
+#include "seedloader/error.h"
 
 namespace seedloader::ddp {
 namespace {

@@ -13,11 +13,11 @@
 #include <cstring>
 #include <thread>
 
-#include "ddp/loss.h"
-#include "ddp/mpi_communicator.h"
-#include "ddp/optimizer.h"
-#include "ddp/reducer.h"
-#include "rng/error.h"
+#include "seedloader/ddp/loss.h"
+#include "seedloader/ddp/mpi_communicator.h"
+#include "seedloader/ddp/optimizer.h"
+#include "seedloader/ddp/reducer.h"
+#include "seedloader/error.h"
 #include "tests/ddp/test_models.h"
 
 namespace {

@@ -7,15 +7,15 @@
 #include <memory>
 #include <vector>
 
-#include "ddp/device.h"
-#include "ddp/layers.h"
-#include "ddp/loss.h"
-#include "ddp/nccl_communicator.h"
-#include "ddp/optimizer.h"
-#include "ddp/reducer.h"
-#include "ddp/sequential.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/ddp/device.h"
+#include "seedloader/ddp/layers.h"
+#include "seedloader/ddp/loss.h"
+#include "seedloader/ddp/nccl_communicator.h"
+#include "seedloader/ddp/optimizer.h"
+#include "seedloader/ddp/reducer.h"
+#include "seedloader/ddp/sequential.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 
 namespace seedloader::ddp {
 namespace {

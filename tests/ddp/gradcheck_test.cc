@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "ddp/cpu_kernels.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 
 namespace seedloader::ddp {
 namespace {

@@ -5,13 +5,14 @@
 #include <memory>
 #include <vector>
 
-#include "ddp/layers.h"
-#include "ddp/loss.h"
-#include "ddp/optimizer.h"
-#include "ddp/sequential.h"
-#include "rng/error.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "ddp/cpu_kernels.h"
+#include "seedloader/ddp/layers.h"
+#include "seedloader/ddp/loss.h"
+#include "seedloader/ddp/optimizer.h"
+#include "seedloader/ddp/sequential.h"
+#include "seedloader/error.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 #include "tests/ddp/test_models.h"
 
 namespace seedloader::ddp {

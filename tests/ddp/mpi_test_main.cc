@@ -3,7 +3,7 @@
 // rank's failures still print and fail the job.
 #include <gtest/gtest.h>
 
-#include "ddp/mpi_communicator.h"
+#include "seedloader/ddp/mpi_communicator.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -4,10 +4,10 @@
 
 #include <vector>
 
-#include "ddp/local_communicator.h"
-#include "ddp/loss.h"
-#include "ddp/reducer.h"
-#include "rng/error.h"
+#include "seedloader/ddp/local_communicator.h"
+#include "seedloader/ddp/loss.h"
+#include "seedloader/ddp/reducer.h"
+#include "seedloader/error.h"
 #include "tests/ddp/test_models.h"
 
 namespace seedloader::ddp {

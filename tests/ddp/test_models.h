@@ -6,10 +6,10 @@
 #include <memory>
 #include <vector>
 
-#include "ddp/layers.h"
-#include "ddp/sequential.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/ddp/layers.h"
+#include "seedloader/ddp/sequential.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 
 namespace seedloader::ddp::testing_models {
 

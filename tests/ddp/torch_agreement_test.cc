@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "ddp/loss.h"
-#include "ddp/optimizer.h"
+#include "seedloader/ddp/loss.h"
+#include "seedloader/ddp/optimizer.h"
 #include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 #include "tests/ddp/test_models.h"
 
 namespace seedloader::ddp {
@@ -73,8 +74,8 @@ std::string write_case(const Case& k, int index) {
   c["x_shape"] = batch.x_shape;
   c["labels"] = batch.labels;
   c["y"] = batch.y;
-  const std::string path =
-      ::testing::TempDir() + "ddp_torch_case" + std::to_string(index) + ".json";
+  const std::string path = testing_util::process_temp_dir() + "ddp_torch_case" +
+                           std::to_string(index) + ".json";
   std::ofstream(path) << c.dump();
   return path;
 }

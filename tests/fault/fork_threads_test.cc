@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "loader/data_loader.h"
-#include "loader/datasets/synthetic.h"
 #include "loader/worker_hooks.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/datasets/synthetic.h"
 #include "tests/fault/fault_fixture.h"
 
 namespace seedloader {

@@ -2,8 +2,8 @@
 // option, before any worker is forked.
 #include <functional>
 
-#include "loader/data_loader.h"
-#include "loader/in_memory_dataset.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/stream_probe_dataset.h"
 #include "tests/fault/fault_fixture.h"
 
 namespace seedloader {
@@ -27,7 +27,7 @@ void expect_config_error(const Dataset& ds,
 }
 
 TEST_F(FaultTest, InvalidOptionsAreConfigErrorsAtConstruction) {
-  SyntheticDataset ds(10, 1);
+  StreamProbeDataset ds(10, 1);
   expect_config_error(
       ds, [](LoaderOptions& o) { o.batch_size = 0; }, "batch_size");
   expect_config_error(
@@ -45,14 +45,15 @@ TEST_F(FaultTest, InvalidOptionsAreConfigErrorsAtConstruction) {
       "rank 2");
   expect_config_error(
       ds, [](LoaderOptions& o) { o.timeout = std::chrono::milliseconds(-5); }, "timeout");
-  SyntheticDataset empty(0, 1);
+  StreamProbeDataset empty(0, 1);
   expect_config_error(
       empty, [](LoaderOptions&) {}, "empty");
   SampleLayout huge({{"x", DType::kF64, {1ll << 20, 1ll << 20}, false}});
   class Huge : public Dataset {
    public:
     explicit Huge(SampleLayout l) : layout_(std::move(l)) {}
-    std::uint64_t size() const override { return 4; }
+    // As many samples as the batch: slots are sized by what a batch can hold.
+    std::uint64_t size() const override { return 1ull << 40; }
     const SampleLayout& layout() const override { return layout_; }
     void get(std::uint64_t, Rng&, SampleWriter&) const override {}
     std::string describe() const override { return "Huge"; }

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "loader/data_loader.h"
+#include "seedloader/data_loader.h"
 #include "tests/fault/fault_fixture.h"
 
 namespace seedloader {

@@ -9,7 +9,7 @@
 
 #include <thread>
 
-#include "loader/data_loader.h"
+#include "seedloader/data_loader.h"
 #include "tests/fault/fault_fixture.h"
 #include "tests/loader/test_datasets.h"
 

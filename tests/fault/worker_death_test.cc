@@ -5,10 +5,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <thread>
 
-#include "loader/data_loader.h"
+#include "seedloader/data_loader.h"
 #include "tests/fault/fault_fixture.h"
 #include "tests/loader/test_datasets.h"
 
@@ -167,6 +166,35 @@ TEST_F(FaultTest, StalledWorkerIsATimeoutErrorNamingIt) {
     EXPECT_NE(std::string(e.what()).find("batch 2"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(loader.worker_pids().empty());
+}
+
+// An interrupt noticed by the waiting hook (as the Python binding's Ctrl-C check
+// does) abandons the epoch: the workers are gone and the next epoch runs whole.
+TEST_F(FaultTest, WhileWaitingHookThrowingStopsTheWorkersAndTheNextEpochRuns) {
+  static bool stall = true;  // workers see the value it had when they were forked
+  HookedDataset ds(64, [](std::uint64_t i) {
+    if (i == 9 && stall) std::this_thread::sleep_for(std::chrono::seconds(60));
+  });
+  LoaderOptions o = options(2);
+  int calls = 0;
+  o.while_waiting = [&calls] {
+    if (++calls == 10) throw std::runtime_error("interrupted");
+  };
+  DataLoader loader(ds, o);
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    for (const Batch& b : loader) (void)b;
+    FAIL() << "the hook's exception was lost";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "interrupted");
+    EXPECT_LT(seconds_since(t0), 3.0);
+  }
+  EXPECT_TRUE(loader.worker_pids().empty());
+  stall = false;
+  calls = -1000000;
+  std::uint64_t batches = 0;
+  for (const Batch& b : loader) batches += b.empty() ? 0 : 1;
+  EXPECT_EQ(batches, loader.num_batches());
 }
 
 TEST_F(FaultTest, WithoutTimeoutADeadWorkerIsStillDetected) {

@@ -4,8 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "loader/data_loader.h"
 #include "loader/shared_region.h"
+#include "seedloader/data_loader.h"
 #include "tests/fault/fault_fixture.h"
 #include "tests/loader/test_datasets.h"
 

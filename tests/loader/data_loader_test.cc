@@ -1,5 +1,5 @@
 // DataLoader correctness: determinism, seeding contract, exactly-once delivery.
-#include "loader/data_loader.h"
+#include "seedloader/data_loader.h"
 
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <set>
 #include <vector>
 
-#include "loader/in_memory_dataset.h"
-#include "rng/derive.h"
-#include "rng/random.h"
+#include "seedloader/derive.h"
+#include "seedloader/random.h"
+#include "seedloader/stream_probe_dataset.h"
 
 namespace seedloader {
 namespace {
@@ -59,7 +59,7 @@ LoaderOptions base_options(int workers) {
 }
 
 TEST(DataLoaderTest, SameOptionsGiveBitIdenticalBatchesAcrossRuns) {
-  SyntheticDataset ds(100, 3);
+  StreamProbeDataset ds(100, 3);
   DataLoader a(ds, base_options(2));
   DataLoader b(ds, base_options(2));
   auto ea = run_epoch(a, 3);
@@ -68,8 +68,29 @@ TEST(DataLoaderTest, SameOptionsGiveBitIdenticalBatchesAcrossRuns) {
   EXPECT_EQ(ea, eb);
 }
 
+// An iterator whose epoch a later begin() abandoned throws when advanced; before,
+// it fetched the new epoch's batches into its own positions, handing out slots
+// the new iterator was about to deliver.
+TEST(DataLoaderTest, AdvancingAnAbandonedEpochsIteratorThrowsAndLeavesTheNewOneWhole) {
+  for (int workers : {0, 2}) {
+    SCOPED_TRACE(workers);
+    StreamProbeDataset ds(100, 3);
+    DataLoader loader(ds, base_options(workers));
+    const auto whole = run_epoch(loader, 0);
+    loader.set_epoch(0);
+    DataLoader::Iterator stale = loader.begin();
+    ++stale;
+    stale.take().reset();  // it holds no slot, so only the epoch is at stake
+    DataLoader::Iterator fresh = loader.begin();  // abandons stale's epoch
+    EXPECT_THROW(++stale, Error);
+    std::vector<BatchCopy> got;
+    for (; !(fresh == DataLoader::Sentinel{}); ++fresh) got.push_back(copy_of(*fresh));
+    EXPECT_EQ(got, whole);
+  }
+}
+
 TEST(DataLoaderTest, DifferentEpochsGiveDifferentAugmentations) {
-  SyntheticDataset ds(50, 2);
+  StreamProbeDataset ds(50, 2);
   DataLoader loader(ds, base_options(2));
   auto e0 = run_epoch(loader, 0);
   auto e1 = run_epoch(loader, 1);
@@ -81,7 +102,7 @@ TEST(DataLoaderTest, DifferentEpochsGiveDifferentAugmentations) {
 }
 
 TEST(DataLoaderTest, NoTwoWorkersShareAFingerprintWithinAnEpoch) {
-  SyntheticDataset ds(120, 1);
+  StreamProbeDataset ds(120, 1);
   LoaderOptions o = base_options(3);
   DataLoader loader(ds, o);
   std::set<std::uint64_t> seen;
@@ -97,7 +118,7 @@ TEST(DataLoaderTest, NoTwoWorkersShareAFingerprintWithinAnEpoch) {
 }
 
 TEST(DataLoaderTest, NoTwoRanksShareAFingerprint) {
-  SyntheticDataset ds(90, 1);
+  StreamProbeDataset ds(90, 1);
   std::set<std::uint64_t> seen;
   std::size_t n = 0;
   for (std::uint64_t rank = 0; rank < 3; ++rank) {
@@ -117,7 +138,7 @@ TEST(DataLoaderTest, NoTwoRanksShareAFingerprint) {
 }
 
 TEST(DataLoaderTest, WorkerModeDrawsFromTheWorkerStreamInBatchOrder) {
-  SyntheticDataset ds(40, 2);
+  StreamProbeDataset ds(40, 2);
   LoaderOptions o = base_options(3);
   DataLoader loader(ds, o);
   std::map<int, Rng> streams;
@@ -139,7 +160,7 @@ TEST(DataLoaderTest, WorkerModeDrawsFromTheWorkerStreamInBatchOrder) {
 }
 
 TEST(DataLoaderTest, SampleModeUsesEachIndexsOwnStream) {
-  SyntheticDataset ds(30, 1);
+  StreamProbeDataset ds(30, 1);
   LoaderOptions o = base_options(2);
   o.seeding = SeedScope::kSample;
   DataLoader loader(ds, o);
@@ -155,7 +176,7 @@ TEST(DataLoaderTest, SampleModeUsesEachIndexsOwnStream) {
 class SampleModeWorkersTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(SampleModeWorkersTest, BatchesAreIdenticalForAnyWorkerCount) {
-  SyntheticDataset ds(61, 2);
+  StreamProbeDataset ds(61, 2);
   LoaderOptions o = base_options(0);
   o.seeding = SeedScope::kSample;
   DataLoader reference(ds, o);
@@ -168,7 +189,7 @@ TEST_P(SampleModeWorkersTest, BatchesAreIdenticalForAnyWorkerCount) {
 INSTANTIATE_TEST_SUITE_P(Workers, SampleModeWorkersTest, ::testing::Values(1, 2, 3, 5));
 
 TEST(DataLoaderTest, ResumedEpochDeliversTheRestOfTheSameBatches) {
-  SyntheticDataset ds(90, 2);
+  StreamProbeDataset ds(90, 2);
   LoaderOptions o = base_options(2);
   o.seeding = SeedScope::kSample;
   DataLoader full(ds, o);
@@ -187,14 +208,14 @@ TEST(DataLoaderTest, ResumedEpochDeliversTheRestOfTheSameBatches) {
 }
 
 TEST(DataLoaderTest, InThreadLoadingMatchesOneWorker) {
-  SyntheticDataset ds(33, 2);
+  StreamProbeDataset ds(33, 2);
   DataLoader inline_loader(ds, base_options(0));
   DataLoader one_worker(ds, base_options(1));
   EXPECT_EQ(run_epoch(inline_loader, 6), run_epoch(one_worker, 6));
 }
 
 TEST(DataLoaderTest, EveryIndexIsDeliveredExactlyOncePerEpoch) {
-  SyntheticDataset ds(101, 1);
+  StreamProbeDataset ds(101, 1);
   for (int workers : {0, 2, 3}) {
     LoaderOptions o = base_options(workers);
     DataLoader loader(ds, o);
@@ -211,7 +232,7 @@ TEST(DataLoaderTest, EveryIndexIsDeliveredExactlyOncePerEpoch) {
 }
 
 TEST(DataLoaderTest, RanksTogetherCoverTheDatasetAsTheSamplerSays) {
-  SyntheticDataset ds(64, 1);
+  StreamProbeDataset ds(64, 1);
   std::vector<std::uint64_t> all;
   for (std::uint64_t rank = 0; rank < 4; ++rank) {
     LoaderOptions o = base_options(2);
@@ -229,7 +250,7 @@ TEST(DataLoaderTest, RanksTogetherCoverTheDatasetAsTheSamplerSays) {
 }
 
 TEST(DataLoaderTest, DropLastDropsTheShortBatch) {
-  SyntheticDataset ds(20, 1);
+  StreamProbeDataset ds(20, 1);
   LoaderOptions o = base_options(2);
   o.drop_last = true;
   DataLoader loader(ds, o);
@@ -239,7 +260,7 @@ TEST(DataLoaderTest, DropLastDropsTheShortBatch) {
 }
 
 TEST(DataLoaderTest, PersistentWorkersSurviveEpochsAndOthersDoNot) {
-  SyntheticDataset ds(20, 1);
+  StreamProbeDataset ds(20, 1);
   LoaderOptions o = base_options(2);
   o.persistent_workers = true;
   DataLoader persistent(ds, o);
@@ -256,7 +277,7 @@ TEST(DataLoaderTest, PersistentWorkersSurviveEpochsAndOthersDoNot) {
 }
 
 TEST(DataLoaderTest, BreakingOffAnEpochLeavesTheNextOneIntact) {
-  SyntheticDataset ds(70, 1);
+  StreamProbeDataset ds(70, 1);
   LoaderOptions o = base_options(2);
   o.persistent_workers = true;
   DataLoader loader(ds, o);
@@ -271,7 +292,7 @@ TEST(DataLoaderTest, BreakingOffAnEpochLeavesTheNextOneIntact) {
 }
 
 TEST(DataLoaderTest, TensorViewsDescribeTheCollatedArrays) {
-  SyntheticDataset ds(10, 3);
+  StreamProbeDataset ds(10, 3);
   LoaderOptions o = base_options(1);
   o.batch_size = 4;
   o.shuffle = false;
@@ -291,7 +312,7 @@ TEST(DataLoaderTest, TensorViewsDescribeTheCollatedArrays) {
 }
 
 TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsIsAClearError) {
-  SyntheticDataset ds(100, 1);
+  StreamProbeDataset ds(100, 1);
   LoaderOptions o = base_options(2);
   o.prefetch = 1;
   DataLoader loader(ds, o);
@@ -309,7 +330,7 @@ TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsIsAClearError) {
 }
 
 TEST(DataLoaderTest, KeptBatchesStayValidUntilDropped) {
-  SyntheticDataset ds(40, 1);
+  StreamProbeDataset ds(40, 1);
   LoaderOptions o = base_options(2);
   o.prefetch = 3;
   DataLoader loader(ds, o);
@@ -326,11 +347,11 @@ TEST(DataLoaderTest, KeptBatchesStayValidUntilDropped) {
 
 TEST(DataLoaderTest, WorkerInitRunsInEveryWorkerWithItsId) {
   static int tag = -1;  // each worker's own copy after fork
-  class TagDataset : public SyntheticDataset {
+  class TagDataset : public StreamProbeDataset {
    public:
-    using SyntheticDataset::SyntheticDataset;
+    using StreamProbeDataset::StreamProbeDataset;
     void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override {
-      SyntheticDataset::get(index, rng, out);
+      StreamProbeDataset::get(index, rng, out);
       out.field<std::int64_t>(1)[0] = tag;
     }
   } ds(12, 1);
@@ -350,12 +371,12 @@ TEST(DataLoaderTest, WorkerInitRunsInEveryWorkerWithItsId) {
 }
 
 TEST(DataLoaderTest, SkipPolicyReplacesBadSamplesDeterministically) {
-  class Holey : public SyntheticDataset {
+  class Holey : public StreamProbeDataset {
    public:
-    using SyntheticDataset::SyntheticDataset;
+    using StreamProbeDataset::StreamProbeDataset;
     void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override {
       if (index % 10 == 3 || index == 4) throw DataError("bad " + std::to_string(index));
-      SyntheticDataset::get(index, rng, out);
+      StreamProbeDataset::get(index, rng, out);
     }
   } ds(40, 1);
   for (int workers : {0, 2}) {
@@ -382,9 +403,9 @@ TEST(DataLoaderTest, SkipPolicyReplacesBadSamplesDeterministically) {
 }
 
 TEST(DataLoaderTest, SkipPolicyGivesUpAfterARunOfBadReplacements) {
-  class AllBad : public SyntheticDataset {
+  class AllBad : public StreamProbeDataset {
    public:
-    using SyntheticDataset::SyntheticDataset;
+    using StreamProbeDataset::StreamProbeDataset;
     void get(std::uint64_t index, Rng&, SampleWriter&) const override {
       throw DataError("unreadable " + std::to_string(index));
     }
@@ -405,7 +426,7 @@ TEST(DataLoaderTest, SkipPolicyGivesUpAfterARunOfBadReplacements) {
 }
 
 TEST(DataLoaderTest, ALeftoverIteratorDoesNotStopANewerEpoch) {
-  SyntheticDataset ds(70, 1);
+  StreamProbeDataset ds(70, 1);
   for (bool persistent : {false, true}) {
     LoaderOptions o = base_options(2);
     o.persistent_workers = persistent;
@@ -456,7 +477,7 @@ TEST(DataLoaderTest, OversizeVariableSampleIsADataErrorNamingIndexAndField) {
 }
 
 TEST(DataLoaderTest, ReportsPerWorkerBusyTime) {
-  SyntheticDataset ds(64, 64);
+  StreamProbeDataset ds(64, 64);
   LoaderOptions o = base_options(2);
   o.persistent_workers = true;
   DataLoader loader(ds, o);
@@ -464,6 +485,26 @@ TEST(DataLoaderTest, ReportsPerWorkerBusyTime) {
   auto busy = loader.worker_busy_seconds();
   ASSERT_EQ(busy.size(), 2u);
   for (double s : busy) EXPECT_GT(s, 0.0);
+}
+
+TEST(DataLoaderTest, SlotsHoldNoMoreRowsThanTheDatasetCanFill) {
+  // A batch size far beyond the dataset: the one batch holds all 10 samples, and
+  // the slots are sized for 10 rows, not 10^6.
+  StreamProbeDataset ds(10, 4);
+  for (int workers : {0, 2}) {
+    LoaderOptions o;
+    o.batch_size = 1'000'000;
+    o.num_workers = workers;
+    o.seed = 1;
+    DataLoader loader(ds, o);
+    EXPECT_LT(loader.shared_memory().size(), 1u << 20) << workers << " workers";
+    std::uint64_t batches = 0;
+    for (const Batch& b : loader) {
+      EXPECT_EQ(b.indices().size(), 10u);
+      ++batches;
+    }
+    EXPECT_EQ(batches, 1u);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // DevicePrefetcher: batches arrive on the GPU intact and in order, with
 // workers forked after the region was pinned. Skips without a CUDA device.
-#include "loader/device_prefetcher.h"
+#include "seedloader/device_prefetcher.h"
 
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "loader/in_memory_dataset.h"
+#include "seedloader/stream_probe_dataset.h"
 
 namespace seedloader {
 namespace {
@@ -27,7 +27,7 @@ bool have_device(std::string* why) {
 TEST(DevicePrefetcherTest, DeviceBatchesMatchHostBatchesInOrder) {
   std::string why;
   if (!have_device(&why)) GTEST_SKIP() << why;
-  SyntheticDataset ds(1000, 32);
+  StreamProbeDataset ds(1000, 32);
   LoaderOptions o;
   o.batch_size = 64;
   o.num_workers = 2;

@@ -1,8 +1,9 @@
 // LoaderOptions validation and the in-memory dataset.
 #include <gtest/gtest.h>
 
-#include "loader/data_loader.h"
-#include "loader/in_memory_dataset.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/in_memory_dataset.h"
+#include "seedloader/stream_probe_dataset.h"
 
 namespace seedloader {
 namespace {
@@ -28,7 +29,7 @@ TEST(InMemoryDatasetTest, LoaderDeliversTheStoredRows) {
 }
 
 TEST(LoaderOptionsTest, UnsetSeedIsDrawnAndReported) {
-  SyntheticDataset ds(4, 1);
+  StreamProbeDataset ds(4, 1);
   LoaderOptions o;
   DataLoader a(ds, o);
   DataLoader b(ds, o);

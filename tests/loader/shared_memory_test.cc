@@ -10,7 +10,7 @@
 #include "loader/shared_layout.h"
 #include "loader/shared_region.h"
 #include "loader/slot_state.h"
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {

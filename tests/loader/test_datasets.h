@@ -6,12 +6,12 @@
 #include <functional>
 #include <string>
 
-#include "loader/dataset.h"
-#include "loader/in_memory_dataset.h"
+#include "seedloader/dataset.h"
+#include "seedloader/stream_probe_dataset.h"
 
 namespace seedloader::testing_util {
 
-// SyntheticDataset whose get() first runs `hook(index)` (which may throw,
+// StreamProbeDataset whose get() first runs `hook(index)` (which may throw,
 // sleep, or kill the process).
 class HookedDataset : public Dataset {
  public:
@@ -26,7 +26,7 @@ class HookedDataset : public Dataset {
   std::string describe() const override { return "HookedDataset"; }
 
  private:
-  SyntheticDataset inner_;
+  StreamProbeDataset inner_;
   std::function<void(std::uint64_t)> hook_;
 };
 

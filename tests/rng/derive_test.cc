@@ -1,4 +1,4 @@
-#include "rng/derive.h"
+#include "seedloader/derive.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rng/random.h"
+#include "seedloader/random.h"
 #include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 
 namespace seedloader {
 namespace {
@@ -87,7 +88,7 @@ TEST(DeriveTest, MatchesNumpyForRandomCombinations) {
     for (std::uint64_t k : key) script << k << ",";
     script << ")));print(' '.join('0x%016x'%int(x) for x in b.random_raw(2)))\n";
   }
-  std::string path = testing::TempDir() + "derive_numpy_check.py";
+  std::string path = testing_util::process_temp_dir() + "derive_numpy_check.py";
   FILE* f = std::fopen(path.c_str(), "w");
   ASSERT_NE(f, nullptr);
   std::fputs(script.str().c_str(), f);

@@ -1,8 +1,9 @@
-#include "rng/pcg64_stream.h"
+#include "seedloader/pcg64_stream.h"
 
 #include <gtest/gtest.h>
 
-#include "rng/derive.h"
+#include "seedloader/derive.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {
@@ -80,6 +81,39 @@ TEST(Pcg64StreamTest, CopiesAreIndependentValues) {
   EXPECT_EQ(a.next_u64(), b.next_u64());
   a.next_u64();
   EXPECT_NE(a, b);
+}
+
+// numpy: b = PCG64(SeedSequence(1234, spawn_key=(1, 0, 0, 0))); b.state, then again
+// after one 32-bit draw.
+TEST(Pcg64StreamRawStateTest, EqualsNumpysStateBeforeAndAfterAThirtyTwoBitDraw) {
+  Pcg64Stream s = worker_stream(1234, 0, 0, 0);
+  Pcg64Stream::RawState r = s.raw_state();
+  EXPECT_EQ(r.state_hi, 0x4486ad57ed4aeceaull);
+  EXPECT_EQ(r.state_lo, 0x8277bb912b54999bull);
+  EXPECT_EQ(r.inc_hi, 0x08d629e35b782bdeull);
+  EXPECT_EQ(r.inc_lo, 0xbfa56a9a776f9f93ull);
+  EXPECT_FALSE(r.has_u32);
+  s.next_u32();
+  r = s.raw_state();
+  EXPECT_TRUE(r.has_u32);
+  EXPECT_EQ(r.buffered_u32, 0xc4b64d29u);
+  EXPECT_EQ(r.state_hi, 0xc62219d08708cc42ull);
+  EXPECT_EQ(r.state_lo, 0x972190bc1d5bf85aull);
+  EXPECT_EQ(s.next_u64(), 0xfb3113a1efb2f00full);
+}
+
+TEST(Pcg64StreamRawStateTest, SetRawStateResumesTheSameStreamExactly) {
+  Pcg64Stream a = worker_stream(7, 3, 1, 2);
+  a.next_u64();
+  a.next_u32();  // leaves a buffered half
+  Pcg64Stream b = worker_stream(99, 0, 0, 0);
+  b.set_raw_state(a.raw_state());
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.next_u32(), b.next_u32());
+  EXPECT_EQ(a.next_u64(), b.next_u64());
+  Pcg64Stream::RawState even = a.raw_state();
+  even.inc_lo &= ~1ull;
+  EXPECT_THROW(b.set_raw_state(even), ConfigError);
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 // Known answers computed with numpy 1.24 (Generator(PCG64(SeedSequence(7)))).
-#include "rng/random.h"
+#include "seedloader/random.h"
 
 #include <gtest/gtest.h>
 
 #include <numeric>
 #include <vector>
 
-#include "rng/derive.h"
+#include "seedloader/derive.h"
 
 namespace seedloader {
 namespace {

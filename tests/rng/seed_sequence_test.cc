@@ -1,6 +1,6 @@
 // Known answers from numpy's own test suite (numpy/random/tests/
 // test_seed_sequence.py, after O'Neill's C++ reference) and from numpy itself.
-#include "rng/seed_sequence.h"
+#include "seedloader/seed_sequence.h"
 
 #include <gtest/gtest.h>
 

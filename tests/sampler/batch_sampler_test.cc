@@ -1,8 +1,8 @@
-#include "sampler/batch_sampler.h"
+#include "seedloader/batch_sampler.h"
 
 #include <gtest/gtest.h>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {

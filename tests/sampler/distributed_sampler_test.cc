@@ -1,4 +1,4 @@
-#include "sampler/distributed_sampler.h"
+#include "seedloader/distributed_sampler.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {

@@ -1,4 +1,4 @@
-#include "sampler/sampler.h"
+#include "seedloader/sampler.h"
 
 #include <gtest/gtest.h>
 

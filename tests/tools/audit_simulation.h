@@ -5,9 +5,9 @@
 
 #include <vector>
 
-#include "rng/derive.h"
-#include "sampler/batch_sampler.h"
-#include "sampler/distributed_sampler.h"
+#include "seedloader/batch_sampler.h"
+#include "seedloader/derive.h"
+#include "seedloader/distributed_sampler.h"
 #include "tools/seed_audit/audit_types.h"
 #include "tools/seed_audit/seeding_mode.h"
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "tests/tools/audit_simulation.h"
 #include "tools/seed_audit/auditor.h"
 #include "tools/seed_audit/report_format.h"

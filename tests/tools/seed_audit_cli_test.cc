@@ -5,8 +5,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sampler/distributed_sampler.h"
+#include "seedloader/distributed_sampler.h"
 #include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 
 namespace seedloader {
 namespace {
@@ -33,6 +34,28 @@ TEST(SeedAuditCliTest, UsageErrorsExitTwo) {
   auto r = run_command(audit("shard --size 10 --world-size 2 --rank 2"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("rank 2 is not below world_size 2"), std::string::npos) << r.out;
+}
+
+// Before, strtoull wrapped "-1" to 2^64 - 1 and saturated 2^64 to it, so both
+// ran as a different seed (or epoch) than the one typed.
+TEST(SeedAuditCliTest, NegativeOrOverflowingIntegersExitTwoNamingTheOption) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--seed", "derive --seed -1"},
+      {"--seed", "derive --seed 18446744073709551616"},
+      {"--epoch", "derive --seed 1 --epoch -1"},
+      {"--rank", "derive --seed 1 --rank -2"},
+      {"--index", "derive --seed 1 --purpose sample --index 99999999999999999999"},
+      {"--seed", "shard --size 10 --world-size 2 --rank 0 --shuffle --seed -1"},
+      {"--epoch", "shard --size 10 --world-size 2 --rank 0 --epoch -1"},
+      {"--seed", "run --data synthetic:8 --workers 0 --epochs 1 --seed -1"},
+      {"--epochs", "run --data synthetic:8 --workers 0 --epochs 18446744073709551616"},
+  };
+  for (const auto& [option, args] : cases) {
+    auto r = run_command(audit(args));
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(option), std::string::npos) << args << "\n" << r.out;
+  }
+  EXPECT_EQ(run_command(audit("derive --seed 18446744073709551615")).exit_code, 0);
 }
 
 TEST(SeedAuditCliTest, DeriveJsonHasKeyStateAndOutputs) {
@@ -83,7 +106,7 @@ TEST(SeedAuditCliTest, UnshuffledShardMatchesPyTorchDistributedSampler) {
     input += std::to_string(n) + " " + std::to_string(w) + " " + std::to_string(r) + " " +
              (d ? "1" : "0") + "\n";
   }
-  std::string dir = testing::TempDir();
+  std::string dir = testing_util::process_temp_dir();
   FILE* f = std::fopen((dir + "torch_shards.py").c_str(), "w");
   std::fputs(script.c_str(), f);
   std::fclose(f);

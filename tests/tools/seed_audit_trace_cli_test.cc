@@ -5,7 +5,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "seedloader/audit.h"
+#include "seedloader/error.h"
 #include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 #include "tests/tools/audit_simulation.h"
 
 namespace seedloader::audit {
@@ -19,7 +22,7 @@ std::string audit(const std::string& args) {
 
 std::string write_trace(const std::string& name,
                         const std::vector<SampleRecord>& records) {
-  std::string path = testing::TempDir() + name;
+  std::string path = testing_util::process_temp_dir() + name;
   std::ofstream f(path);
   for (const SampleRecord& r : records) {
     f << nlohmann::json{{"rank", r.rank},     {"epoch", r.epoch},
@@ -42,7 +45,7 @@ TEST(SeedAuditTraceCliTest, NaiveTraceExitsOneWithJsonReport) {
   std::string path =
       write_trace("naive.jsonl",
                   simulate(World{.ranks = 1, .epochs = 1, .mode = SeedingMode::kNaive}));
-  std::string report = testing::TempDir() + "naive_report.json";
+  std::string report = testing_util::process_temp_dir() + "naive_report.json";
   auto r = run_command(audit("trace " + path + " --json " + report + " 2>&1"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("worker_rng_duplicate: 67 samples"), std::string::npos) << r.out;
@@ -56,8 +59,23 @@ TEST(SeedAuditTraceCliTest, NaiveTraceExitsOneWithJsonReport) {
   EXPECT_EQ(nlohmann::json::parse(stdout_json.out)["findings"][0]["count"], 67);
 }
 
+// audit_trace_json() (what the Python package's audit.check() calls) gives the
+// CLI's report exactly.
+TEST(SeedAuditTraceCliTest, LibraryReportEqualsTheCliReport) {
+  std::string path =
+      write_trace("naive_lib.jsonl",
+                  simulate(World{.ranks = 2, .epochs = 2, .mode = SeedingMode::kNaive}));
+  auto cli =
+      run_command(audit("trace " + path + " --dataset-size 103 --json - 2>/dev/null"));
+  EXPECT_EQ(cli.exit_code, 1);
+  nlohmann::json lib = nlohmann::json::parse(audit_trace_json(path, 103));
+  EXPECT_EQ(lib, nlohmann::json::parse(cli.out));
+  EXPECT_EQ(lib["verdict"], "findings");
+  EXPECT_THROW(audit_trace_json(path + ".absent", std::nullopt), DataError);
+}
+
 TEST(SeedAuditTraceCliTest, MalformedLineExitsTwoNamingTheLine) {
-  std::string path = testing::TempDir() + "bad.jsonl";
+  std::string path = testing_util::process_temp_dir() + "bad.jsonl";
   {
     std::ofstream f(path);
     f << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"a"})"
@@ -72,6 +90,20 @@ TEST(SeedAuditTraceCliTest, MalformedLineExitsTwoNamingTheLine) {
       << r.out;
 }
 
+// Before, --allow-missing -1 wrapped to 2^64 - 1 and turned a coverage finding
+// into "clean".
+TEST(SeedAuditTraceCliTest, NegativeCountsExitTwoNamingTheOption) {
+  std::string path = write_trace("short.jsonl", simulate(World{.size = 20, .ranks = 1}));
+  EXPECT_EQ(run_command(audit("trace " + path + " --dataset-size 30 2>&1")).exit_code, 1);
+  auto r =
+      run_command(audit("trace " + path + " --dataset-size 30 --allow-missing -1 2>&1"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--allow-missing"), std::string::npos) << r.out;
+  r = run_command(audit("trace " + path + " --dataset-size -30 2>&1"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--dataset-size"), std::string::npos) << r.out;
+}
+
 TEST(SeedAuditTraceCliTest, InputErrorsExitTwo) {
   std::string path = write_trace("small.jsonl", simulate(World{.size = 20, .ranks = 1}));
   auto r = run_command(audit("trace " + path + " --dataset-size 10 2>&1"));
@@ -79,7 +111,7 @@ TEST(SeedAuditTraceCliTest, InputErrorsExitTwo) {
   EXPECT_NE(r.out.find("is not below the dataset size 10"), std::string::npos) << r.out;
   EXPECT_EQ(run_command(audit("trace /nonexistent/trace.jsonl 2>&1")).exit_code, 2);
   EXPECT_EQ(run_command(audit("trace 2>&1")).exit_code, 2);
-  std::string empty = testing::TempDir() + "empty.jsonl";
+  std::string empty = testing_util::process_temp_dir() + "empty.jsonl";
   std::ofstream{empty};
   auto e = run_command(audit("trace " + empty + " 2>&1"));
   EXPECT_EQ(e.exit_code, 2);

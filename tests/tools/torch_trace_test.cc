@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 
 namespace seedloader {
 namespace {
@@ -17,8 +18,8 @@ using testing_util::run_command;
 // Records `scenario` (see torch_trace_scenarios.py) and audits it; returns the
 // finding counts by kind, and the exit code in `exit_code`.
 std::map<std::string, int> audit_scenario(const std::string& scenario, int& exit_code) {
-  std::string trace = testing::TempDir() + "torch_" + scenario + ".jsonl";
-  std::string report = testing::TempDir() + "torch_" + scenario + ".json";
+  std::string trace = testing_util::process_temp_dir() + "torch_" + scenario + ".jsonl";
+  std::string report = testing_util::process_temp_dir() + "torch_" + scenario + ".json";
   auto rec = run_command("/usr/bin/python3 " SEEDLOADER_SOURCE_DIR
                          "/tests/tools/torch_trace_scenarios.py " +
                          scenario + " " + trace + " 2>&1");

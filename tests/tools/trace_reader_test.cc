@@ -5,8 +5,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "rng/error.h"
-#include "tools/seed_audit/hash64.h"
+#include "seedloader/error.h"
+#include "tests/common/temp_dir.h"
+#include "tools/common/hash64.h"
 #include "tools/seed_audit/trace_reader.h"
 
 namespace seedloader::audit {
@@ -30,8 +31,8 @@ TEST(TraceReaderTest, ParsesEveryField) {
   EXPECT_EQ(r.worker, 3u);
   EXPECT_EQ(r.batch, 4u);
   EXPECT_EQ(r.index, 5u);
-  EXPECT_EQ(r.rng, hash_bytes("ab"));
-  EXPECT_EQ(r.content, hash_bytes("c"));
+  EXPECT_EQ(r.rng, tools::hash_bytes("ab"));
+  EXPECT_EQ(r.content, tools::hash_bytes("c"));
   EXPECT_EQ(r.aug, R"({"crop":[1,2]})");
 }
 
@@ -66,7 +67,7 @@ TEST(TraceReaderTest, MalformedLinesNameTheProblem) {
 }
 
 TEST(TraceReaderTest, ReadTraceNamesFileAndLineAndSkipsBlankLines) {
-  std::string path = testing::TempDir() + "trace_reader_test.jsonl";
+  std::string path = testing_util::process_temp_dir() + "trace_reader_test.jsonl";
   {
     std::ofstream f(path);
     f << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"a"})"
@@ -89,7 +90,7 @@ TEST(TraceReaderTest, ReadTraceNamesFileAndLineAndSkipsBlankLines) {
 }
 
 TEST(TraceReaderTest, LinesLongerThanOneReadAreJoined) {
-  std::string path = testing::TempDir() + "trace_reader_long.jsonl";
+  std::string path = testing_util::process_temp_dir() + "trace_reader_long.jsonl";
   std::string aug(3 << 20, 'x');  // crosses the 1 MiB read buffer
   {
     std::ofstream f(path);

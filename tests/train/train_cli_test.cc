@@ -2,6 +2,7 @@
 // tutorial modes (DataParallel, model parallel) against plain DDP.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 
 #include "tests/train/train_fixture.h"
@@ -54,6 +55,90 @@ TEST_F(TrainCli, UsageErrorsExitTwo) {
   r = train("--data synthetic:16 --mode dp --steps 1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("--devices"), std::string::npos) << r.out;
+}
+
+// Output destinations are checked before anything trains: exit 2, the option named.
+TEST_F(TrainCli, UnwritableOutputsFailBeforeTraining) {
+  const std::string common =
+      "--data synthetic:16 --model mlp:3072,4,10 --batch-size 8 --workers 0 --steps 2 ";
+  std::filesystem::create_directory(path("adir"));
+  for (const std::string& bad :
+       {"--save " + path("adir"), "--save " + path("nodir/x.safetensors"),
+        "--log-json " + path("adir"), "--log-json " + path("nodir/log.jsonl")}) {
+    auto r = train(common + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out;
+    EXPECT_NE(r.out.find(bad.substr(0, bad.find(' '))), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("epoch 0:"), std::string::npos) << "trained anyway:\n" << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(path("adir.tmp")));
+}
+
+// Numbers a user types are checked at parse time. Before, --lr inf and --momentum
+// nan trained into NaN weights, --bucket-mb nan was undefined behaviour (a NaN
+// cast to a byte count) and --seed -1 or --seed 18446744073709551616 both became
+// 2^64 - 1.
+TEST_F(TrainCli, NonFiniteOrOutOfRangeNumbersExitTwoNamingTheOption) {
+  const std::string run =
+      "--data synthetic:16 --model cnn:small --batch-size 8 --workers 0 ";
+  const std::pair<const char*, const char*> cases[] = {
+      {"--lr", "--steps 1 --lr inf"},
+      {"--lr", "--steps 1 --lr nan"},
+      {"--lr", "--steps 1 --lr 1e39"},  // finite as a double, inf as a float
+      {"--momentum", "--steps 1 --momentum nan"},
+      {"--momentum", "--steps 1 --momentum 1.5"},
+      {"--weight-decay", "--steps 1 --weight-decay nan"},
+      {"--bucket-mb", "--steps 1 --bucket-mb nan"},
+      {"--bucket-mb", "--steps 1 --bucket-mb 1e300"},
+      {"--seed", "--steps 1 --seed -1"},
+      {"--seed", "--steps 1 --seed 18446744073709551616"},
+      {"--steps", "--steps 18446744073709551617"},
+      {"--epochs", "--epochs -1"},
+      {"--timeout", "--steps 1 --timeout -1"},
+      {"--checkpoint-every", "--steps 1 --checkpoint-every -1"},
+      {"--batch-size", "--steps 1 --batch-size 18446744073709551616"},
+  };
+  for (const auto& [option, args] : cases) {
+    auto r = train(run + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(option), std::string::npos) << args << "\n" << r.out;
+  }
+  // The ends of the ranges still train.
+  EXPECT_EQ(train(run + "--steps 1 --lr 0 --momentum 1 --weight-decay 0 "
+                        "--seed 18446744073709551615")
+                .exit_code,
+            0);
+}
+
+// Labels are checked against the model's classes before the loss sees them, and an
+// int64 label is never truncated to int32. Before, 2^32 + 1 trained as label 1 and
+// a label >= classes failed (CPU) as "row R" of the batch, or (GPU) became NaN.
+TEST_F(TrainCli, LabelsOutsideTheModelsClassesAreADataErrorNamingTheSample) {
+  auto classification = [&](std::int64_t bad, std::uint64_t row) {
+    const std::uint64_t n = 8;
+    std::vector<float> x(n * 10, 0.5f);
+    std::vector<std::int64_t> y = {0, 1, 2, 3, 4, 0, 1, 2};
+    y[row] = bad;
+    std::string p = path("labels.safetensors");
+    std::vector<SafetensorsWrite> w{{"x", "F32", {n, 10}, bytes(x)},
+                                    {"y", "I64", {n}, bytes(y)}};
+    write_safetensors(p, w);
+    return p;
+  };
+  const std::string run =
+      " --model mlp:10,5 --loss xent --batch-size 4 --steps 2 --no-shuffle --workers 0";
+  auto r =
+      train("--data tensors:" + classification((std::int64_t{1} << 32) + 1, 5) + run);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("sample 5: label 4294967297"), std::string::npos) << r.out;
+  r = train("--data tensors:" + classification(5, 3) + run);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("sample 3: label 5 is outside the model's classes [0, 5)"),
+            std::string::npos)
+      << r.out;
+  r = train("--data tensors:" + classification(-1, 6) + run);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("sample 6: label -1"), std::string::npos) << r.out;
+  EXPECT_EQ(train("--data tensors:" + classification(4, 6) + run).exit_code, 0);
 }
 
 TEST_F(TrainCli, MatchesPyTorchWithOneRank) {

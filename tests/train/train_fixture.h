@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "loader/datasets/safetensors.h"
-#include "rng/pcg64_stream.h"
-#include "rng/random.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/pcg64_stream.h"
+#include "seedloader/random.h"
+#include "seedloader/seed_sequence.h"
 #include "tests/common/run_command.h"
 
 namespace seedloader::train_test {
@@ -84,7 +84,7 @@ class TrainFixture : public ::testing::Test {
       const SafetensorsTensor* u = fb.find(t.name);
       EXPECT_NE(u, nullptr) << t.name;
       if (!u || t.dtype != "F32") continue;
-      auto da = fa.data(t), db = fb.data(*u);
+      auto da = fa.read(t), db = fb.read(*u);
       EXPECT_EQ(da.size(), db.size()) << t.name;
       for (std::size_t i = 0; i + 4 <= std::min(da.size(), db.size()); i += 4) {
         float x, y;
@@ -102,19 +102,19 @@ class TrainFixture : public ::testing::Test {
     for (const SafetensorsTensor& t : fa.tensors()) {
       const SafetensorsTensor* u = fb.find(t.name);
       if (!u) return false;
-      auto da = fa.data(t), db = fb.data(*u);
+      auto da = fa.read(t), db = fb.read(*u);
       if (da.size() != db.size() || std::memcmp(da.data(), db.data(), da.size()) != 0)
         return false;
     }
     return true;
   }
 
- private:
   template <typename T>
   static std::span<const std::uint8_t> bytes(const std::vector<T>& v) {
     return {reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * sizeof(T)};
   }
 
+ private:
   std::string dir_;
 };
 

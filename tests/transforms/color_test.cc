@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "tests/transforms/test_images.h"
 #include "transforms/blur.h"
 #include "transforms/color_jitter.h"

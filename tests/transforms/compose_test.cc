@@ -1,12 +1,13 @@
-#include "transforms/compose.h"
+#include "seedloader/transforms/compose.h"
 
 #include <gtest/gtest.h>
 
 #include <opencv2/imgproc.hpp>
 
+#include "seedloader/error.h"
+#include "seedloader/transforms/spec.h"
 #include "tests/transforms/test_images.h"
 #include "transforms/crop.h"
-#include "transforms/spec.h"
 
 namespace seedloader {
 namespace {
@@ -94,6 +95,18 @@ TEST(ComposeTest, SmallCropDecodesAtFullScale) {
   int reduction = 0;
   chain.apply(source, rng, nullptr, &reduction);
   EXPECT_EQ(reduction, 1);
+}
+
+// The header cap passes a 1x65000 image; the chain must still not resize it to
+// 224x14560000.
+TEST(ComposeTest, SpecResizeOfALongThinImageIsDataError) {
+  const Compose chain = parse_transform_spec("resize:224");
+  const cv::Mat image(65000, 1, CV_8UC3, cv::Scalar::all(9));
+  Rng rng = test_rng(3);
+  EXPECT_THROW(chain.apply(image, rng, nullptr), DataError);
+  EXPECT_THROW(chain.output_size(cv::Size(1, 65000)), DataError);
+  InMemorySource source(image);
+  EXPECT_THROW(chain.apply(source, rng, nullptr), DataError);
 }
 
 TEST(ComposeTest, OutputSizeFollowsTheChain) {

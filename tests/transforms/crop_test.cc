@@ -5,7 +5,7 @@
 #include <cmath>
 #include <opencv2/imgproc.hpp>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "tests/transforms/test_images.h"
 
 namespace seedloader {
@@ -89,6 +89,36 @@ TEST(CenterCropTest, PadsAnImageSmallerThanTheCrop) {
   EXPECT_EQ(out.at<cv::Vec3b>(0, 0), cv::Vec3b(0, 0, 0));
 }
 
+TEST(CenterCropTest, PadsOneSideAndCropsTheOther) {
+  const cv::Mat image = gradient_image(3, 40);
+  Rng rng = test_rng(6);
+  cv::Mat out = CenterCrop(cv::Size(8, 10)).apply(image, rng, nullptr);
+  ASSERT_EQ(out.size(), cv::Size(8, 10));
+  // Columns: padded, the image at x = (8 - 3) / 2; rows: cropped from (40 - 10) / 2.
+  EXPECT_TRUE(same_pixels(out(cv::Rect(2, 0, 3, 10)), image(cv::Rect(0, 15, 3, 10))));
+  EXPECT_EQ(out.at<cv::Vec3b>(5, 0), cv::Vec3b(0, 0, 0));
+  EXPECT_EQ(out.at<cv::Vec3b>(5, 7), cv::Vec3b(0, 0, 0));
+}
+
+// A 1x65000 image, as a hostile PNG decodes: under the decoder's header cap, but
+// "shorter side to 224" would make it 224x14560000 (about 10 GB in RGB).
+TEST(ResizeTest, ShorterSideAboveThePixelCapIsDataError) {
+  const cv::Mat image(65000, 1, CV_8UC3, cv::Scalar::all(7));
+  Rng rng = test_rng(7);
+  EXPECT_THROW(Resize::shorter_side(224).apply(image, rng, nullptr), DataError);
+  EXPECT_THROW(Resize::shorter_side(224).output_size(cv::Size(65000, 1)), DataError);
+  // Just under the cap still works: 1x1024 -> 224x229376 is 51 Mpixels.
+  EXPECT_EQ(Resize::shorter_side(224).output_size(cv::Size(1, 1024)),
+            cv::Size(224, 229376));
+}
+
+TEST(RandomCropTest, PaddedImageAboveThePixelCapIsDataError) {
+  const cv::Mat image(65000, 1, CV_8UC3, cv::Scalar::all(7));
+  Rng rng = test_rng(7);
+  EXPECT_THROW(RandomCrop(cv::Size(8, 8), kMaxTransformSide).apply(image, rng, nullptr),
+               DataError);
+}
+
 TEST(ResizeTest, ShorterSideKeepsTheAspect) {
   Rng rng = test_rng(7);
   cv::Mat out = Resize::shorter_side(50).apply(gradient_image(200, 100), rng, nullptr);
@@ -161,6 +191,17 @@ TEST(RandomResizedCropTest, InvalidRangesAreConfigErrors) {
   EXPECT_THROW(RandomResizedCrop(cv::Size(0, 4)), ConfigError);
   EXPECT_THROW(RandomResizedCrop(cv::Size(4, 4), {0.5, 1.5}), ConfigError);
   EXPECT_THROW(RandomResizedCrop(cv::Size(4, 4), {0.1, 1.0}, {2.0, 1.0}), ConfigError);
+  EXPECT_THROW(RandomResizedCrop(cv::Size(4, 4), {0.1, 1.0}, {1.0, INFINITY}),
+               ConfigError);
+}
+
+TEST(CropSizeTest, SizesAboveTheCapsAreConfigErrors) {
+  EXPECT_THROW(RandomCrop(cv::Size(kMaxTransformSide + 1, 1)), ConfigError);
+  EXPECT_THROW(CenterCrop(cv::Size(kMaxTransformSide, kMaxTransformSide)), ConfigError);
+  EXPECT_THROW(Resize(cv::Size(1, kMaxTransformSide + 1)), ConfigError);
+  EXPECT_THROW(Resize::shorter_side(kMaxTransformSide + 1), ConfigError);
+  EXPECT_THROW(RandomCrop(cv::Size(8, 8), kMaxTransformSide + 1), ConfigError);
+  EXPECT_NO_THROW(CenterCrop(cv::Size(kMaxTransformSide, 4096)));
 }
 
 }  // namespace

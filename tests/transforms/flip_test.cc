@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "tests/transforms/test_images.h"
 
 namespace seedloader {

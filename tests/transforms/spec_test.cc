@@ -1,8 +1,8 @@
-#include "transforms/spec.h"
+#include "seedloader/transforms/spec.h"
 
 #include <gtest/gtest.h>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 namespace {
@@ -65,6 +65,58 @@ TEST(TransformSpecTest, NonFiniteNumbersAreConfigErrorsNamingTheToken) {
     const std::string what = config_error_of(spec);
     EXPECT_NE(what.find(std::string("'") + spec + "'"), std::string::npos) << what;
     EXPECT_NE(what.find("not a finite number"), std::string::npos) << what;
+  }
+}
+
+// Every number gets a sane range at parse time: before, crop:8:2147483647 wrapped
+// the padded size and crashed in copyMakeBorder and blur:2147483647 tried to
+// build a 2^31-wide kernel.
+TEST(TransformSpecTest, OutOfRangeNumbersAreConfigErrorsNamingTheToken) {
+  for (const char* spec : {"crop:8:2147483647",
+                           "crop:8:-1",
+                           "crop:70000",
+                           "crop:65536",
+                           "centercrop:65536x65536",
+                           "rrc:100000x1",
+                           "resize:70000",
+                           "resize:65536x65536",
+                           "blur:2147483647:1:2",
+                           "blur:257:1:2",
+                           "blur:5:0:2",
+                           "blur:5:1:1e9",
+                           "blur:5:2:1",
+                           "rotate:1e9",
+                           "rotate:-1",
+                           "jitter:-0.1:0:0:0",
+                           "jitter:0:0:0:0.6",
+                           "rrc:224:0.5:0.1",
+                           "rrc:224:0:1",
+                           "rrc:224:0.5:1:2:1",
+                           "rrc:224:0.5:1:0:1",
+                           "normalize:0.5:0",
+                           "normalize:0.5:-1",
+                           "normalize:0.5:1e39",
+                           "normalize:1e39:0.5",
+                           "normalize:0:0:0:1:1:1e39"}) {
+    const std::string what = config_error_of(spec);
+    EXPECT_NE(what.find(std::string("'") + spec + "'"), std::string::npos)
+        << spec << ": " << what;
+  }
+}
+
+TEST(TransformSpecTest, NumbersAtTheLimitsAreAccepted) {
+  EXPECT_NO_THROW(parse_transform_spec("crop:65536x4096:65536,blur:255:0.1:1000"));
+  EXPECT_NO_THROW(parse_transform_spec("rotate:360,jitter:100:0:0:0.5,resize:16384"));
+}
+
+TEST(TransformSpecTest, NonFiniteNumbersAreRejectedInEveryStep) {
+  for (const char* spec :
+       {"rrc:224:nan:1", "rrc:224:0.5:1:1:inf", "hflip:nan", "vflip:inf", "blur:5:1:inf",
+        "blur:5:nan:1", "jitter:0:0:0:nan", "normalize:nan:1", "rotate:nan", "crop:nan",
+        "resize:inf"}) {
+    EXPECT_NE(config_error_of(spec).find(std::string("'") + spec + "'"),
+              std::string::npos)
+        << spec;
   }
 }
 

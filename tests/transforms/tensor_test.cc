@@ -1,10 +1,10 @@
-#include "transforms/tensor.h"
+#include "seedloader/transforms/tensor.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "tests/transforms/test_images.h"
 
 namespace seedloader {

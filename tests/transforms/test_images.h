@@ -3,8 +3,8 @@
 
 #include <opencv2/core.hpp>
 
-#include "rng/pcg64_stream.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/pcg64_stream.h"
+#include "seedloader/seed_sequence.h"
 
 namespace seedloader::testing {
 

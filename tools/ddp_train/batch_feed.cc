@@ -1,9 +1,9 @@
 #include "tools/ddp_train/batch_feed.h"
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 #ifdef SEEDLOADER_HAS_CUDA
-#include "loader/device_prefetcher.h"
+#include "seedloader/device_prefetcher.h"
 #endif
 
 namespace seedloader::train {
@@ -11,8 +11,8 @@ namespace {
 
 class HostFeed final : public BatchFeed {
  public:
-  HostFeed(DataLoader& loader, std::string loss)
-      : loader_(loader), loss_(std::move(loss)) {}
+  HostFeed(DataLoader& loader, Loss loss, std::int64_t classes, std::string who)
+      : loader_(loader), loss_(loss), classes_(classes), who_(std::move(who)) {}
 
   void start(std::uint64_t epoch) override {
     it_.reset();  // abandons an unfinished epoch
@@ -27,7 +27,7 @@ class HostFeed final : public BatchFeed {
       ++*it_;
     }
     if (!it_ || *it_ == loader_.end()) return nullptr;
-    host_inputs(**it_, loss_, host_);
+    host_inputs(**it_, loss_, classes_, who_, host_);
     in_.x = host_.x;
     in_.x_shape = host_.x_shape;
     in_.target = host_.target;
@@ -36,7 +36,9 @@ class HostFeed final : public BatchFeed {
 
  private:
   DataLoader& loader_;
-  std::string loss_;
+  Loss loss_;
+  std::int64_t classes_;
+  std::string who_;
   std::optional<DataLoader::Iterator> it_;
   bool fresh_ = false;
   HostInputs host_;
@@ -46,9 +48,12 @@ class HostFeed final : public BatchFeed {
 #ifdef SEEDLOADER_HAS_CUDA
 class DeviceFeed final : public BatchFeed {
  public:
-  DeviceFeed(DataLoader& loader, std::string loss, int device, void* stream)
-      : loss_(std::move(loss)),
-        prefetcher_(loader, device, static_cast<cudaStream_t>(stream)),
+  DeviceFeed(DataLoader& loader, Loss loss, std::int64_t classes, std::string who,
+             int device, cudaStream_t stream)
+      : loss_(loss),
+        classes_(classes),
+        who_(std::move(who)),
+        prefetcher_(loader, device, stream),
         labels_(ddp::Device::kCuda, 0) {}
 
   void start(std::uint64_t epoch) override { prefetcher_.start_epoch(epoch); }
@@ -64,8 +69,9 @@ class DeviceFeed final : public BatchFeed {
     in_.x_shape.assign(x.shape.begin(), x.shape.end());
     if (in_.x_shape.size() == 1) in_.x_shape.push_back(1);
     in_.target = Target();
-    if (loss_ == "xent") {
-      std::vector<std::int32_t> host = labels_of(b->host.tensor(std::size_t{1}));
+    if (loss_ == Loss::kXent) {
+      std::vector<std::int32_t> host =
+          labels_of(b->host.tensor(std::size_t{1}), b->host.indices(), classes_, who_);
       labels_.copy_from_host(host);
       in_.target.labels = labels_.data();
     } else {
@@ -75,7 +81,9 @@ class DeviceFeed final : public BatchFeed {
   }
 
  private:
-  std::string loss_;
+  Loss loss_;
+  std::int64_t classes_;
+  std::string who_;
   DevicePrefetcher prefetcher_;
   ddp::DeviceArray<std::int32_t> labels_;
   StepInputs in_;
@@ -84,14 +92,17 @@ class DeviceFeed final : public BatchFeed {
 
 }  // namespace
 
-std::unique_ptr<BatchFeed> make_host_feed(DataLoader& loader, std::string loss) {
-  return std::make_unique<HostFeed>(loader, std::move(loss));
+std::unique_ptr<BatchFeed> make_host_feed(DataLoader& loader, Loss loss,
+                                          std::int64_t classes, std::string who) {
+  return std::make_unique<HostFeed>(loader, loss, classes, std::move(who));
 }
 
 #ifdef SEEDLOADER_HAS_CUDA
-std::unique_ptr<BatchFeed> make_device_feed(DataLoader& loader, std::string loss,
-                                            int device, void* stream) {
-  return std::make_unique<DeviceFeed>(loader, std::move(loss), device, stream);
+std::unique_ptr<BatchFeed> make_device_feed(DataLoader& loader, Loss loss,
+                                            std::int64_t classes, std::string who,
+                                            int device, cudaStream_t stream) {
+  return std::make_unique<DeviceFeed>(loader, loss, classes, std::move(who), device,
+                                      stream);
 }
 #endif
 

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
-#include "loader/data_loader.h"
+#include "seedloader/cuda_types.h"
+#include "seedloader/data_loader.h"
 #include "tools/ddp_train/train_data.h"
 
 namespace seedloader::train {
@@ -29,12 +31,16 @@ class BatchFeed {
   virtual const StepInputs* next() = 0;
 };
 
-std::unique_ptr<BatchFeed> make_host_feed(DataLoader& loader, std::string loss);
+// `classes` (xent: the model's outputs) bounds the labels and `who` names the
+// dataset in the DataError a label outside [0, classes) raises (see labels_of).
+std::unique_ptr<BatchFeed> make_host_feed(DataLoader& loader, Loss loss,
+                                          std::int64_t classes, std::string who);
 
 #ifdef SEEDLOADER_HAS_CUDA
 // REQUIRES: `loader` outlives the feed; `stream` is the model's compute stream.
-std::unique_ptr<BatchFeed> make_device_feed(DataLoader& loader, std::string loss,
-                                            int device, void* stream);
+std::unique_ptr<BatchFeed> make_device_feed(DataLoader& loader, Loss loss,
+                                            std::int64_t classes, std::string who,
+                                            int device, cudaStream_t stream);
 #endif
 
 }  // namespace seedloader::train

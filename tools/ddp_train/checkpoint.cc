@@ -2,18 +2,22 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include <algorithm>
+#include <array>
+#include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "loader/datasets/safetensors.h"
-#include "rng/check.h"
-#include "rng/error.h"
-#include "tools/seed_audit/hash64.h"
+#include "seedloader/error.h"
 
 namespace seedloader::train {
 namespace {
@@ -62,9 +66,10 @@ std::string hex(std::uint64_t v) {
   return buf;
 }
 
+constexpr XXH64_hash_t kChecksumSeed = 0;
+
 std::uint64_t checksum(std::span<const std::uint8_t> bytes) {
-  return audit::hash_bytes(
-      std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  return XXH64(bytes.data(), bytes.size(), kChecksumSeed);
 }
 
 std::string shape_str(const std::vector<std::uint64_t>& s) {
@@ -74,16 +79,89 @@ std::string shape_str(const std::vector<std::uint64_t>& s) {
   return out + "]";
 }
 
-void fsync_path(const std::string& path, int flags) {
-  int fd = ::open(path.c_str(), flags);
-  SL_CHECK_SYS(fd);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  SL_CHECK_SYS(rc);
-}
-
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw DataError("checkpoint " + path + ": " + what);
+}
+
+// Throws Error naming `what`, `path` and errno's text.
+[[noreturn]] void fail_sys(const std::string& what, const std::string& path) {
+  throw Error("checkpoint: cannot " + what + " " + path + ": " + std::strerror(errno));
+}
+
+void fsync_path(const std::string& path, int flags) {
+  int fd = ::open(path.c_str(), flags);
+  if (fd < 0) fail_sys("open", path);
+  int rc = ::fsync(fd);
+  int saved = errno;
+  ::close(fd);
+  errno = saved;
+  if (rc != 0) fail_sys("fsync", path);
+}
+
+// The temporary file of a save in progress, and the signals that would end the
+// process before it is renamed or removed. While one is armed, those signals
+// unlink the file and then take the action they had before (re-raised), so an
+// interrupted save leaves nothing behind. Signals the process ignores stay
+// ignored. One save at a time (rank 0's main thread); the path is a fixed buffer
+// because the handler may only use async-signal-safe calls (unlink, sigaction).
+class TempFileGuard {
+ public:
+  explicit TempFileGuard(const std::string& path) {
+    std::snprintf(g_path, sizeof g_path, "%s", path.c_str());
+    for (std::size_t i = 0; i < kSignals.size(); ++i) {
+      struct sigaction old {};
+      ::sigaction(kSignals[i], nullptr, &old);
+      g_old[i] = old;
+      if (old.sa_handler == SIG_IGN) continue;
+      struct sigaction sa {};
+      sa.sa_handler = &on_signal;
+      sigemptyset(&sa.sa_mask);
+      ::sigaction(kSignals[i], &sa, nullptr);
+      armed_[i] = true;
+    }
+  }
+  ~TempFileGuard() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      if (armed_[i]) ::sigaction(kSignals[i], &g_old[i], nullptr);
+    if (!committed_) ::unlink(g_path);
+    g_path[0] = '\0';
+  }
+  TempFileGuard(const TempFileGuard&) = delete;
+  TempFileGuard& operator=(const TempFileGuard&) = delete;
+
+  // The file was renamed: nothing to remove.
+  void commit() { committed_ = true; }
+
+ private:
+  static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
+
+  static void on_signal(int sig) {
+    if (g_path[0]) ::unlink(g_path);
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      if (kSignals[i] == sig) ::sigaction(sig, &g_old[i], nullptr);
+    ::raise(sig);  // delivered, with the old action, when this handler returns
+  }
+
+  static inline char g_path[4096];
+  static inline struct sigaction g_old[kSignals.size()];
+  std::array<bool, kSignals.size()> armed_{};
+  bool committed_ = false;
+};
+
+// Bytes after the last tensor's data: the file's size less 8, the header length
+// and the data section's end. REQUIRES: `file` validated (so the sizes are sane).
+std::uint64_t trailing_bytes(const SafetensorsFile& file) {
+  std::uint64_t end = 0;
+  for (const SafetensorsTensor& t : file.tensors()) end = std::max(end, t.end);
+  unsigned char len[8] = {};
+  std::ifstream in(file.path(), std::ios::binary);
+  in.read(reinterpret_cast<char*>(len), 8);
+  std::uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  std::error_code ec;
+  const std::uint64_t size = std::filesystem::file_size(file.path(), ec);
+  if (!in || ec) fail(file.path(), "cannot re-read its size");
+  return size - 8 - n - end;
 }
 
 std::uint64_t meta_u64(const std::string& path,
@@ -130,8 +208,9 @@ void apply(const SafetensorsFile& file, const std::vector<Entry>& want,
     if (it == host.end())
       it = host.emplace(key, e.state ? e.state->to_host() : e.model->parameters_to_host())
                .first;
-    std::span<const std::uint8_t> bytes = file.data(*found[i]);
-    std::memcpy(it->second.data() + e.offset, bytes.data(), e.count * sizeof(float));
+    file.read(*found[i], 0,
+              {reinterpret_cast<std::uint8_t*>(it->second.data() + e.offset),
+               e.count * sizeof(float)});
   }
   for (auto& [key, values] : host) {
     if (key.second) {
@@ -143,6 +222,42 @@ void apply(const SafetensorsFile& file, const std::vector<Entry>& want,
 }
 
 }  // namespace
+
+std::string metadata_checksum(const std::map<std::string, std::string>& metadata) {
+  XXH64_state_t* h = XXH64_createState();
+  XXH64_reset(h, kChecksumSeed);
+  for (const auto& [key, value] : metadata) {  // std::map: ascending byte order
+    if (key == "metadata_checksum") continue;
+    XXH64_update(h, key.c_str(), key.size() + 1);
+    XXH64_update(h, value.c_str(), value.size() + 1);
+  }
+  const std::uint64_t v = XXH64_digest(h);
+  XXH64_freeState(h);
+  return hex(v);
+}
+
+void check_position(const std::string& path, const CheckpointState& s,
+                    std::uint64_t batch_size, std::uint64_t per_epoch,
+                    std::uint64_t total_steps) {
+  const std::uint64_t batch = s.epoch_samples / batch_size;
+  if (s.epoch_samples % batch_size != 0 || batch >= per_epoch)
+    fail(path, "epoch_samples " + std::to_string(s.epoch_samples) +
+                   " is not a whole number of batches of " + std::to_string(batch_size) +
+                   " before the end of an epoch of " +
+                   std::to_string(per_epoch * batch_size) + " samples on each rank");
+  std::uint64_t at = 0;
+  if (__builtin_mul_overflow(s.epoch, per_epoch, &at) ||
+      __builtin_add_overflow(at, batch, &at) || at != s.global_step)
+    fail(path, "global_step " + std::to_string(s.global_step) + " disagrees with epoch " +
+                   std::to_string(s.epoch) + " and epoch_samples " +
+                   std::to_string(s.epoch_samples) + " (" + std::to_string(per_epoch) +
+                   " batches an epoch)");
+  if (s.global_step > total_steps)
+    fail(path, "epoch " + std::to_string(s.epoch) + ", global step " +
+                   std::to_string(s.global_step) + " is beyond this run's " +
+                   std::to_string(total_steps) + " steps (" + std::to_string(per_epoch) +
+                   " an epoch)");
+}
 
 void save_checkpoint(const std::string& path, std::span<const Stage> stages,
                      const CheckpointState& state) {
@@ -179,11 +294,19 @@ void save_checkpoint(const std::string& path, std::span<const Stage> stages,
       {"global_step", std::to_string(state.global_step)},
       {"world_size", std::to_string(state.world_size)},
       {"workers", std::to_string(state.workers)},
+      {"dataset_size", std::to_string(state.dataset_size)},
+      {"dataset_fingerprint", hex(state.dataset_fingerprint)},
       {"checksums", sums.dump()}};
+  meta["metadata_checksum"] = metadata_checksum(meta);
   const std::string tmp = path + ".tmp";
-  write_safetensors(tmp, writes, meta);
-  fsync_path(tmp, O_RDONLY);
-  SL_CHECK_SYS(std::rename(tmp.c_str(), path.c_str()));
+  {
+    TempFileGuard guard(tmp);
+    write_safetensors(tmp, writes, meta);
+    fsync_path(tmp, O_RDONLY);
+    if (std::rename(tmp.c_str(), path.c_str()) != 0)
+      fail_sys("rename " + tmp + " to", path);
+    guard.commit();
+  }
   std::string dir = std::filesystem::path(path).parent_path().string();
   fsync_path(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
 }
@@ -196,8 +319,16 @@ CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> 
     fail(path, "not a ddp-train checkpoint (metadata 'format' is missing or wrong)");
   const std::uint64_t version = meta_u64(path, meta, "format_version");
   if (version != kCheckpointVersion)
-    fail(path, "format version " + std::to_string(version) + ", this program reads " +
-                   std::to_string(kCheckpointVersion));
+    fail(path, "format version " + std::to_string(version) +
+                   " is not readable: this ddp-train reads version " +
+                   std::to_string(kCheckpointVersion) +
+                   " only (XXH64 checksums over data and metadata); resume it with the "
+                   "ddp-train that wrote it");
+  auto sealed = meta.find("metadata_checksum");
+  if (sealed == meta.end() || sealed->second != metadata_checksum(meta))
+    fail(path, "metadata fails its checksum (edited or corrupted)");
+  if (const std::uint64_t extra = trailing_bytes(file); extra != 0)
+    fail(path, std::to_string(extra) + " trailing bytes after the data section");
   nlohmann::json sums;
   try {
     sums = nlohmann::json::parse(meta.at("checksums"));
@@ -207,7 +338,7 @@ CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> 
   for (const SafetensorsTensor& t : file.tensors()) {
     if (!sums.contains(t.name) || !sums[t.name].is_string())
       fail(path, "no checksum for tensor '" + t.name + "'");
-    if (sums[t.name].get<std::string>() != hex(checksum(file.data(t))))
+    if (sums[t.name].get<std::string>() != hex(checksum(file.read(t))))
       fail(path, "tensor '" + t.name + "' fails its checksum (the file is corrupted)");
   }
   std::vector<Entry> want = entries(stages, true);
@@ -222,11 +353,19 @@ CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> 
   s.global_step = meta_u64(path, meta, "global_step");
   s.world_size = meta_u64(path, meta, "world_size");
   s.workers = meta_u64(path, meta, "workers");
+  s.dataset_size = meta_u64(path, meta, "dataset_size");
+  auto fp = meta.find("dataset_fingerprint");
+  if (fp == meta.end()) fail(path, "metadata has no 'dataset_fingerprint'");
+  auto [fp_end, fp_ec] =
+      std::from_chars(fp->second.data(), fp->second.data() + fp->second.size(),
+                      s.dataset_fingerprint, 16);
+  if (fp_ec != std::errc() || fp_end != fp->second.data() + fp->second.size())
+    fail(path, "metadata 'dataset_fingerprint' is not hex: '" + fp->second + "'");
   auto config = meta.find("config");
   if (config == meta.end()) fail(path, "metadata has no 'config'");
   s.config = config->second;
   std::int64_t steps = 0;
-  std::memcpy(&steps, file.data(*step).data(), sizeof steps);
+  file.read(*step, 0, {reinterpret_cast<std::uint8_t*>(&steps), sizeof steps});
   apply(file, want, found);
   for (const Stage& st : stages) st.optimizer->set_steps(steps);
   return s;

@@ -3,7 +3,7 @@
 #include <exception>
 #include <thread>
 
-#include "rng/seed_sequence.h"
+#include "seedloader/seed_sequence.h"
 #include "tools/ddp_train/model_spec.h"
 
 namespace seedloader::train {

@@ -29,7 +29,7 @@ class DataParallelModel final : public TrainModel {
   std::size_t num_replicas() const { return replicas_.size(); }
 
  private:
-  std::string loss_;
+  Loss loss_;
   std::vector<std::unique_ptr<ddp::Sequential>> replicas_;
   std::vector<ddp::DeviceArray<float>> grads_;  // per replica: d loss / d output
   std::unique_ptr<ddp::Optimizer> optimizer_;

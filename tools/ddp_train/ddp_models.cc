@@ -1,16 +1,16 @@
 // The ddp and ddp-mp modes (see train_model.h), and the factory for all modes.
 #include <memory>
 
-#include "ddp/reducer.h"
-#include "rng/error.h"
-#include "rng/seed_sequence.h"
+#include "seedloader/ddp/reducer.h"
+#include "seedloader/error.h"
+#include "seedloader/seed_sequence.h"
 #include "tools/ddp_train/data_parallel_model.h"
 #include "tools/ddp_train/gradient_tap.h"
 #include "tools/ddp_train/model_spec.h"
 #include "tools/ddp_train/train_model.h"
 
 #if defined(SEEDLOADER_HAS_CUDA) && defined(SEEDLOADER_HAS_MPI)
-#include "ddp/nccl_communicator.h"
+#include "seedloader/ddp/nccl_communicator.h"
 #endif
 
 namespace seedloader::train {
@@ -62,7 +62,7 @@ class DdpModel final : public TrainModel {
   ddp::Device device() const override { return model_.device(); }
 
  private:
-  std::string loss_;
+  Loss loss_;
   ddp::Sequential model_;
   std::unique_ptr<ddp::Optimizer> optimizer_;
   ddp::Reducer reducer_;
@@ -115,7 +115,7 @@ class PipelineModel final : public TrainModel {
   ddp::Device device() const override { return s0_->device(); }
 
  private:
-  std::string loss_;
+  Loss loss_;
   int split_;
   GradientTap* tap_ = nullptr;
   std::unique_ptr<ddp::Sequential> s0_, s1_;
@@ -132,7 +132,7 @@ std::unique_ptr<TrainModel> make_train_model(const TrainOptions& o,
                                              std::uint64_t seed) {
   // Purpose tag 3: model initialisation, apart from the loader's tags 0-2.
   Rng rng{SeedSequence(seed, {3})};
-  const Mode mode = o.parsed_mode();
+  const Mode mode = o.mode;
   if (mode == Mode::kDataParallel)
     return std::make_unique<DataParallelModel>(o, sample, seed);
   if (!comm) throw ConfigError("ddp modes need a communicator");

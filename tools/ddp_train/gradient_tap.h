@@ -5,7 +5,7 @@
 // Not thread-safe.
 #pragma once
 
-#include "ddp/layer.h"
+#include "seedloader/ddp/layer.h"
 
 namespace seedloader::train {
 

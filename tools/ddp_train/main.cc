@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "tools/ddp_train/trainer.h"
 
 int main(int argc, char** argv) {

@@ -2,11 +2,15 @@
 
 #include <charconv>
 
-#include "ddp/layers.h"
-#include "rng/error.h"
+#include "seedloader/ddp/layers.h"
+#include "seedloader/error.h"
 
 namespace seedloader::train {
 namespace {
+
+// Layer widths fit the int32 the BLAS and CUDA kernels index with, so a batch's
+// activations (batch x width) stay far inside int64 as well.
+constexpr std::int64_t kMaxWidth = (std::int64_t{1} << 31) - 1;
 
 std::int64_t parse_dim(const std::string& spec, std::string_view s) {
   std::int64_t v = 0;
@@ -14,6 +18,10 @@ std::int64_t parse_dim(const std::string& spec, std::string_view s) {
   if (ec != std::errc() || end != s.data() + s.size() || v <= 0)
     throw ConfigError("--model " + spec + ": '" + std::string(s) +
                       "' is not a positive size");
+  if (v > kMaxWidth) {
+    throw ConfigError("--model " + spec + ": '" + std::string(s) +
+                      "' is above the largest layer width, 2^31 - 1");
+  }
   return v;
 }
 
@@ -75,9 +83,28 @@ std::vector<std::unique_ptr<ddp::Layer>> build_layers(const std::string& spec,
   std::string_view arg = colon == std::string::npos
                              ? std::string_view()
                              : std::string_view(spec).substr(colon + 1);
-  if (kind == "mlp") return mlp(spec, arg, sample);
-  if (kind == "cnn") return cnn(spec, arg, sample);
-  throw ConfigError("--model " + spec + ": unknown model (mlp:IN,...,OUT or cnn:small)");
+  std::vector<std::unique_ptr<ddp::Layer>> layers;
+  if (kind == "mlp") {
+    layers = mlp(spec, arg, sample);
+  } else if (kind == "cnn") {
+    layers = cnn(spec, arg, sample);
+  } else {
+    throw ConfigError("--model " + spec +
+                      ": unknown model (mlp:IN,...,OUT or cnn:small)");
+  }
+  // Sequential sizes its flat buffers with unchecked int64 products, so a count
+  // that overflows must stop here.
+  std::int64_t params = 0;
+  for (const auto& layer : layers) {
+    for (const ddp::ParamSpec& p : layer->param_specs()) {
+      std::int64_t n = 1;
+      bool overflow = false;
+      for (std::int64_t d : p.shape) overflow |= __builtin_mul_overflow(n, d, &n);
+      if (overflow || __builtin_add_overflow(params, n, &params))
+        throw ConfigError("--model " + spec + ": more than 2^63 parameters");
+    }
+  }
+  return layers;
 }
 
 }  // namespace seedloader::train

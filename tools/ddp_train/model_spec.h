@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ddp/layer.h"
+#include "seedloader/ddp/layer.h"
 
 namespace seedloader::train {
 

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "ddp/loss.h"
-#include "rng/error.h"
+#include "seedloader/ddp/loss.h"
+#include "seedloader/error.h"
 
 namespace seedloader::train {
 
@@ -15,7 +15,7 @@ std::string shifted_name(const std::string& local, int shift) {
 
 std::unique_ptr<ddp::Optimizer> make_optimizer(const TrainOptions& o,
                                                ddp::Sequential& model) {
-  if (o.optimizer == "adamw") {
+  if (o.optimizer == Optimizer::kAdamW) {
     ddp::AdamWOptions a;
     a.lr = o.lr;
     a.weight_decay = o.weight_decay;
@@ -28,14 +28,14 @@ std::unique_ptr<ddp::Optimizer> make_optimizer(const TrainOptions& o,
   return std::make_unique<ddp::Sgd>(model, s);
 }
 
-StepStats apply_loss(const std::string& loss, const ddp::ExecContext& ctx, const float* y,
+StepStats apply_loss(Loss loss, const ddp::ExecContext& ctx, const float* y,
                      const ddp::Shape& y_shape, const Target& t, float* grad,
                      float scale) {
   const std::int64_t rows = y_shape.at(0), count = ddp::element_count(y_shape);
   const std::int64_t classes = count / rows;
   StepStats s;
   s.rows = static_cast<std::uint64_t>(rows);
-  if (loss == "mse") {
+  if (loss == Loss::kMse) {
     s.loss_sum = ddp::mse_loss(ctx, y, t.values, grad, count) * static_cast<double>(rows);
   } else {
     s.loss_sum = ddp::cross_entropy_loss(ctx, y, t.labels, grad, rows, classes) *
@@ -43,9 +43,10 @@ StepStats apply_loss(const std::string& loss, const ddp::ExecContext& ctx, const
     std::vector<float> logits(static_cast<std::size_t>(count));
     std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
     ddp::detail::copy_bytes(ctx.device, logits.data(), y, logits.size() * sizeof(float),
-                            false, true);
+                            ddp::detail::CopyKind::kDeviceToHost);
     ddp::detail::copy_bytes(ctx.device, labels.data(), t.labels,
-                            labels.size() * sizeof(std::int32_t), false, true);
+                            labels.size() * sizeof(std::int32_t),
+                            ddp::detail::CopyKind::kDeviceToHost);
     for (std::int64_t r = 0; r < rows; ++r) {
       const float* row = logits.data() + r * classes;
       if (std::max_element(row, row + classes) - row ==

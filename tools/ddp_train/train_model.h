@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "ddp/communicator.h"
-#include "ddp/optimizer.h"
-#include "ddp/sequential.h"
+#include "seedloader/ddp/communicator.h"
+#include "seedloader/ddp/optimizer.h"
+#include "seedloader/ddp/sequential.h"
 #include "tools/ddp_train/train_options.h"
 
 namespace seedloader::train {
@@ -67,7 +67,7 @@ std::unique_ptr<TrainModel> make_train_model(const TrainOptions& o,
 
 // Computes the mean loss of `y` ([rows, outputs]) against `t` into stats and writes
 // d loss / d y, scaled by `scale` (a slice's share of the whole batch), into `grad`.
-StepStats apply_loss(const std::string& loss, const ddp::ExecContext& ctx, const float* y,
+StepStats apply_loss(Loss loss, const ddp::ExecContext& ctx, const float* y,
                      const ddp::Shape& y_shape, const Target& t, float* grad,
                      float scale);
 

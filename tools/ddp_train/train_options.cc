@@ -2,73 +2,102 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rng/error.h"
-#include "tools/seed_audit/data_spec.h"
+#include "seedloader/error.h"
+#include "tools/common/data_spec.h"
+#include "tools/common/number_checks.h"
 
 namespace seedloader::train {
 
-Mode TrainOptions::parsed_mode() const {
-  if (mode == "dp") return Mode::kDataParallel;
-  if (mode == "ddp-mp") return Mode::kModelParallel;
-  return Mode::kDdp;
+const tools::EnumNames<Loss>& loss_names() {
+  static const tools::EnumNames<Loss> names{{"xent", Loss::kXent}, {"mse", Loss::kMse}};
+  return names;
+}
+
+const tools::EnumNames<Optimizer>& optimizer_names() {
+  static const tools::EnumNames<Optimizer> names{{"sgd", Optimizer::kSgd},
+                                                 {"adamw", Optimizer::kAdamW}};
+  return names;
+}
+
+const tools::EnumNames<Backend>& backend_names() {
+  static const tools::EnumNames<Backend> names{
+      {"auto", Backend::kAuto}, {"mpi", Backend::kMpi}, {"nccl", Backend::kNccl}};
+  return names;
+}
+
+const tools::EnumNames<Mode>& mode_names() {
+  static const tools::EnumNames<Mode> names{
+      {"ddp", Mode::kDdp}, {"dp", Mode::kDataParallel}, {"ddp-mp", Mode::kModelParallel}};
+  return names;
+}
+
+const tools::EnumNames<SeedScope>& seeding_names() {
+  static const tools::EnumNames<SeedScope> names{{"full", SeedScope::kWorker},
+                                                 {"sample", SeedScope::kSample}};
+  return names;
 }
 
 void add_train_options(CLI::App& app, TrainOptions& o) {
-  app.add_option("--data", o.data,
-                 audit::data_spec_help() +
-                     ", or tensors:FILE.safetensors (field 0 input, "
-                     "field 1 target)")
-      ->required();
-  app.add_option("--transform", o.transform,
-                 "Transform chain (transforms/spec.h), e.g. crop:32:4,hflip");
+  tools::LoaderFlagOptions lf = tools::add_loader_options(
+      app, o, o.seeding, seeding_names(),
+      "full: worker streams (1, epoch, rank, worker); sample: per-sample "
+      "streams (2, epoch, index), identical for any --workers");
+  lf.data->description(tools::data_spec_help() +
+                       ", or tensors:FILE.safetensors (field 0 input, field 1 target)");
+  lf.batch_size->description("Samples per rank per step");
+  lf.workers->description("Loader worker processes per rank (0: inline)");
   app.add_option("--model", o.model, "mlp:IN,H1,...,OUT or cnn:small")
       ->capture_default_str();
-  app.add_option("--loss", o.loss, "xent (integer labels) or mse (float targets)")
-      ->check(CLI::IsMember({"xent", "mse"}))
-      ->capture_default_str();
-  app.add_option("--batch-size", o.batch_size, "Samples per rank per step")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  tools::add_enum_option(app, "--loss", o.loss, loss_names(),
+                         "xent (integer labels) or mse (float targets)");
   auto* epochs = app.add_option("--epochs", o.epochs, "Epochs")
+                     ->check(tools::non_negative_integer())
                      ->check(CLI::PositiveNumber)
                      ->capture_default_str();
   app.add_option("--steps", o.steps, "Total optimizer steps (instead of --epochs)")
+      ->check(tools::non_negative_integer())
       ->check(CLI::PositiveNumber)
       ->excludes(epochs);
-  app.add_option("--optimizer", o.optimizer, "sgd or adamw")
-      ->check(CLI::IsMember({"sgd", "adamw"}))
+  tools::add_enum_option(app, "--optimizer", o.optimizer, optimizer_names(),
+                         "sgd or adamw");
+  // The optimizers take any lr, momentum or decay >= 0; inf or nan would only
+  // show up steps later as NaN weights.
+  app.add_option("--lr", o.lr, "Learning rate (>= 0)")
+      ->check(tools::finite_number<float>())
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "Learning rate")->capture_default_str();
-  app.add_option("--momentum", o.momentum, "SGD momentum")->capture_default_str();
-  app.add_option("--weight-decay", o.weight_decay, "Weight decay")->capture_default_str();
-  app.add_option("--workers", o.workers, "Loader worker processes per rank (0: inline)")
-      ->check(CLI::Range(0, 256))
+  app.add_option("--momentum", o.momentum, "SGD momentum")
+      ->check(tools::finite_number<float>())
+      ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "Base seed (drawn from the OS and printed if unset)");
-  app.add_option("--seeding", o.seeding,
-                 "full: worker streams (1, epoch, rank, worker); sample: per-sample "
-                 "streams (2, epoch, index), identical for any --workers")
-      ->check(CLI::IsMember({"full", "sample"}))
+  app.add_option("--weight-decay", o.weight_decay, "Weight decay (>= 0)")
+      ->check(tools::finite_number<float>())
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--seed", o.seed, "Base seed (drawn from the OS and printed if unset)")
+      ->check(tools::non_negative_integer());
   app.add_flag("--no-shuffle", o.no_shuffle, "The sampler's unshuffled order");
-  app.add_option("--backend", o.backend, "auto (nccl when a GPU is visible), mpi or nccl")
-      ->check(CLI::IsMember({"auto", "mpi", "nccl"}))
-      ->capture_default_str();
-  app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MB")
+  tools::add_enum_option(app, "--backend", o.backend, backend_names(),
+                         "auto (nccl when a GPU is visible), mpi or nccl");
+  // Bounded, so that the conversion to a byte count is defined (1 TiB at most).
+  app.add_option("--bucket-mb", o.bucket_mb,
+                 "Gradient bucket size in MB (at most 1048576)")
+      ->check(tools::finite_number<double>())
       ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(0.0, 1048576.0).description(""))
       ->capture_default_str();
-  app.add_option("--mode", o.mode,
-                 "ddp (one process per rank), dp (one process, replicas on --devices), "
-                 "ddp-mp (model split over two devices per rank, see --split)")
-      ->check(CLI::IsMember({"ddp", "dp", "ddp-mp"}))
-      ->capture_default_str();
+  tools::add_enum_option(
+      app, "--mode", o.mode, mode_names(),
+      "ddp (one process per rank), dp (one process, replicas on --devices), "
+      "ddp-mp (model split over two devices per rank, see --split)");
   app.add_option("--devices", o.devices, "dp: replica devices, e.g. 0,1")->delimiter(',');
   app.add_option("--split", o.split, "ddp-mp: layers on the first device")
       ->check(CLI::PositiveNumber);
   app.add_option("--init", o.init, "Initial weights (safetensors, nn.Sequential names)");
   app.add_option("--save", o.save, "Write a checkpoint here at the end");
   app.add_option("--checkpoint-every", o.checkpoint_every,
-                 "Also write --save every N steps");
+                 "Also write --save every N steps")
+      ->check(tools::non_negative_integer());
   app.add_option("--resume", o.resume, "Continue exactly from this checkpoint");
   app.add_option("--log-json", o.log_json, "Append one JSON line per epoch here");
   app.add_flag("--progress", o.progress,
@@ -76,7 +105,7 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
 }
 
 void validate(const TrainOptions& o) {
-  const Mode m = o.parsed_mode();
+  const Mode m = o.mode;
   if (m == Mode::kDataParallel && o.devices.empty())
     throw ConfigError("--mode dp needs --devices, e.g. --devices 0,1");
   if (m != Mode::kDataParallel && !o.devices.empty())
@@ -96,15 +125,15 @@ std::string resume_config_json(const TrainOptions& o) {
   j["data"] = o.data;
   j["transform"] = o.transform;
   j["model"] = o.model;
-  j["loss"] = o.loss;
+  j["loss"] = tools::enum_name(loss_names(), o.loss);
   j["batch_size"] = o.batch_size;
-  j["optimizer"] = o.optimizer;
+  j["optimizer"] = tools::enum_name(optimizer_names(), o.optimizer);
   j["lr"] = o.lr;
   j["momentum"] = o.momentum;
   j["weight_decay"] = o.weight_decay;
-  j["seeding"] = o.seeding;
+  j["seeding"] = tools::enum_name(seeding_names(), o.seeding);
   j["shuffle"] = !o.no_shuffle;
-  j["mode"] = o.mode;
+  j["mode"] = tools::enum_name(mode_names(), o.mode);
   j["split"] = o.split;
   j["devices"] = o.devices.size();
   return j.dump();

@@ -1,5 +1,6 @@
 // TrainOptions: everything ddp-train is configured with, as one typed struct, and
-// the CLI11 options that fill it. validate() checks the combinations CLI11 cannot
+// the CLI11 options that fill it; the named choices are enums, mapped from their
+// names once at parse time. validate() checks the combinations CLI11 cannot
 // (throws ConfigError naming the option). to_json() gives the fields a checkpoint
 // must agree on to resume exactly. A plain value type; copy it freely.
 #pragma once
@@ -10,41 +11,46 @@
 #include <string>
 #include <vector>
 
-#include "loader/loader_options.h"
+#include "seedloader/loader_options.h"
+#include "tools/common/enum_option.h"
+#include "tools/common/loader_flags.h"
 
 namespace seedloader::train {
 
-enum class Mode { kDdp, kDataParallel, kModelParallel };
+enum class Loss { kXent, kMse };                          // xent (integer labels) | mse
+enum class Optimizer { kSgd, kAdamW };                    // sgd | adamw
+enum class Backend { kAuto, kMpi, kNccl };                // auto | mpi | nccl
+enum class Mode { kDdp, kDataParallel, kModelParallel };  // ddp | dp | ddp-mp
 
-struct TrainOptions {
-  std::string data;
-  std::string transform;
+// Each choice's command-line (and checkpoint config) names.
+const tools::EnumNames<Loss>& loss_names();
+const tools::EnumNames<Optimizer>& optimizer_names();
+const tools::EnumNames<Backend>& backend_names();
+const tools::EnumNames<Mode>& mode_names();
+const tools::EnumNames<SeedScope>& seeding_names();  // full (worker) | sample
+
+// data, transform, workers and batch_size (per rank; dp: per step, scattered to
+// replicas) come from LoaderFlags.
+struct TrainOptions : tools::LoaderFlags {
   std::string model = "mlp:10,10,5";
-  std::string loss = "xent";      // xent | mse
-  std::uint64_t batch_size = 32;  // per rank (dp: per step, scattered to replicas)
+  Loss loss = Loss::kXent;
   std::uint64_t epochs = 1;
   std::optional<std::uint64_t> steps;  // total optimizer steps; overrides epochs
-  std::string optimizer = "sgd";       // sgd | adamw
+  Optimizer optimizer = Optimizer::kSgd;
   float lr = 0.01f;
   float momentum = 0.0f;
   float weight_decay = 0.0f;
-  int workers = 2;
   std::optional<std::uint64_t> seed;
-  std::string seeding = "full";  // full (worker streams) | sample (per-sample streams)
+  SeedScope seeding = SeedScope::kWorker;  // full: worker streams; sample: per sample
   bool no_shuffle = false;
-  std::string backend = "auto";  // auto | mpi | nccl
+  Backend backend = Backend::kAuto;
   double bucket_mb = 25.0;
-  std::string mode = "ddp";  // ddp | dp | ddp-mp
+  Mode mode = Mode::kDdp;
   std::vector<int> devices;  // dp: replica devices
   int split = 0;             // ddp-mp: layers on the first device
   std::string init, save, resume, log_json;
   std::uint64_t checkpoint_every = 0;
   bool progress = false;
-
-  Mode parsed_mode() const;
-  SeedScope seed_scope() const {
-    return seeding == "sample" ? SeedScope::kSample : SeedScope::kWorker;
-  }
 };
 
 // Registers every ddp-train option on `app`, filling `o`.

@@ -2,23 +2,27 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
-#include "ddp/mpi_communicator.h"
-#include "loader/data_loader.h"
-#include "rng/derive.h"
-#include "rng/error.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/ddp/mpi_communicator.h"
+#include "seedloader/derive.h"
+#include "seedloader/error.h"
+#include "tools/common/progress_bar.h"
 #include "tools/ddp_train/batch_feed.h"
 #include "tools/ddp_train/checkpoint.h"
 #include "tools/ddp_train/train_data.h"
 #include "tools/ddp_train/train_model.h"
-#include "tools/seed_audit/progress_bar.h"
 
 #if defined(SEEDLOADER_HAS_CUDA)
-#include "ddp/nccl_communicator.h"
+#include "seedloader/ddp/nccl_communicator.h"
 #endif
 
 namespace seedloader::train {
@@ -31,8 +35,8 @@ double seconds_since(Clock::time_point t) {
 }
 
 bool want_nccl(const TrainOptions& o) {
-  if (o.backend == "mpi" || o.parsed_mode() == Mode::kDataParallel) return false;
-  if (o.backend == "nccl") {
+  if (o.backend == Backend::kMpi || o.mode == Mode::kDataParallel) return false;
+  if (o.backend == Backend::kNccl) {
 #ifndef SEEDLOADER_HAS_CUDA
     throw ConfigError(
         "--backend nccl: this build has no CUDA (SEEDLOADER_WITH_CUDA=OFF)");
@@ -56,9 +60,29 @@ std::uint64_t agree_seed(const TrainOptions& o, ddp::MpiCommunicator& mpi) {
   return static_cast<std::uint64_t>(v);
 }
 
+// Throws ConfigError naming `option` when rank 0 could not write `path` there:
+// the path is a directory, its directory is missing, or either is not writable.
+void check_output(const char* option, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return;
+  auto refuse = [&](const std::string& why) {
+    throw ConfigError(std::string(option) + " " + path + ": " + why);
+  };
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) refuse("is a directory");
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec)) refuse("directory " + dir.string() + " does not exist");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    refuse("cannot write in " + dir.string() + ": " + std::strerror(errno));
+  if (fs::exists(path, ec) && ::access(path.c_str(), W_OK) != 0)
+    refuse(std::string("not writable: ") + std::strerror(errno));
+}
+
 // Names the first option in which a checkpoint's config differs from this run's.
 void check_resume_config(const std::string& path, const CheckpointState& s,
-                         const TrainOptions& o, int world) {
+                         const TrainOptions& o, int world, std::uint64_t data_size,
+                         std::uint64_t fingerprint) {
   if (s.world_size != static_cast<std::uint64_t>(world))
     throw DataError("checkpoint " + path + ": saved with world size " +
                     std::to_string(s.world_size) + ", this run has " +
@@ -75,6 +99,14 @@ void check_resume_config(const std::string& path, const CheckpointState& s,
                       (saved.contains(key) ? saved[key].dump() : "(none)") +
                       ", this run has " + value.dump());
   }
+  if (s.dataset_size != data_size)
+    throw DataError("checkpoint " + path + ": saved with a data set of " +
+                    std::to_string(s.dataset_size) + " samples, this run's has " +
+                    std::to_string(data_size));
+  if (s.dataset_fingerprint != fingerprint)
+    throw DataError("checkpoint " + path +
+                    ": the data set differs from the one it was saved with (its "
+                    "description, file names or file sizes changed)");
   if (o.seed && *o.seed != s.base_seed)
     throw DataError("checkpoint " + path + ": saved with seed " +
                     std::to_string(s.base_seed) + ", --seed says " +
@@ -87,36 +119,242 @@ struct EpochStats {
   double wait = 0;
 };
 
+// One rank's training run, in the order go() takes its steps. Owns the
+// communicators, data, loader, feed and model; not thread-safe.
 class Run {
  public:
   explicit Run(const TrainOptions& o) : o_(o) {}
   void go();
 
  private:
-  void save(std::uint64_t epoch, std::uint64_t batches_done);
+  // Throws ConfigError for an option the world size rules out.
+  void check_world() const;
+  // Rank 0 checks it can write --save and --log-json; every rank throws if not,
+  // so nothing trains towards a save that must fail. Collective.
+  void check_outputs();
+  // MPI always; NCCL on top for gradients when --backend asks for it (or auto finds
+  // a GPU). Sets comm_ and gpu_. Collective.
+  void open_communicators();
+  // Agrees on the seed, opens the data and builds the model, with --init's weights.
+  // Collective.
+  void build_model();
+  // Loads --resume into the model and takes its seed and step count; returns where
+  // training continues ({0, 0} without --resume). Collective.
+  Position resume();
+  // Checks --resume's schedule against this run's epochs and steps.
+  // REQUIRES: open_loader() ran.
+  void check_resumed_position() const;
+  // The rank's DataLoader and the feed that puts its batches on the model's device.
+  // REQUIRES: seed_ is final.
+  void open_loader();
+  // Rank 0 prints what it trains and how.
+  void print_banner() const;
+  // Trains from `start` until the step budget ends; returns the first position not
+  // trained. Logs every epoch and writes --checkpoint-every checkpoints.
+  Position train(Position start);
+  // Trains epoch `start.epoch` from batch `start.batch` to its end or the step
+  // budget's; returns the epoch's batches done (replayed ones included).
+  std::uint64_t train_epoch(Position start, EpochStats& es, tools::ProgressBar& bar);
+  // Writes --save so that a resume continues at `next`. Collective.
+  void save(Position next);
   void log_epoch(std::uint64_t epoch, const EpochStats& es, double wall);
 
   const TrainOptions& o_;
   ddp::MpiCommunicator mpi_;
   std::unique_ptr<ddp::Communicator> nccl_;
+  ddp::Communicator* comm_ = &mpi_;  // the one gradients are all-reduced on
+  bool gpu_ = false;
   std::unique_ptr<Dataset> data_;
   std::unique_ptr<DataLoader> loader_;
+  std::unique_ptr<BatchFeed> feed_;
   std::unique_ptr<TrainModel> model_;
-  std::uint64_t seed_ = 0, global_step_ = 0, num_batches_ = 0;
+  std::int64_t classes_ = 0;  // the model's outputs per row: labels lie below it
+  std::uint64_t seed_ = 0, global_step_ = 0, num_batches_ = 0, total_steps_ = 0;
+  std::uint64_t data_fingerprint_ = 0;  // only with --save or --resume
+  std::optional<CheckpointState> resumed_;
 };
 
-void Run::save(std::uint64_t epoch, std::uint64_t batches_done) {
-  if (batches_done == num_batches_) {
-    ++epoch;
-    batches_done = 0;
+void Run::go() {
+  validate(o_);
+  check_world();
+  check_outputs();
+  open_communicators();
+  build_model();
+  const Position start = resume();
+  model_->sync_copies();
+  open_loader();
+  check_resumed_position();
+  print_banner();
+  const Position end = train(start);
+  if (!o_.save.empty()) {
+    save(end);
+    if (mpi_.rank() == 0) std::printf("ddp-train: saved %s\n", o_.save.c_str());
   }
+}
+
+void Run::check_world() const {
+  if (o_.mode == Mode::kDataParallel && mpi_.size() > 1)
+    throw ConfigError(
+        "--mode dp runs as one process (replicas are threads); run it without "
+        "mpirun -np " +
+        std::to_string(mpi_.size()));
+}
+
+void Run::check_outputs() {
+  std::string error;
+  if (mpi_.rank() == 0) {
+    try {
+      check_output("--save", o_.save);
+      check_output("--log-json", o_.log_json);
+    } catch (const ConfigError& e) {
+      error = e.what();
+    }
+  }
+  std::int64_t bad = error.empty() ? 0 : 1;
+  mpi_.broadcast(std::span<std::int64_t>(&bad, 1), 0);
+  if (!error.empty()) throw ConfigError(error);
+  if (bad) throw ConfigError("rank 0 cannot write --save or --log-json");
+}
+
+void Run::open_communicators() {
+  gpu_ = want_nccl(o_);
+#if defined(SEEDLOADER_HAS_CUDA)
+  if (gpu_) {
+    nccl_ = std::make_unique<ddp::NcclCommunicator>(mpi_);
+    comm_ = nccl_.get();
+  }
+#endif
+}
+
+void Run::build_model() {
+  seed_ = agree_seed(o_, mpi_);
+  data_ = open_train_data(o_.data, o_.transform);
+  const ddp::Shape sample = check_fields(*data_, o_.loss);
+  classes_ = model_classes(o_.model, sample);
+  model_ = make_train_model(o_, sample, gpu_ ? ddp::Device::kCuda : ddp::Device::kCpu,
+                            comm_, seed_);
+  if (!o_.init.empty()) load_weights(o_.init, model_->stages());
+  if (!o_.save.empty() || !o_.resume.empty())
+    data_fingerprint_ = data_fingerprint(o_.data, *data_);
+}
+
+Position Run::resume() {
+  if (o_.resume.empty()) return {};
+  const CheckpointState s = load_checkpoint(o_.resume, model_->stages());
+  check_resume_config(o_.resume, s, o_, mpi_.size(), data_->size(), data_fingerprint_);
+  resumed_ = s;
+  seed_ = s.base_seed;
+  global_step_ = s.global_step;
+  if (mpi_.rank() == 0 && s.workers != static_cast<std::uint64_t>(o_.workers) &&
+      o_.seeding == SeedScope::kWorker)
+    std::fprintf(stderr,
+                 "ddp-train: warning: resuming with %d workers, saved with %llu; under "
+                 "--seeding full the augmentations differ from an uninterrupted run "
+                 "(--seeding sample does not depend on the worker count)\n",
+                 o_.workers, static_cast<unsigned long long>(s.workers));
+  return s.position(o_.batch_size);
+}
+
+void Run::check_resumed_position() const {
+  if (resumed_)
+    check_position(o_.resume, *resumed_, static_cast<std::uint64_t>(o_.batch_size),
+                   num_batches_, total_steps_);
+}
+
+void Run::open_loader() {
+  LoaderOptions lo;
+  lo.batch_size = o_.batch_size;
+  lo.num_workers = o_.workers;
+  lo.shuffle = !o_.no_shuffle;
+  lo.seed = seed_;
+  lo.persistent_workers = true;
+  lo.rank = static_cast<std::uint64_t>(mpi_.rank());
+  lo.world_size = static_cast<std::uint64_t>(mpi_.size());
+  lo.seeding = o_.seeding;
+  lo.timeout = std::chrono::seconds(o_.timeout_s);
+  loader_ = std::make_unique<DataLoader>(*data_, lo);
+  num_batches_ = loader_->num_batches();
+  total_steps_ = o_.steps ? *o_.steps : o_.epochs * num_batches_;
+#if defined(SEEDLOADER_HAS_CUDA)
+  if (gpu_) {
+    auto* n = static_cast<ddp::NcclCommunicator*>(nccl_.get());
+    feed_ =
+        make_device_feed(*loader_, o_.loss, classes_, data_->describe(), n->cuda_device(),
+                         model_->stages()[0].model->context().gpu->stream());
+  }
+#endif
+  if (!feed_) feed_ = make_host_feed(*loader_, o_.loss, classes_, data_->describe());
+}
+
+void Run::print_banner() const {
+  if (mpi_.rank() != 0) return;
+  std::printf("ddp-train: %s, %d rank(s), backend %s, mode %s, model %s, seed %llu%s\n",
+              data_->describe().c_str(), mpi_.size(), gpu_ ? "nccl" : "mpi",
+              tools::enum_name(mode_names(), o_.mode).c_str(), o_.model.c_str(),
+              static_cast<unsigned long long>(seed_),
+              o_.seed || !o_.resume.empty() ? "" : " (drawn)");
+  if (o_.mode == Mode::kModelParallel)
+    std::printf("ddp-train: stage 0 = layers 0..%d, stage 1 = the rest; %s\n",
+                o_.split - 1,
+                gpu_ ? "both on the rank's GPU (one GPU per stage is not supported)"
+                     : "both on the CPU");
+  std::fflush(stdout);
+}
+
+Position Run::train(Position start) {
+  tools::ProgressBar bar(mpi_.rank() == 0 && (o_.progress || isatty(STDERR_FILENO)),
+                         total_steps_ - std::min(total_steps_, global_step_));
+  Position pos = start;
+  while (global_step_ < total_steps_) {
+    EpochStats es;
+    const auto t0 = Clock::now();
+    const std::uint64_t done = train_epoch(pos, es, bar);
+    log_epoch(pos.epoch, es, seconds_since(t0));
+    pos = Position::after(pos.epoch, done, num_batches_);
+    if (pos.batch != 0) break;  // stopped by --steps mid-epoch
+  }
+  bar.finish();
+  return pos;
+}
+
+std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBar& bar) {
+  const std::uint64_t world = static_cast<std::uint64_t>(mpi_.size());
+  feed_->start(start.epoch);
+  std::uint64_t b = 0;
+  for (;;) {
+    const auto tw = Clock::now();
+    const StepInputs* in = feed_->next();
+    es.wait += seconds_since(tw);
+    if (!in) break;
+    // Replays the batches a resumed epoch already trained on: every worker's
+    // stream advances exactly as it did, so later batches are bit-identical.
+    if (b++ < start.batch) continue;
+    StepStats s = model_->step(in->x, in->x_shape, in->target);
+    es.sum.loss_sum += s.loss_sum;
+    es.sum.correct += s.correct;
+    es.sum.rows += s.rows;
+    ++es.steps;
+    ++global_step_;
+    bar.add(1, s.rows * world);
+    if (o_.checkpoint_every > 0 && global_step_ % o_.checkpoint_every == 0)
+      save(Position::after(start.epoch, b, num_batches_));
+    if (global_step_ >= total_steps_) break;
+  }
+  if (b < num_batches_ && global_step_ < total_steps_)
+    throw Error("epoch " + std::to_string(start.epoch) + ": the loader ended after " +
+                std::to_string(b) + " of " + std::to_string(num_batches_) + " batches");
+  return b;
+}
+
+void Run::save(Position next) {
   CheckpointState s;
   s.base_seed = seed_;
-  s.epoch = epoch;
-  s.epoch_samples = batches_done * o_.batch_size;
+  s.set_position(next, o_.batch_size);
   s.global_step = global_step_;
   s.world_size = static_cast<std::uint64_t>(mpi_.size());
   s.workers = static_cast<std::uint64_t>(o_.workers);
+  s.dataset_size = data_->size();
+  s.dataset_fingerprint = data_fingerprint_;
   s.config = resume_config_json(o_);
   if (mpi_.rank() == 0) save_checkpoint(o_.save, model_->stages(), s);
   mpi_.barrier();
@@ -130,7 +368,8 @@ void Run::log_epoch(std::uint64_t epoch, const EpochStats& es, double wall) {
   if (mpi_.rank() != 0 || v[2] == 0) return;
   const double loss = v[0] / v[2], samples_s = v[2] / wall;
   const double stall = v[3] / static_cast<float>(mpi_.size());
-  std::string acc = o_.loss == "xent" ? "  accuracy " + std::to_string(v[1] / v[2]) : "";
+  const bool xent = o_.loss == Loss::kXent;
+  std::string acc = xent ? "  accuracy " + std::to_string(v[1] / v[2]) : "";
   std::printf(
       "epoch %llu: loss %.6f%s  %.0f samples/s  data stall %.1f%%  (%llu steps)\n",
       static_cast<unsigned long long>(epoch), loss, acc.c_str(), samples_s, 100.0 * stall,
@@ -140,127 +379,12 @@ void Run::log_epoch(std::uint64_t epoch, const EpochStats& es, double wall) {
   nlohmann::json j{
       {"epoch", epoch},      {"loss", loss},      {"samples_per_s", samples_s},
       {"data_stall", stall}, {"steps", es.steps}, {"global_step", global_step_}};
-  if (o_.loss == "xent") j["accuracy"] = v[1] / v[2];
-  std::ofstream(o_.log_json, std::ios::app) << j.dump() << "\n";
-}
-
-void Run::go() {
-  validate(o_);
-  const int rank = mpi_.rank(), world = mpi_.size();
-  if (o_.parsed_mode() == Mode::kDataParallel && world > 1)
-    throw ConfigError(
-        "--mode dp runs as one process (replicas are threads); run it without "
-        "mpirun -np " +
-        std::to_string(world));
-  const bool gpu = want_nccl(o_);
-  ddp::Communicator* comm = &mpi_;
-#if defined(SEEDLOADER_HAS_CUDA)
-  if (gpu) {
-    nccl_ = std::make_unique<ddp::NcclCommunicator>(mpi_);
-    comm = nccl_.get();
-  }
-#endif
-  seed_ = agree_seed(o_, mpi_);
-  data_ = open_train_data(o_.data, o_.transform);
-  const ddp::Shape sample = check_fields(*data_, o_.loss);
-  model_ = make_train_model(o_, sample, gpu ? ddp::Device::kCuda : ddp::Device::kCpu,
-                            comm, seed_);
-  if (!o_.init.empty()) load_weights(o_.init, model_->stages());
-  CheckpointState resumed;
-  if (!o_.resume.empty()) {
-    resumed = load_checkpoint(o_.resume, model_->stages());
-    check_resume_config(o_.resume, resumed, o_, world);
-    seed_ = resumed.base_seed;
-    global_step_ = resumed.global_step;
-    if (rank == 0 && resumed.workers != static_cast<std::uint64_t>(o_.workers) &&
-        o_.seeding == "full")
-      std::fprintf(stderr,
-                   "ddp-train: warning: resuming with %d workers, saved with %llu; under "
-                   "--seeding full the augmentations differ from an uninterrupted run "
-                   "(--seeding sample does not depend on the worker count)\n",
-                   o_.workers, static_cast<unsigned long long>(resumed.workers));
-  }
-  model_->sync_copies();
-
-  LoaderOptions lo;
-  lo.batch_size = o_.batch_size;
-  lo.num_workers = o_.workers;
-  lo.shuffle = !o_.no_shuffle;
-  lo.seed = seed_;
-  lo.persistent_workers = true;
-  lo.rank = static_cast<std::uint64_t>(rank);
-  lo.world_size = static_cast<std::uint64_t>(world);
-  lo.seeding = o_.seed_scope();
-  lo.timeout = std::chrono::seconds(120);
-  loader_ = std::make_unique<DataLoader>(*data_, lo);
-  num_batches_ = loader_->num_batches();
-  std::unique_ptr<BatchFeed> feed;
-#if defined(SEEDLOADER_HAS_CUDA)
-  if (gpu) {
-    auto* n = static_cast<ddp::NcclCommunicator*>(nccl_.get());
-    feed = make_device_feed(*loader_, o_.loss, n->cuda_device(),
-                            model_->stages()[0].model->context().gpu->stream());
-  }
-#endif
-  if (!feed) feed = make_host_feed(*loader_, o_.loss);
-
-  if (rank == 0) {
-    std::printf("ddp-train: %s, %d rank(s), backend %s, mode %s, model %s, seed %llu%s\n",
-                data_->describe().c_str(), world, gpu ? "nccl" : "mpi", o_.mode.c_str(),
-                o_.model.c_str(), static_cast<unsigned long long>(seed_),
-                o_.seed || !o_.resume.empty() ? "" : " (drawn)");
-    if (o_.parsed_mode() == Mode::kModelParallel)
-      std::printf("ddp-train: stage 0 = layers 0..%d, stage 1 = the rest; %s\n",
-                  o_.split - 1,
-                  gpu ? "both on the rank's GPU (one GPU per stage is not supported)"
-                      : "both on the CPU");
-    std::fflush(stdout);
-  }
-  const std::uint64_t total_steps = o_.steps ? *o_.steps : o_.epochs * num_batches_;
-  audit::ProgressBar bar(rank == 0 && (o_.progress || isatty(STDERR_FILENO)),
-                         total_steps - std::min(total_steps, global_step_));
-  std::uint64_t epoch = resumed.epoch;
-  std::uint64_t skip = o_.resume.empty() ? 0 : resumed.epoch_samples / o_.batch_size;
-  std::uint64_t done_in_epoch = skip;
-  while (global_step_ < total_steps) {
-    EpochStats es;
-    const auto t0 = Clock::now();
-    feed->start(epoch);
-    std::uint64_t b = 0;
-    for (;;) {
-      const auto tw = Clock::now();
-      const StepInputs* in = feed->next();
-      es.wait += seconds_since(tw);
-      if (!in) break;
-      // Replays the batches a resumed epoch already trained on: every worker's
-      // stream advances exactly as it did, so later batches are bit-identical.
-      if (b++ < skip) continue;
-      StepStats s = model_->step(in->x, in->x_shape, in->target);
-      es.sum.loss_sum += s.loss_sum;
-      es.sum.correct += s.correct;
-      es.sum.rows += s.rows;
-      ++es.steps;
-      ++global_step_;
-      bar.add(1, s.rows * static_cast<std::uint64_t>(world));
-      if (o_.checkpoint_every > 0 && global_step_ % o_.checkpoint_every == 0)
-        save(epoch, b);
-      if (global_step_ >= total_steps) break;
-    }
-    done_in_epoch = b;
-    if (b < num_batches_ && global_step_ < total_steps)
-      throw Error("epoch " + std::to_string(epoch) + ": the loader ended after " +
-                  std::to_string(b) + " of " + std::to_string(num_batches_) + " batches");
-    log_epoch(epoch, es, seconds_since(t0));
-    if (done_in_epoch < num_batches_) break;  // stopped by --steps mid-epoch
-    ++epoch;
-    skip = 0;
-  }
-  bar.finish();
-  if (!o_.save.empty()) {
-    if (done_in_epoch == num_batches_) --epoch;  // save() moves on to the next epoch
-    save(epoch, done_in_epoch);
-    if (rank == 0) std::printf("ddp-train: saved %s\n", o_.save.c_str());
-  }
+  if (xent) j["accuracy"] = v[1] / v[2];
+  std::ofstream log(o_.log_json, std::ios::app);
+  log << j.dump() << "\n";
+  log.flush();
+  if (!log)
+    throw Error("--log-json " + o_.log_json + ": cannot append: " + std::strerror(errno));
 }
 
 }  // namespace

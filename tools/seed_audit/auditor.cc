@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader::audit {
 

@@ -8,8 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rng/derive.h"
-#include "rng/error.h"
+#include "seedloader/derive.h"
+#include "seedloader/error.h"
+#include "tools/common/number_checks.h"
 #include "tools/seed_audit/commands.h"
 
 namespace seedloader::audit {
@@ -78,19 +79,28 @@ void add_derive_command(CLI::App& app, Action& action) {
       "Print the spawn key, the four uint64 state words and the first raw outputs of\n"
       "one of seedloader's streams. numpy gives the same numbers with\n"
       "np.random.PCG64(np.random.SeedSequence(SEED, spawn_key=KEY)).random_raw(N).");
-  cmd->add_option("--seed", args->seed, "Base seed")->required();
+  cmd->add_option("--seed", args->seed, "Base seed")
+      ->check(tools::non_negative_integer())
+      ->required();
   cmd->add_option("--purpose", args->purpose,
                   "Which stream: shuffle (0,epoch), worker (1,epoch,rank,worker) or "
                   "sample (2,epoch,index)")
       ->check(CLI::IsMember({"shuffle", "worker", "sample"}))
       ->capture_default_str();
-  cmd->add_option("--epoch", args->epoch, "Epoch")->capture_default_str();
-  cmd->add_option("--rank", args->rank, "Rank (worker streams)")->capture_default_str();
+  cmd->add_option("--epoch", args->epoch, "Epoch")
+      ->check(tools::non_negative_integer())
+      ->capture_default_str();
+  cmd->add_option("--rank", args->rank, "Rank (worker streams)")
+      ->check(tools::non_negative_integer())
+      ->capture_default_str();
   cmd->add_option("--worker", args->worker, "Worker id (worker streams)")
+      ->check(tools::non_negative_integer())
       ->capture_default_str();
   cmd->add_option("--index", args->index, "Sample index (sample streams)")
+      ->check(tools::non_negative_integer())
       ->capture_default_str();
   cmd->add_option("--count", args->count, "How many raw 64-bit outputs to print")
+      ->check(tools::non_negative_integer())
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 20))
       ->capture_default_str();
   cmd->add_flag("--json", args->json,

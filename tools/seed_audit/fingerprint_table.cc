@@ -1,6 +1,6 @@
 #include "tools/seed_audit/fingerprint_table.h"
 
-#include "tools/seed_audit/hash64.h"
+#include "tools/common/hash64.h"
 
 namespace seedloader::audit {
 
@@ -14,7 +14,7 @@ FingerprintTable::FingerprintTable()
 std::optional<FingerprintTable::FirstUse> FingerprintTable::find_or_insert(
     std::uint64_t fp, FirstUse use) {
   // Fingerprints given by callers need not be uniform (small integers), so mix.
-  std::uint64_t i = mix64(fp) & mask_;
+  std::uint64_t i = tools::mix64(fp) & mask_;
   while (slots_[i].owner_plus_one != 0) {
     if (slots_[i].fp == fp)
       return FirstUse{slots_[i].owner_plus_one - 1, slots_[i].index};
@@ -32,7 +32,7 @@ void FingerprintTable::grow() {
   mask_ = slots_.size() - 1;
   for (const Slot& s : old) {
     if (s.owner_plus_one == 0) continue;
-    std::uint64_t i = mix64(s.fp) & mask_;
+    std::uint64_t i = tools::mix64(s.fp) & mask_;
     while (slots_[i].owner_plus_one != 0) i = (i + 1) & mask_;
     slots_[i] = s;
   }

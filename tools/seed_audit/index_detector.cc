@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 
 namespace seedloader::audit {
 

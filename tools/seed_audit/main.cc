@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "tools/seed_audit/commands.h"
 
 int main(int argc, char** argv) {

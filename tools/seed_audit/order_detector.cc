@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "tools/seed_audit/hash64.h"
+#include "tools/common/hash64.h"
 
 namespace seedloader::audit {
 
@@ -19,7 +19,7 @@ void OrderDetector::add(const SampleRecord& r, std::uint32_t owner, OwnerTable& 
     last_key_ = k;
   }
   EpochOrder& eo = *last_;
-  eo.sum += mix64(mix64(r.batch + 0x9e3779b97f4a7c15ull) ^ r.index);
+  eo.sum += tools::mix64(tools::mix64(r.batch + 0x9e3779b97f4a7c15ull) ^ r.index);
   if (eo.samples == 0 || r.batch < *eo.first.batch) eo.first = place_of(r);
   ++eo.samples;
 }

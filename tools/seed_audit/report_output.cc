@@ -3,7 +3,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "rng/error.h"
+#include "seedloader/error.h"
 #include "tools/seed_audit/commands.h"
 #include "tools/seed_audit/report_format.h"
 

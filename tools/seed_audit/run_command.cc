@@ -3,43 +3,47 @@
 #include <unistd.h>
 
 #include <bit>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
 
-#include "loader/data_loader.h"
-#include "rng/derive.h"
-#include "rng/error.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/derive.h"
+#include "seedloader/error.h"
+#include "tools/common/data_spec.h"
+#include "tools/common/loader_flags.h"
+#include "tools/common/number_checks.h"
+#include "tools/common/progress_bar.h"
 #include "tools/seed_audit/auditor.h"
 #include "tools/seed_audit/commands.h"
-#include "tools/seed_audit/data_spec.h"
-#include "tools/seed_audit/progress_bar.h"
 #include "tools/seed_audit/report_output.h"
 #include "tools/seed_audit/seeding_dataset.h"
 
 namespace seedloader::audit {
 namespace {
 
-struct RunArgs {
-  std::string data;
-  std::string transform = "rrc:32,hflip";
-  std::uint64_t batch_size = 32;
-  int workers = 4;
+// data, transform, batch_size, workers and timeout_s come from LoaderFlags.
+struct RunArgs : tools::LoaderFlags {
+  RunArgs() {
+    transform = "rrc:32,hflip";
+    workers = 4;
+  }
   std::uint64_t epochs = 2;
   std::uint64_t world_size = 1;
   std::optional<std::uint64_t> seed;
   bool shuffle = false;
   bool drop_last = false;
   bool persistent_workers = false;
-  std::string seeding = "full";
+  SeedingMode seeding = SeedingMode::kFull;
   std::string json;
   bool progress = false;
 };
 
 int run_pipeline(const RunArgs& a) {
-  SeedingMode mode = *parse_seeding_mode(a.seeding);
-  std::unique_ptr<Dataset> data = open_dataset(a.data, a.transform);
+  const SeedingMode mode = a.seeding;
+  std::unique_ptr<Dataset> data = tools::open_dataset(a.data, a.transform);
   const std::uint64_t seed = a.seed ? *a.seed : draw_base_seed("seed-audit");
   const std::uint64_t n = data->size();
   // drop_last drops each rank's last short batch: up to batch - 1 samples a rank
@@ -48,7 +52,7 @@ int run_pipeline(const RunArgs& a) {
       a.drop_last ? a.world_size * (a.batch_size - 1) : 0;
   Auditor auditor(AuditOptions{n, allowed_missing});
 
-  std::optional<ProgressBar> bar;
+  std::optional<tools::ProgressBar> bar;
   for (std::uint64_t rank = 0; rank < a.world_size; ++rank) {
     // Each simulated rank is its own process: its dataset (and any generator the
     // dataset owns) starts from the state the program gives it, as in a real run.
@@ -63,6 +67,7 @@ int run_pipeline(const RunArgs& a) {
     opt.persistent_workers = a.persistent_workers;
     opt.rank = rank;
     opt.world_size = a.world_size;
+    opt.timeout = std::chrono::seconds(a.timeout_s);
     opt.seeding = dataset.loader_scope();
     opt.worker_init = [&dataset](int worker, std::uint64_t) {
       dataset.on_worker_start(worker);
@@ -116,33 +121,32 @@ void add_run_command(CLI::App& app, Action& action) {
       "full (seedloader's) and sample must be clean; torch (PyTorch's worker seeds,\n"
       "rank not mixed in) and naive (every worker copies the parent's generator)\n"
       "show the findings. Exit 0 clean, 1 findings, 2 usage or input error.");
-  cmd->add_option("--data", args->data, data_spec_help())->required();
-  cmd->add_option(
-         "--transform", args->transform,
-         "Transform chain (transforms/spec.h), e.g. crop:32:4,hflip; '' for none")
-      ->capture_default_str();
-  cmd->add_option("--batch-size", args->batch_size, "Batch size")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--workers", args->workers, "Worker processes per rank (0: inline)")
-      ->check(CLI::Range(0, 256))
-      ->capture_default_str();
+  tools::EnumNames<SeedingMode> seeding_names;
+  for (SeedingMode m : {SeedingMode::kFull, SeedingMode::kSample, SeedingMode::kTorch,
+                        SeedingMode::kNaive})
+    seeding_names.emplace_back(seeding_mode_name(m), m);
+  tools::LoaderFlagOptions lf = tools::add_loader_options(
+      *cmd, *args, args->seeding, seeding_names, "full, sample, torch or naive");
+  lf.transform->description(
+      "Transform chain (transforms/spec.h), e.g. crop:32:4,hflip; '' for none");
+  lf.batch_size->description("Batch size");
+  lf.workers->description("Worker processes per rank (0: inline)");
   cmd->add_option("--epochs", args->epochs, "Epochs")
+      ->check(tools::non_negative_integer())
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--world-size", args->world_size, "Simulated ranks")
+      ->check(tools::non_negative_integer())
       ->check(CLI::Range(std::uint64_t{1}, kMaxRank + 1))
       ->capture_default_str();
   cmd->add_option("--seed", args->seed,
-                  "Base seed (drawn from the OS and printed if unset)");
+                  "Base seed (drawn from the OS and printed if unset)")
+      ->check(tools::non_negative_integer());
   cmd->add_flag("--shuffle", args->shuffle,
                 "Shuffle (DistributedSampler, same seed per rank)");
   cmd->add_flag("--drop-last", args->drop_last, "Drop the last, short batch");
   cmd->add_flag("--persistent-workers", args->persistent_workers,
                 "Keep workers across epochs");
-  cmd->add_option("--seeding", args->seeding, "full, sample, torch or naive")
-      ->check(CLI::IsMember({"full", "sample", "torch", "naive"}))
-      ->capture_default_str();
   add_json_report_option(*cmd, args->json);
   cmd->add_flag("--progress", args->progress,
                 "Progress bar on stderr even when it is not a terminal");

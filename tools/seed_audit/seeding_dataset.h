@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <string>
 
-#include "loader/dataset.h"
-#include "loader/loader_options.h"
+#include "seedloader/dataset.h"
+#include "seedloader/loader_options.h"
 #include "tools/seed_audit/seeding_mode.h"
 
 namespace seedloader::audit {

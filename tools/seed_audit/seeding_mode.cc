@@ -1,16 +1,8 @@
 #include "tools/seed_audit/seeding_mode.h"
 
-#include "rng/derive.h"
+#include "seedloader/derive.h"
 
 namespace seedloader::audit {
-
-std::optional<SeedingMode> parse_seeding_mode(std::string_view name) {
-  if (name == "full") return SeedingMode::kFull;
-  if (name == "sample") return SeedingMode::kSample;
-  if (name == "torch") return SeedingMode::kTorch;
-  if (name == "naive") return SeedingMode::kNaive;
-  return std::nullopt;
-}
 
 const char* seeding_mode_name(SeedingMode mode) {
   switch (mode) {

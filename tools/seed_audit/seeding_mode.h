@@ -11,17 +11,14 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
-#include <string_view>
 
-#include "rng/pcg64_stream.h"
+#include "seedloader/pcg64_stream.h"
 
 namespace seedloader::audit {
 
 enum class SeedingMode { kFull, kSample, kTorch, kNaive };
 
-// "full", "sample", "torch", "naive"; nothing for another name.
-std::optional<SeedingMode> parse_seeding_mode(std::string_view name);
+// "full", "sample", "torch" or "naive" (seed-audit run's --seeding names).
 const char* seeding_mode_name(SeedingMode mode);
 
 // The stream worker `worker` of `rank` starts epoch `epoch` with.

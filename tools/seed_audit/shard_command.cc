@@ -4,7 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sampler/distributed_sampler.h"
+#include "seedloader/distributed_sampler.h"
+#include "tools/common/number_checks.h"
 #include "tools/seed_audit/commands.h"
 
 namespace seedloader::audit {
@@ -42,12 +43,20 @@ void add_shard_command(CLI::App& app, Action& action) {
       "shard",
       "Print the indices rank R sees in an epoch, with PyTorch DistributedSampler\n"
       "semantics (padding by repetition, or truncation with --drop-last).");
-  cmd->add_option("--size", args->size, "Dataset size N")->required();
-  cmd->add_option("--world-size", args->options.world_size, "Number of ranks")
+  cmd->add_option("--size", args->size, "Dataset size N")
+      ->check(tools::non_negative_integer())
       ->required();
-  cmd->add_option("--rank", args->options.rank, "This rank")->required();
-  cmd->add_option("--epoch", args->epoch, "Epoch")->capture_default_str();
+  cmd->add_option("--world-size", args->options.world_size, "Number of ranks")
+      ->check(tools::non_negative_integer())
+      ->required();
+  cmd->add_option("--rank", args->options.rank, "This rank")
+      ->check(tools::non_negative_integer())
+      ->required();
+  cmd->add_option("--epoch", args->epoch, "Epoch")
+      ->check(tools::non_negative_integer())
+      ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "Base seed (used with --shuffle)")
+      ->check(tools::non_negative_integer())
       ->capture_default_str();
   cmd->add_flag("--shuffle", args->options.shuffle,
                 "Shuffle with the (0, epoch) stream, identical on every rank");

@@ -3,11 +3,10 @@
 #include <optional>
 #include <string>
 
-#include "rng/error.h"
-#include "tools/seed_audit/auditor.h"
+#include "tools/common/number_checks.h"
 #include "tools/seed_audit/commands.h"
 #include "tools/seed_audit/report_output.h"
-#include "tools/seed_audit/trace_reader.h"
+#include "tools/seed_audit/trace_audit.h"
 
 namespace seedloader::audit {
 namespace {
@@ -20,10 +19,8 @@ struct TraceArgs {
 };
 
 int run_trace(const TraceArgs& a) {
-  Auditor auditor(AuditOptions{a.dataset_size, a.allowed_missing});
-  std::uint64_t n = read_trace(a.path, [&](const SampleRecord& r) { auditor.add(r); });
-  if (n == 0) throw DataError("trace " + a.path + " holds no samples");
-  return emit_report(auditor.report(), a.json);
+  return emit_report(
+      audit_trace_file(a.path, AuditOptions{a.dataset_size, a.allowed_missing}), a.json);
 }
 
 }  // namespace
@@ -41,9 +38,11 @@ void add_trace_command(CLI::App& app, Action& action) {
       "records PyTorch pipelines). Exit 0 clean, 1 findings, 2 usage or input error.");
   cmd->add_option("FILE", args->path, "Trace file (JSONL)")->required();
   cmd->add_option("--dataset-size", args->dataset_size,
-                  "Dataset size N: check that every epoch covers [0, N) (coverage)");
+                  "Dataset size N: check that every epoch covers [0, N) (coverage)")
+      ->check(tools::non_negative_integer());
   cmd->add_option("--allow-missing", args->allowed_missing,
                   "Samples an epoch may leave out by design (drop_last), for coverage")
+      ->check(tools::non_negative_integer())
       ->capture_default_str();
   add_json_report_option(*cmd, args->json);
   cmd->callback([args, &action] { action = [args] { return run_trace(*args); }; });

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "rng/error.h"
-#include "tools/seed_audit/hash64.h"
+#include "seedloader/error.h"
+#include "tools/common/hash64.h"
 
 namespace seedloader::audit {
 namespace {
@@ -174,13 +174,13 @@ class LineParser {
       r.index = bounded("index", kMaxIndex);
     } else if (key == "rng") {
       mark(seen, 5, key);
-      r.rng = hash_bytes(string_value("rng"));
+      r.rng = tools::hash_bytes(string_value("rng"));
     } else if (key == "content") {
       mark(seen, 6, key);
       if (peek() == '"') {
-        r.content = hash_bytes(string_value("content"));
+        r.content = tools::hash_bytes(string_value("content"));
       } else {
-        r.content = mix64(uint_value("content"));
+        r.content = tools::mix64(uint_value("content"));
       }
     } else if (key == "aug") {
       mark(seen, 7, key);

@@ -1,14 +1,16 @@
 // seedloader-bench: throughput of one loader configuration — samples/s,
 // batches/s, bytes/s, each worker's busy fraction and peak memory.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "loader/data_loader.h"
-#include "rng/error.h"
-#include "tools/seed_audit/data_spec.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/error.h"
+#include "tools/common/data_spec.h"
+#include "tools/common/loader_flags.h"
 #include "tools/seedloader_bench/measure.h"
 
 namespace {
@@ -61,22 +63,17 @@ void print(const BenchArgs& a, const Measurement& m) {
 int main(int argc, char** argv) {
   CLI::App app{"seedloader-bench: measure one loader configuration's throughput."};
   BenchArgs a;
-  app.add_option("--data", a.data, seedloader::audit::data_spec_help())->required();
-  app.add_option("--transform", a.transform,
-                 "Transform spec, e.g. rrc:224,hflip,normalize:imagenet");
-  app.add_option("--batch-size", a.batch_size, "Samples per batch")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--workers", a.workers, "Worker processes (0: in the calling thread)")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
+  seedloader::tools::LoaderFlagOptions lf =
+      seedloader::tools::add_loader_options(app, a, a.seeding,
+                                            {{"full", seedloader::SeedScope::kWorker},
+                                             {"sample", seedloader::SeedScope::kSample}},
+                                            "full (worker streams) or sample");
+  lf.transform->description("Transform spec, e.g. rrc:224,hflip,normalize:imagenet");
+  lf.workers->description("Worker processes (0: in the calling thread)");
   app.add_option("--batches", a.batches, "Timed batches")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--warmup", a.warmup, "Untimed batches first")->capture_default_str();
-  app.add_option("--seeding", a.seeding, "full (worker streams) or sample")
-      ->check(CLI::IsMember({"full", "sample"}))
-      ->capture_default_str();
   app.add_option("--seed", a.seed, "Base seed")->capture_default_str();
   app.add_flag("--device", a.device, "Copy every batch to GPU 0 (CUDA builds)");
   app.add_flag("--json", a.json, "Print one JSON object");
@@ -88,7 +85,7 @@ int main(int argc, char** argv) {
   }
   try {
     std::unique_ptr<seedloader::Dataset> dataset =
-        seedloader::audit::open_dataset(a.data, a.transform);
+        seedloader::tools::open_dataset(a.data, a.transform);
     seedloader::LoaderOptions opt;
     opt.batch_size = a.batch_size;
     opt.num_workers = a.workers;
@@ -96,8 +93,8 @@ int main(int argc, char** argv) {
     opt.seed = a.seed;
     opt.drop_last = true;
     opt.persistent_workers = true;
-    opt.seeding = a.seeding == "sample" ? seedloader::SeedScope::kSample
-                                        : seedloader::SeedScope::kWorker;
+    opt.seeding = a.seeding;
+    opt.timeout = std::chrono::seconds(a.timeout_s);
     seedloader::DataLoader loader(*dataset, opt);
     if (loader.num_batches() == 0) {
       throw seedloader::ConfigError("the dataset has fewer samples than one batch");
@@ -110,6 +107,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "seedloader-bench: %s\n", e.what());
     return 2;
   } catch (const seedloader::DataError& e) {
+    std::fprintf(stderr, "seedloader-bench: %s\n", e.what());
+    return 2;
+  } catch (const seedloader::TimeoutError& e) {
     std::fprintf(stderr, "seedloader-bench: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {

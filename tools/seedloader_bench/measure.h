@@ -6,18 +6,17 @@
 #include <string>
 #include <vector>
 
-#include "loader/data_loader.h"
+#include "seedloader/data_loader.h"
+#include "tools/common/loader_flags.h"
 
 namespace seedloader::bench {
 
-struct BenchArgs {
-  std::string data;
-  std::string transform;
-  std::uint64_t batch_size = 64;
-  int workers = 2;
+// data, transform, batch_size and workers come from LoaderFlags.
+struct BenchArgs : tools::LoaderFlags {
+  BenchArgs() { batch_size = 64; }
   std::uint64_t batches = 50;
   std::uint64_t warmup = 5;
-  std::string seeding = "full";
+  SeedScope seeding = SeedScope::kWorker;
   std::uint64_t seed = 0;
   bool device = false;
   bool json = false;

@@ -2,8 +2,8 @@
 // pinned-memory cudaMemcpyAsync of the same size is timed beside it.
 #include <chrono>
 
-#include "loader/device_prefetcher.h"
-#include "rng/cuda_check.h"
+#include "base/cuda_check.h"
+#include "seedloader/device_prefetcher.h"
 #include "tools/seedloader_bench/measure.h"
 
 namespace seedloader::bench {

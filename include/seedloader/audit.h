@@ -1,0 +1,23 @@
+// The seed audit of a recorded trace, for programs and bindings: the same
+// detectors and the same JSON report as `seed-audit trace FILE --json -`.
+// A trace is JSONL, one object per sample:
+//   {"rank":0,"epoch":0,"worker":1,"batch":3,"index":17,"rng":"<state>"}
+// with optional "content" and "aug" (see tools/seed_audit/trace_reader.h).
+// Stateless; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace seedloader {
+
+// The report as JSON text: {"verdict":"clean"|"findings","samples":N,"findings":[...]}.
+// dataset_size, when given, checks that every epoch covers [0, N) except for
+// allowed_missing samples. Throws DataError naming the file and line for an
+// unreadable or malformed trace, or one that holds no samples.
+std::string audit_trace_json(const std::string& path,
+                             std::optional<std::uint64_t> dataset_size,
+                             std::uint64_t allowed_missing = 0);
+
+}  // namespace seedloader

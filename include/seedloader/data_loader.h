@@ -1,0 +1,114 @@
+// DataLoader: iterates a Dataset in batches, loading them in forked worker
+// processes (or in the calling thread when num_workers = 0) into shared-memory
+// slots and delivering them in sampler order as zero-copy Batch views:
+//
+//   seedloader::DataLoader loader(dataset, opt);
+//   for (int epoch = 0; epoch < E; ++epoch) {
+//     loader.set_epoch(epoch);
+//     for (const seedloader::Batch& b : loader) { ... b.tensor("image") ... }
+//   }
+//
+// The dataset must outlive the loader. One iteration runs at a time: begin()
+// abandons an unfinished one. Not thread-safe: iterate from one thread, and
+// create the loader before starting threads of your own if you can (workers
+// are forked; see DESIGN.md "Data path"). Errors: ConfigError at construction,
+// WorkerError / TimeoutError while iterating; after either, the next epoch
+// starts cleanly (with fresh workers when they had to be killed).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "seedloader/batch.h"
+#include "seedloader/dataset.h"
+#include "seedloader/loader_options.h"
+
+namespace seedloader {
+
+class Engine;
+
+class DataLoader {
+ public:
+  class Iterator;
+  struct Sentinel {};
+
+  // Throws ConfigError for invalid options.
+  DataLoader(const Dataset& dataset, LoaderOptions options);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // The epoch the next begin() starts, from batch 0.
+  void set_epoch(std::uint64_t epoch) {
+    epoch_ = epoch;
+    start_batch_ = 0;
+  }
+  // Resuming a run: the next begin() starts `epoch` at batch `start_batch`
+  // (batches before it are not loaded). With SeedScope::kSample the batches
+  // delivered are exactly those a full epoch delivers from there on; with
+  // kWorker the samples are, but the worker streams restart.
+  void resume(std::uint64_t epoch, std::uint64_t start_batch) {
+    epoch_ = epoch;
+    start_batch_ = start_batch;
+  }
+  std::uint64_t epoch() const { return epoch_; }
+  // Batches per epoch on this rank.
+  std::uint64_t num_batches() const;
+  // The base seed every stream derives from (drawn and announced if not given).
+  std::uint64_t base_seed() const;
+  const LoaderOptions& options() const;
+
+  // Starts the epoch set by set_epoch() and waits for its first batch.
+  Iterator begin();
+  Sentinel end() const { return {}; }
+
+  // Samples replaced under BadSample::kSkip in the current (or last) epoch.
+  std::uint64_t skipped_samples() const;
+  // Running workers' pids (empty between epochs without persistent workers).
+  std::vector<pid_t> worker_pids() const;
+  // Seconds each worker has spent filling batches since it was forked.
+  std::vector<double> worker_busy_seconds() const;
+  // The shared region holding every slot (for pinning it, e.g. with CUDA).
+  std::span<std::byte> shared_memory() const;
+
+ private:
+  std::shared_ptr<Engine> engine_;
+  std::uint64_t epoch_ = 0;
+  std::uint64_t start_batch_ = 0;
+};
+
+// An input iterator over one epoch; move-only. Dereferencing gives the current
+// batch; advancing hands its slot back and waits for the next one. Destroying
+// it before the end abandons the epoch (workers stop promptly).
+// Advancing an iterator whose epoch a later begin() abandoned throws Error.
+class DataLoader::Iterator {
+ public:
+  Iterator(Iterator&& other) noexcept;
+  Iterator& operator=(Iterator&&) = delete;
+  Iterator(const Iterator&) = delete;
+  ~Iterator();
+
+  const Batch& operator*() const { return current_; }
+  const Batch* operator->() const { return &current_; }
+  // Takes the current batch out (to keep it past the next ++).
+  Batch take() { return std::move(current_); }
+  Iterator& operator++();
+  bool operator==(Sentinel) const { return done_; }
+
+ private:
+  friend class DataLoader;
+  Iterator(Engine* engine, std::uint64_t first);
+  void load();
+
+  Engine* engine_;
+  Batch current_;
+  std::uint64_t next_ = 0;
+  std::uint64_t generation_ = 0;  // the engine's, when this iterator's epoch began
+  bool done_ = false;
+};
+
+}  // namespace seedloader

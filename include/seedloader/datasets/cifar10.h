@@ -1,0 +1,42 @@
+// Cifar10: the CIFAR-10 binary format — data_batch_1.bin .. data_batch_5.bin
+// (train) or test_batch.bin (test), each a run of 3073-byte records: one label
+// byte, then 3072 pixel bytes (1024 R, 1024 G, 1024 B, rows top to bottom).
+// The files are mapped read-only (page cache pages, shared by forked workers).
+// Fields: "image" [3, H, W] from the transform chain (empty chain: 3x32x32
+// float32 in [0, 1]), "label" int64.
+// A missing file or a size not a multiple of 3073 is a DataError naming the file;
+// a label byte above 9 is a DataError naming the file and sample.
+// Owns its mappings and transform chain (in a State defined in cifar10.cc).
+// Immutable after construction; get() is safe across threads and processes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "seedloader/dataset.h"
+#include "seedloader/datasets/split.h"
+#include "seedloader/transforms/compose.h"
+
+namespace seedloader {
+
+class Cifar10 final : public Dataset {
+ public:
+  static constexpr std::uint64_t kRecordBytes = 3073;
+
+  Cifar10(std::string dir, Split split, Compose transform = Compose());
+  ~Cifar10() override;
+  Cifar10(const Cifar10&) = delete;
+  Cifar10& operator=(const Cifar10&) = delete;
+
+  std::uint64_t size() const override;
+  const SampleLayout& layout() const override;
+  void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
+  std::string describe() const override;
+
+ private:
+  struct State;
+  std::unique_ptr<const State> state_;
+};
+
+}  // namespace seedloader

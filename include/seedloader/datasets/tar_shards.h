@@ -1,0 +1,65 @@
+// TarShards: WebDataset-style tar shards. Members whose names share a key (the
+// name up to the first dot of its last component, e.g. "a/000123" for
+// "a/000123.jpg" and "a/000123.cls") form one sample; a sample's members must be
+// consecutive in its shard. Each shard is read once at construction with
+// libarchive to build the index — shard, data offset and size of the image and
+// the label member of every sample, in flat arrays — so get() is random access:
+// one pread at the member's offset.
+// Member names are untrusted: a name with a ".." component, an absolute name, a
+// symbolic or hard link, a device or other non-regular member, or a sparse file
+// makes construction fail with DataError naming the shard and member. Members
+// with other extensions are ignored; a sample without an image or a label, a
+// duplicate extension or a key split across the shard is a DataError.
+// Shards must be plain (uncompressed) tar: random access needs real offsets.
+// Fields: "image" [C, H, W] from the transform chain (which must fix the size),
+// "label" int64 (the label member's text, a decimal integer).
+// Owns its index and transform chain (in a State defined in tar_shards.cc).
+// Immutable after construction; get() is safe across threads and processes
+// (pread on descriptors opened here and inherited by forked workers).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "seedloader/dataset.h"
+#include "seedloader/datasets/image_options.h"
+#include "seedloader/transforms/compose.h"
+
+namespace seedloader {
+
+struct TarShardsOptions {
+  std::string label_ext = "cls";  // the image is the member with an image extension
+  std::uint64_t max_pixels = kDefaultMaxPixels;
+  int channels = 3;
+};
+
+// Expands a shard pattern: one brace range "{000..009}" (zero padding kept) and
+// then glob characters (*, ?, [..]); the result is sorted within each step.
+// Throws ConfigError for a malformed range, DataError when nothing matches.
+std::vector<std::string> expand_shard_pattern(const std::string& pattern);
+
+class TarShards final : public Dataset {
+ public:
+  TarShards(const std::string& pattern, Compose transform, TarShardsOptions options = {});
+  ~TarShards() override;
+  TarShards(const TarShards&) = delete;
+  TarShards& operator=(const TarShards&) = delete;
+
+  std::uint64_t size() const override;
+  const SampleLayout& layout() const override;
+  void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
+  std::string describe() const override;
+
+  // The sample's key (e.g. "000123"), for messages and tests.
+  // REQUIRES: index < size().
+  std::string_view key(std::uint64_t index) const;
+
+ private:
+  struct State;
+  std::unique_ptr<const State> state_;
+};
+
+}  // namespace seedloader

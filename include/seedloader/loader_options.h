@@ -1,0 +1,56 @@
+// LoaderOptions: everything a DataLoader is configured with, as one typed struct.
+// validate() checks it once, at construction, and throws ConfigError naming the
+// offending option. A plain value type; copy it freely.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace seedloader {
+
+// Which stream a dataset's get() draws from.
+enum class SeedScope {
+  kWorker,  // worker stream (1, epoch, rank, worker), consumed sample after sample
+  kSample,  // per-sample stream (2, epoch, index): batches identical for any W
+};
+
+// What a DataError thrown by get() does.
+enum class BadSample {
+  kRaise,  // the consumer gets WorkerError (worker, sample index, message)
+  kSkip,   // replaced by the next good sample (index+1, +2, ... mod N), counted
+};
+
+struct LoaderOptions {
+  std::uint64_t batch_size = 1;
+  int num_workers = 0;  // 0: samples are read in the calling thread
+  int prefetch = 2;     // batch slots per worker (per loader when num_workers = 0)
+  bool shuffle = false;
+  std::optional<std::uint64_t> seed;  // unset: drawn from the OS and announced
+  bool drop_last = false;             // drop the last, short batch
+  bool persistent_workers = false;    // keep workers across epochs
+  std::uint64_t rank = 0;
+  std::uint64_t world_size = 1;  // > 1: DistributedSampler shards the dataset
+  SeedScope seeding = SeedScope::kWorker;
+  BadSample on_bad_sample = BadSample::kRaise;
+  // A batch not delivered within this time is a TimeoutError naming the worker;
+  // zero waits indefinitely (a dead worker is still detected).
+  std::chrono::milliseconds timeout{0};
+  // Runs in each worker after its stream is seeded: (worker id, rank), once
+  // per fork (so once per epoch without persistent_workers; never when
+  // num_workers = 0). Thrown exceptions are reported on the first batch that
+  // worker owes.
+  std::function<void(int worker, std::uint64_t rank)> worker_init;
+  // Runs in the consumer's thread about every 20 ms while it waits for a batch
+  // from a worker (never when num_workers = 0), e.g. to notice a Ctrl-C that an
+  // embedding interpreter only flags. Whatever it throws abandons the epoch:
+  // the workers are killed and reaped, then the exception reaches the caller.
+  std::function<void()> while_waiting;
+};
+
+// Throws ConfigError naming the first invalid option; dataset_size is the
+// dataset's sample count.
+void validate(const LoaderOptions& options, std::uint64_t dataset_size);
+
+}  // namespace seedloader

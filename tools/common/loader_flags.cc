@@ -1,0 +1,33 @@
+#include "tools/common/loader_flags.h"
+
+#include "tools/common/data_spec.h"
+#include "tools/common/number_checks.h"
+
+namespace seedloader::tools {
+
+LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f) {
+  LoaderFlagOptions o;
+  o.data = app.add_option("--data", f.data, data_spec_help())->required();
+  o.transform =
+      app.add_option("--transform", f.transform,
+                     "Transform chain (transforms/spec.h), e.g. crop:32:4,hflip")
+          ->capture_default_str();
+  o.batch_size = app.add_option("--batch-size", f.batch_size, "Samples per batch")
+                     ->check(non_negative_integer())
+                     ->check(CLI::PositiveNumber)
+                     ->capture_default_str();
+  o.workers = app.add_option("--workers", f.workers, "Worker processes (0: inline)")
+                  ->check(CLI::Range(0, 256))
+                  ->capture_default_str();
+  o.timeout = app.add_option("--timeout", f.timeout_s,
+                             "Seconds the loader waits for one batch before failing "
+                             "with the worker it waited on (0: no limit; a dead "
+                             "worker is still caught)")
+                  ->check(non_negative_integer())
+                  // Beyond 10^9 s the value would overflow std::chrono on its way in.
+                  ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1'000'000'000}))
+                  ->capture_default_str();
+  return o;
+}
+
+}  // namespace seedloader::tools

@@ -1,0 +1,51 @@
+// LoaderFlags: the DataLoader flags every tool takes (--data, --transform,
+// --batch-size, --workers, --timeout, --seeding), declared once so they are spelled,
+// checked and documented alike. Each tool keeps its own defaults (the fields' values when
+// the options are added) and may reword a flag's help through the returned options.
+// A plain value type.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "tools/common/enum_option.h"
+
+namespace seedloader::tools {
+
+struct LoaderFlags {
+  std::string data;       // a data_spec.h spec
+  std::string transform;  // a transforms/spec.h chain; empty for none
+  std::uint64_t batch_size = 32;
+  int workers = 2;
+  // Seconds the loader waits for one batch before a TimeoutError naming the
+  // worker (LoaderOptions::timeout); 0 waits indefinitely.
+  std::uint64_t timeout_s = 120;
+};
+
+// The options add_loader_options() registered, to adjust help or add checks.
+struct LoaderFlagOptions {
+  CLI::Option* data = nullptr;
+  CLI::Option* transform = nullptr;
+  CLI::Option* batch_size = nullptr;
+  CLI::Option* workers = nullptr;
+  CLI::Option* timeout = nullptr;
+  CLI::Option* seeding = nullptr;
+};
+
+// Registers --data (required), --transform, --batch-size, --workers and --timeout
+// on `app`.
+LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f);
+
+// The same, plus --seeding into `seeding`, named by `seeding_names` (each tool
+// offers its own modes).
+template <typename Seeding>
+LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f, Seeding& seeding,
+                                     const EnumNames<Seeding>& seeding_names,
+                                     const std::string& seeding_help) {
+  LoaderFlagOptions o = add_loader_options(app, f);
+  o.seeding = add_enum_option(app, "--seeding", seeding, seeding_names, seeding_help);
+  return o;
+}
+
+}  // namespace seedloader::tools

@@ -1,0 +1,28 @@
+#include "tools/seed_audit/trace_audit.h"
+
+#include "seedloader/audit.h"
+#include "seedloader/error.h"
+#include "tools/seed_audit/report_format.h"
+#include "tools/seed_audit/trace_reader.h"
+
+namespace seedloader {
+namespace audit {
+
+Report audit_trace_file(const std::string& path, const AuditOptions& options) {
+  Auditor auditor(options);
+  std::uint64_t n = read_trace(path, [&](const SampleRecord& r) { auditor.add(r); });
+  if (n == 0) throw DataError("trace " + path + " holds no samples");
+  return auditor.report();
+}
+
+}  // namespace audit
+
+std::string audit_trace_json(const std::string& path,
+                             std::optional<std::uint64_t> dataset_size,
+                             std::uint64_t allowed_missing) {
+  return audit::report_json(audit::audit_trace_file(
+                                path, audit::AuditOptions{dataset_size, allowed_missing}))
+      .dump();
+}
+
+}  // namespace seedloader
