@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 """Side-by-side throughput: PyTorch's DataLoader vs seedloader on one JPEG pipeline.
 
-Generates a deterministic ImageFolder of JPEGs, then, in one invocation and
-alternating between the two loaders, measures samples/s for W = 0, 1, 2, ... workers
-on RandomResizedCrop(224) + RandomHorizontalFlip + ToTensor + Normalize(imagenet),
-batch 64. Prints a table, writes bench/results/compare_torch.json and
-bench/results/compare_torch.png (samples/s vs workers, both loaders, and the ideal
-line W x the single-process rate).
+Generates a deterministic ImageFolder of JPEGs, then, in one invocation, measures
+samples/s for W = 0, 1, 2, ... workers on RandomResizedCrop(224) +
+RandomHorizontalFlip + ToTensor + Normalize(imagenet), batch 64, with three
+loaders: PyTorch's DataLoader, seedloader's C++ engine (seedloader-bench) and the
+same engine driven from Python (seedloader.DataLoader). Each round runs every
+loader once per W, alternating; figures are medians of the rounds and ratios are
+medians of the per-round ratios. Prints a table and README-ready ratio lines,
+writes bench/results/compare_torch.json and bench/results/compare_torch.png
+(samples/s vs workers, the three loaders, and the ideal line W x the
+single-process rate).
 
-Run with Debian's Python: /usr/bin/python3 bench/compare_torch.py [--images 2000]
+Run with the package's venv: build/venv/bin/python bench/compare_torch.py
+An interpreter without seedloader still runs; the Python column reads
+"not installed". --quick is a smoke run (figures to build/bench-quick/).
 """
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import threading
@@ -21,8 +26,10 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+import pybench
+
+HERE = pybench.HERE
+ROOT = pybench.ROOT
 
 
 def make_image_folder(root, n_images, width=320, height=240, classes=10):
@@ -89,15 +96,25 @@ class PeakMemory:
         self._thread.join()
 
 
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.machine()
+def _timed(epoch_batches, warmup, batches):
+    """Samples/s over `batches` batches after `warmup` untimed ones (which take
+    the worker start-up), epoch after epoch; epoch_batches(e) iterates epoch e and
+    yields each batch's sample count. Peak memory is sampled alongside."""
+    done, seen, epoch = 0, 0, 0
+    start = time.perf_counter()
+    with PeakMemory(os.getpid()) as mem:
+        while done < warmup + batches:
+            for n in epoch_batches(epoch):
+                done += 1
+                if done == warmup:
+                    start = time.perf_counter()
+                elif done > warmup:
+                    seen += n
+                if done >= warmup + batches:
+                    break
+            epoch += 1
+        elapsed = time.perf_counter() - start
+    return {"samples_per_s": seen / elapsed, "peak_memory_bytes": mem.peak}
 
 
 def run_torch(root, workers, batches, warmup, batch_size):
@@ -112,19 +129,14 @@ def run_torch(root, workers, batches, warmup, batch_size):
     loader = torch.utils.data.DataLoader(
         ds, batch_size=batch_size, shuffle=True, num_workers=workers,
         persistent_workers=workers > 0, drop_last=True)
-    done, seen, start = 0, 0, None
-    with PeakMemory(os.getpid()) as mem:
-        while done < warmup + batches:
-            for images, _ in loader:
-                done += 1
-                if done == warmup:
-                    start = time.perf_counter()
-                elif done > warmup:
-                    seen += images.shape[0]
-                if done >= warmup + batches:
-                    break
-        elapsed = time.perf_counter() - start
-    return {"samples_per_s": seen / elapsed, "peak_memory_bytes": mem.peak}
+
+    def epoch_batches(epoch):
+        for images, _ in loader:
+            yield images.shape[0]
+
+    result = _timed(epoch_batches, warmup, batches)
+    loader = None  # its workers go before the next contender's memory is read
+    return result
 
 
 def run_seedloader(binary, root, workers, batches, warmup, batch_size):
@@ -136,19 +148,40 @@ def run_seedloader(binary, root, workers, batches, warmup, batch_size):
     return json.loads(out)
 
 
+def run_seedloader_python(sl, root, workers, batches, warmup, batch_size):
+    """The C++ run's pipeline and options (seed 0, shuffle, drop_last, persistent
+    workers), iterated from Python through seedloader.DataLoader."""
+    ds = sl.ImageFolder(root, transform="rrc:224,hflip,normalize:imagenet")
+    loader = sl.DataLoader(ds, batch_size=batch_size, num_workers=workers, shuffle=True,
+                           seed=0, drop_last=True, persistent_workers=True)
+
+    def epoch_batches(epoch):
+        loader.set_epoch(epoch)
+        for batch in loader:
+            yield batch["image"].shape[0]
+
+    try:
+        return _timed(epoch_batches, warmup, batches)
+    finally:
+        loader.close()
+
+
 def plot(results, cores, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ws = sorted({r["workers"] for r in results})
+    ws = [r["workers"] for r in results]
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, marker in (("torch", "o"), ("seedloader", "s")):
-        ys = [next(r[name]["samples_per_s"] for r in results if r["workers"] == w) for w in ws]
-        ax.plot(ws, ys, marker=marker, label=name)
-    base = next(r["seedloader"]["samples_per_s"] for r in results if r["workers"] == 0)
-    ideal = [base * max(w, 1) for w in ws]
-    ax.plot(ws, ideal, linestyle="--", color="grey", label="ideal (W x single process)")
+    for name, label, marker in (("torch", "PyTorch", "o"), ("seedloader", "seedloader (C++)", "s"),
+                                ("seedloader_python", "seedloader (Python)", "^")):
+        if not all(isinstance(r[name], dict) for r in results):
+            continue  # not installed in this interpreter
+        ax.plot(ws, [r[name]["samples_per_s"] for r in results], marker=marker, label=label)
+    if 0 in ws:
+        base = results[ws.index(0)]["seedloader"]["samples_per_s"]
+        ax.plot(ws, [base * max(w, 1) for w in ws], linestyle="--", color="grey",
+                label="ideal (W x single process)")
     ax.set_xlabel("workers")
     ax.set_ylabel("samples/s")
     ax.set_xticks(ws)
@@ -158,46 +191,101 @@ def plot(results, cores, path):
     fig.savefig(path, dpi=110)
 
 
+def median_run(runs):
+    """The run whose samples/s is the median (the upper middle one of an even count),
+    with every field its loader reported."""
+    return sorted(runs, key=lambda r: r["samples_per_s"])[len(runs) // 2]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--images", type=int, default=2000)
-    p.add_argument("--batches", type=int, default=20)
+    p.add_argument("--batches", type=int, default=20, help="timed batches per measurement")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--max-workers", type=int, default=max(2, os.cpu_count() or 2))
     p.add_argument("--data-dir", default=os.path.join(ROOT, "build", "compare-imagefolder"))
     p.add_argument("--binary", default=os.path.join(ROOT, "build", "default", "tools",
                                                     "seedloader_bench", "seedloader-bench"))
-    p.add_argument("--out", default=os.path.join(HERE, "results"))
+    pybench.add_run_options(p, rounds=5, quick_help="1 round, W = 0 and 1, 4 batches")
     args = p.parse_args()
+    if args.quick:
+        args.rounds, args.batches, args.warmup, args.max_workers = 1, 4, 1, 1
+    out = pybench.results_dir(args)
     if not os.path.exists(args.binary):
         sys.exit("compare_torch: %s not found; build first (scripts/build.sh)" % args.binary)
+    sl, sl_missing = pybench.import_seedloader()
+    if sl_missing:
+        print("seedloader (Python): %s; its column reads 'not installed'" % sl_missing,
+              file=sys.stderr)
     make_image_folder(args.data_dir, args.images)
-    os.makedirs(args.out, exist_ok=True)
+    workers = list(range(0, args.max_workers + 1))
+    contenders = {
+        "torch": lambda w: run_torch(args.data_dir, w, args.batches, args.warmup,
+                                     args.batch_size),
+        "seedloader": lambda w: run_seedloader(args.binary, args.data_dir, w, args.batches,
+                                               args.warmup, args.batch_size),
+    }
+    if sl is not None:
+        contenders["seedloader_python"] = lambda w: run_seedloader_python(
+            sl, args.data_dir, w, args.batches, args.warmup, args.batch_size)
+    names = list(contenders)
+    runs = pybench.alternate(contenders, workers, args.rounds, "samples_per_s")
+
+    def ratios(num, den, w):
+        return pybench.ratios(runs[num, w], runs[den, w], "samples_per_s")
+
     results = []
-    for w in range(0, args.max_workers + 1):
-        torch_r = run_torch(args.data_dir, w, args.batches, args.warmup, args.batch_size)
-        sl_r = run_seedloader(args.binary, args.data_dir, w, args.batches, args.warmup,
-                              args.batch_size)
-        results.append({"workers": w, "torch": torch_r, "seedloader": sl_r})
-        print("W=%d  torch %8.1f samples/s  seedloader %8.1f samples/s  ratio %.2fx" %
-              (w, torch_r["samples_per_s"], sl_r["samples_per_s"],
-               sl_r["samples_per_s"] / torch_r["samples_per_s"]), flush=True)
-    machine = "%s, %d cores, %s" % (cpu_model(), os.cpu_count() or 0, platform.platform())
-    print("\n| workers | PyTorch samples/s | seedloader samples/s | ratio | peak MB torch | peak MB seedloader |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    for w in workers:
+        r = {"workers": w, "torch": median_run(runs["torch", w]),
+             "seedloader": median_run(runs["seedloader", w]),
+             "ratio_seedloader_over_torch": pybench.median(ratios("seedloader", "torch", w)),
+             "samples_per_s_rounds": {n: [x["samples_per_s"] for x in runs[n, w]]
+                                      for n in names}}
+        if sl is None:
+            r["seedloader_python"] = "not installed"
+        else:
+            r["seedloader_python"] = median_run(runs["seedloader_python", w])
+            r["ratio_python_over_cpp"] = pybench.median(
+                ratios("seedloader_python", "seedloader", w))
+        results.append(r)
+
+    def cell(r, key, fmt):
+        return fmt % r[key] if key in r else "not installed"
+
+    print("\nmedians of %d alternating rounds, %d timed batches of %d each" %
+          (args.rounds, args.batches, args.batch_size))
+    print("| workers | PyTorch samples/s | seedloader C++ samples/s | seedloader Python "
+          "samples/s | C++/PyTorch | Python/C++ | peak MB torch | peak MB seedloader C++ "
+          "| peak MB seedloader Python |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in results:
-        print("| %d | %.0f | %.0f | %.2fx | %.0f | %.0f |" % (
+        py = r["seedloader_python"]
+        print("| %d | %.0f | %.0f | %s | %.2fx | %s | %.0f | %.0f | %s |" % (
             r["workers"], r["torch"]["samples_per_s"], r["seedloader"]["samples_per_s"],
-            r["seedloader"]["samples_per_s"] / r["torch"]["samples_per_s"],
+            "%.0f" % py["samples_per_s"] if isinstance(py, dict) else py,
+            r["ratio_seedloader_over_torch"], cell(r, "ratio_python_over_cpp", "%.2fx"),
             r["torch"]["peak_memory_bytes"] / 2**20,
-            r["seedloader"].get("peak_memory_bytes", 0) / 2**20))
+            r["seedloader"].get("peak_memory_bytes", 0) / 2**20,
+            "%.0f" % (py["peak_memory_bytes"] / 2**20) if isinstance(py, dict) else py))
+    print()
+    for w in workers:
+        print(pybench.ratio_line("seedloader C++/PyTorch, W=%d" % w,
+                                 ratios("seedloader", "torch", w)))
+    for w in workers:
+        if sl is None:
+            print("ratio seedloader Python/C++, W=%d: not installed" % w)
+        else:
+            print(pybench.ratio_line("seedloader Python/C++, W=%d" % w,
+                                     ratios("seedloader_python", "seedloader", w)))
+    machine = pybench.machine()
     print("\nmachine: " + machine)
-    with open(os.path.join(args.out, "compare_torch.json"), "w") as f:
-        json.dump({"machine": machine, "images": args.images, "batch_size": args.batch_size,
-                   "results": results}, f, indent=1)
-    plot(results, os.cpu_count() or 0, os.path.join(args.out, "compare_torch.png"))
-    print("wrote %s/compare_torch.json and compare_torch.png" % args.out)
+    pybench.write_json(out, "compare_torch", {
+        "machine": machine, "images": args.images, "batch_size": args.batch_size,
+        "rounds": args.rounds, "batches": args.batches, "warmup": args.warmup,
+        "results": results})
+    plot(results, os.cpu_count() or 0, os.path.join(out, "compare_torch.png"))
+    print("wrote %s/compare_torch.json and compare_torch.png" % out)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,13 @@ run seedloader-bench "$build/tools/seedloader_bench/seedloader-bench" \
   --data synthetic:512 --transform rrc:64,hflip,normalize:imagenet --batch-size 32 \
   --workers 2 --batches 4 --warmup 1 --json
 
+# The Python package's benches, from the installed package (build/venv).
+[[ -x build/venv/bin/python ]] || bash scripts/python_env.sh
+run compare_torch build/venv/bin/python bench/compare_torch.py --quick \
+  --binary "$build/tools/seedloader_bench/seedloader-bench"
+run python_tiny_batches build/venv/bin/python bench/python_tiny_batches.py --quick
+run python_dataset_compare build/venv/bin/python bench/python_dataset_compare.py --quick
+
 if ((${#failed[@]})); then
   echo "bench-smoke: FAILED: ${failed[*]}"
   exit 1

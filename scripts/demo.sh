@@ -3,7 +3,9 @@
 # ImageFolder of JPEGs, trains a small CNN on it data-parallel with 2 ranks
 # (mpirun; NCCL when GPUs are present, MPI on CPUs), 2 loader workers per rank,
 # random crops and flips, 2 epochs, saves a checkpoint, and audits the same
-# pipeline's random streams with seed-audit (it must report "clean").
+# pipeline's random streams with seed-audit (it must report "clean"). Then the
+# same from Python: installs the package into build/venv and trains with torch DDP
+# fed by seedloader.DataLoader (examples/python/train_ddp.py, 2 ranks).
 # A few minutes on 2 cores, most of it compiling.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,3 +40,12 @@ $build/tools/seed-audit run "${pipeline[@]}" --epochs 2 --world-size 2 --shuffle
 echo
 echo "== reproduce any worker's stream in Python: seed-audit derive"
 $build/tools/seed-audit derive --seed "$seed" --purpose worker --epoch 0 --rank 1 --worker 1 --count 3
+
+echo
+echo "== Python: install the package (scripts/python_env.sh -> build/venv)"
+bash scripts/python_env.sh
+echo "== Python: torch DDP, 2 ranks (torch.multiprocessing.spawn), 2 workers each"
+rm -rf $build/demo/py_images $build/demo/train_ddp.pt
+build/venv/bin/python examples/python/train_ddp.py --spawn 2 --make-data 256 \
+  --data $build/demo/py_images --epochs 2 --checkpoint $build/demo/train_ddp.pt
+echo "checkpoint: $build/demo/train_ddp.pt (model, optimizer, loader state)"

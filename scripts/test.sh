@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite from a fresh machine: set-up, configure, build, ctest.
+# The whole test suite from a fresh machine: set-up, configure, build, ctest, and
+# the Python package's pytest suite.
 # Usage: scripts/test.sh [PRESET]   (default, asan or tsan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,3 +8,8 @@ preset=${1:-default}
 bash scripts/setup.sh
 bash scripts/build.sh "$preset"
 ctest --preset "$preset" --timeout 600
+# The Python package (pip install . and its pytest suite) with the default preset;
+# sanitizer builds of the engine cannot be loaded into a stock interpreter.
+if [[ $preset == default ]]; then
+  bash scripts/python_test.sh
+fi

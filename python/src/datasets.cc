@@ -1,0 +1,138 @@
+// The datasets of the C++ library, each with its transform spec, the Dataset base
+// they share (len(), fields, repr) and PythonDataset (python_dataset.h).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <tuple>
+#include <vector>
+
+#include "python/src/arrays.h"
+#include "python/src/bindings.h"
+#include "python/src/python_dataset.h"
+#include "seedloader/datasets/cifar10.h"
+#include "seedloader/datasets/image_folder.h"
+#include "seedloader/datasets/mnist.h"
+#include "seedloader/datasets/synthetic.h"
+#include "seedloader/datasets/tar_shards.h"
+#include "seedloader/datasets/tensor_file.h"
+#include "seedloader/error.h"
+#include "seedloader/transforms/spec.h"
+
+namespace nb = nanobind;
+
+namespace seedloader::python {
+namespace {
+
+using FieldTuple = std::tuple<std::string, std::string, std::vector<std::int64_t>>;
+
+Compose chain(const std::string& spec) {
+  return spec.empty() ? Compose() : parse_transform_spec(spec);
+}
+
+Split split_of(const std::string& name) {
+  if (name == "train") return Split::kTrain;
+  if (name == "test") return Split::kTest;
+  throw ConfigError("split must be 'train' or 'test', not '" + name + "'");
+}
+
+std::vector<FieldTuple> fields_of(const Dataset& d) {
+  std::vector<FieldTuple> out;
+  for (const FieldSpec& f : d.layout().fields())
+    out.emplace_back(f.name, numpy_name(f.dtype), f.shape);
+  return out;
+}
+
+SampleLayout layout_from(const std::vector<FieldTuple>& fields) {
+  std::vector<FieldSpec> specs;
+  for (const auto& [name, dtype, shape] : fields) {
+    for (std::int64_t d : shape) {
+      if (d <= 0)
+        throw ConfigError("field '" + name + "': every dimension must be positive");
+    }
+    specs.push_back(FieldSpec{name, dtype_from_name(dtype), shape});
+  }
+  if (specs.empty()) throw ConfigError("a dataset needs at least one field");
+  return SampleLayout(std::move(specs));
+}
+
+}  // namespace
+
+void bind_datasets(nb::module_& m) {
+  nb::class_<Dataset>(m, "Dataset", "A map-style source of samples with a fixed layout.")
+      .def("__len__", &Dataset::size)
+      .def_prop_ro("fields", &fields_of, "[(name, dtype, shape)] of one sample")
+      .def("__repr__", &Dataset::describe);
+
+  nb::class_<ImageFolder, Dataset>(m, "ImageFolder",
+                                   "root/<class>/<image>, as torchvision's ImageFolder.")
+      .def(
+          "__init__",
+          [](ImageFolder* self, const std::string& root, const std::string& transform,
+             int channels, std::uint64_t max_pixels) {
+            new (self) ImageFolder(root, chain(transform),
+                                   ImageFolderOptions{max_pixels, channels});
+          },
+          nb::arg("root"), nb::arg("transform"), nb::arg("channels") = 3,
+          nb::arg("max_pixels") = kDefaultMaxPixels)
+      .def_prop_ro("classes", &ImageFolder::classes);
+
+  nb::class_<Cifar10, Dataset>(m, "Cifar10",
+                               "CIFAR-10's binary version (data_batch_*.bin).")
+      .def(
+          "__init__",
+          [](Cifar10* self, const std::string& dir, const std::string& split,
+             const std::string& transform) {
+            new (self) Cifar10(dir, split_of(split), chain(transform));
+          },
+          nb::arg("dir"), nb::arg("split") = "train", nb::arg("transform") = "");
+
+  nb::class_<Mnist, Dataset>(m, "Mnist", "MNIST's idx files.")
+      .def(
+          "__init__",
+          [](Mnist* self, const std::string& dir, const std::string& split,
+             const std::string& transform) {
+            new (self) Mnist(dir, split_of(split), chain(transform));
+          },
+          nb::arg("dir"), nb::arg("split") = "train", nb::arg("transform") = "");
+
+  nb::class_<TensorFile, Dataset>(m, "TensorFile",
+                                  "Named tensors [N, ...] of a .safetensors file.")
+      .def(nb::init<std::string, std::vector<std::string>>(), nb::arg("path"),
+           nb::arg("names") = std::vector<std::string>());
+
+  nb::class_<TarShards, Dataset>(m, "TarShards", "WebDataset-style tar shards.")
+      .def(
+          "__init__",
+          [](TarShards* self, const std::string& pattern, const std::string& transform,
+             const std::string& label_ext, int channels, std::uint64_t max_pixels) {
+            new (self) TarShards(pattern, chain(transform),
+                                 TarShardsOptions{label_ext, max_pixels, channels});
+          },
+          nb::arg("pattern"), nb::arg("transform"), nb::arg("label_ext") = "cls",
+          nb::arg("channels") = 3, nb::arg("max_pixels") = kDefaultMaxPixels);
+
+  nb::class_<Synthetic, Dataset>(m, "Synthetic", "n generated h x w x c images.")
+      .def(
+          "__init__",
+          [](Synthetic* self, std::uint64_t n, int h, int w, int c,
+             const std::string& transform, int classes) {
+            new (self) Synthetic(n, h, w, c, chain(transform), classes);
+          },
+          nb::arg("n"), nb::arg("h"), nb::arg("w"), nb::arg("c") = 3,
+          nb::arg("transform") = "", nb::arg("classes") = 10);
+
+  nb::class_<PythonDataset, Dataset>(m, "PythonDataset")
+      .def(
+          "__init__",
+          [](PythonDataset* self, nb::object dataset,
+             const std::vector<FieldTuple>& fields, bool takes_rng) {
+            new (self) PythonDataset(std::move(dataset), layout_from(fields), takes_rng);
+          },
+          nb::arg("dataset"), nb::arg("fields"), nb::arg("takes_rng"))
+      .def_prop_ro("dataset",
+                   [](const PythonDataset& d) { return nb::borrow(d.object()); });
+}
+
+}  // namespace seedloader::python

@@ -1,0 +1,252 @@
+// seedloader._core.Loader: the DataLoader from Python (the Python class
+// seedloader.DataLoader wraps it with PyTorch's argument names).
+//
+// Batches: each delivered Batch moves into a BatchHolder, a Python object that
+// every exported tensor of the batch keeps alive (DLPack). When the last one is
+// freed, the holder's Batch goes to the loader's return list, and the loader
+// hands those slots back to the engine before it next touches it. Every one of
+// these steps runs with the GIL held, so the engine is only ever used from one
+// thread at a time even when tensors die in another thread.
+//
+// GIL and fork: begin() may fork the workers, so it runs with the GIL held (the
+// child then owns the interpreter, which enter_python_worker() re-initialises
+// when the worker runs Python); waiting for later batches releases the GIL and
+// checks for signals every slice, so Ctrl-C stops and reaps the workers.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <malloc.h>
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "python/src/arrays.h"
+#include "python/src/bindings.h"
+#include "python/src/errors.h"
+#include "python/src/python_dataset.h"
+#include "seedloader/data_loader.h"
+#include "seedloader/derive.h"
+#include "seedloader/error.h"
+
+namespace nb = nanobind;
+
+namespace seedloader::python {
+namespace {
+
+SeedScope seeding_of(const std::string& name) {
+  if (name == "worker") return SeedScope::kWorker;
+  if (name == "sample") return SeedScope::kSample;
+  throw ConfigError("seeding must be 'worker' or 'sample', not '" + name + "'");
+}
+
+BadSample bad_sample_of(const std::string& name) {
+  if (name == "raise") return BadSample::kRaise;
+  if (name == "skip") return BadSample::kSkip;
+  throw ConfigError("on_bad_sample must be 'raise' or 'skip', not '" + name + "'");
+}
+
+ArrayFormat format_of(const std::string& name) {
+  if (name == "torch") return ArrayFormat::kTorch;
+  if (name == "numpy") return ArrayFormat::kNumpy;
+  throw ConfigError("format must be 'torch' or 'numpy', not '" + name + "'");
+}
+
+// What a forked worker needs to set up Python; the child reads its own copy, as
+// it was at fork time.
+struct ForkState {
+  std::uint64_t base_seed = 0;
+  std::uint64_t epoch = 0;             // the epoch begin() is starting
+  bool runs_python = false;            // a Python dataset or a worker_init_fn
+  PyObject* worker_init_fn = nullptr;  // borrowed from the Loader, which owns it
+};
+
+void run_in_worker(const ForkState& s, int worker, std::uint64_t rank) {
+  if (!s.runs_python) return;
+  // Python datasets allocate and free array-sized temporaries every sample; with
+  // glibc's adaptive thresholds a fresh worker returns them to the kernel each
+  // time (hundreds of page faults per sample). Keep up to 64 MB and serve blocks
+  // below 32 MB from the heap.
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  PyOS_AfterFork_Child();
+  nb::gil_scoped_acquire gil;
+  try {
+    enter_python_worker(worker, worker_stream(s.base_seed, s.epoch, rank, worker));
+    if (s.worker_init_fn != nullptr) nb::handle(s.worker_init_fn)(worker);
+  } catch (nb::python_error& e) {
+    throw Error(describe_python_error(e));
+  }
+}
+
+void check_signals() {
+  nb::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw nb::python_error();
+}
+
+}  // namespace
+
+class Loader;
+
+// Owns one delivered batch for as long as any tensor made from it lives.
+struct BatchHolder {
+  BatchHolder(Batch b, Loader* l) : batch(std::move(b)), loader(l) {}
+  ~BatchHolder();
+  Batch batch;
+  Loader* loader;  // alive: the holder keeps the Loader's Python object
+  nb::object loader_ref;
+};
+
+class Loader {
+ public:
+  Loader(nb::object dataset, std::uint64_t batch_size, int num_workers, int prefetch,
+         bool shuffle, std::optional<std::uint64_t> seed, bool drop_last,
+         bool persistent_workers, std::uint64_t rank, std::uint64_t world_size,
+         const std::string& seeding, const std::string& on_bad_sample, double timeout_s,
+         nb::object worker_init_fn, const std::string& format)
+      : dataset_ref_(std::move(dataset)),
+        worker_init_fn_(std::move(worker_init_fn)),
+        format_(format_of(format)) {
+    const Dataset& ds = nb::cast<const Dataset&>(dataset_ref_);
+    if (!std::isfinite(timeout_s) || timeout_s < 0) {
+      throw ConfigError("timeout must be a non-negative number of seconds");
+    }
+    LoaderOptions o;
+    o.batch_size = batch_size;
+    o.num_workers = num_workers;
+    o.prefetch = prefetch;
+    o.shuffle = shuffle;
+    o.seed = seed;
+    o.drop_last = drop_last;
+    o.persistent_workers = persistent_workers;
+    o.rank = rank;
+    o.world_size = world_size;
+    o.seeding = seeding_of(seeding);
+    o.on_bad_sample = bad_sample_of(on_bad_sample);
+    o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000.0));
+    fork_->runs_python =
+        nb::isinstance<PythonDataset>(dataset_ref_) || !worker_init_fn_.is_none();
+    fork_->worker_init_fn = worker_init_fn_.is_none() ? nullptr : worker_init_fn_.ptr();
+    o.worker_init = [fork = fork_](int worker, std::uint64_t r) {
+      run_in_worker(*fork, worker, r);
+    };
+    o.while_waiting = check_signals;
+    loader_ = std::make_unique<DataLoader>(ds, std::move(o));
+    fork_->base_seed = loader_->base_seed();
+  }
+
+  ~Loader() { close(); }
+
+  void close() {
+    current_.reset();
+    returned_.clear();
+    loader_.reset();
+  }
+
+  DataLoader& loader() {
+    if (!loader_) throw Error("DataLoader: closed");
+    return *loader_;
+  }
+
+  // The next batch of the epoch as ({field: tensor}, [sample index]), or None
+  // after the last.
+  nb::object next(nb::handle self) {
+    returned_.clear();  // hands back the slots of batches Python has freed
+    DataLoader& l = loader();
+    if (!current_) {
+      fork_->epoch = l.epoch();
+      current_.emplace(l.begin());  // GIL held: may fork
+    } else {
+      nb::gil_scoped_release release;
+      ++*current_;
+    }
+    if (*current_ == DataLoader::Sentinel{}) {
+      current_.reset();
+      return nb::none();
+    }
+    return export_batch(self, current_->take());
+  }
+
+  // Abandons the epoch in progress (workers stop; persistent ones stay).
+  void stop() {
+    returned_.clear();
+    current_.reset();
+  }
+
+  void give_back(Batch b) { returned_.push_back(std::move(b)); }
+
+  std::pair<std::uintptr_t, std::size_t> shared_memory() {
+    auto span = loader().shared_memory();
+    return {reinterpret_cast<std::uintptr_t>(span.data()), span.size()};
+  }
+
+  nb::object dataset() const { return dataset_ref_; }
+
+ private:
+  nb::object export_batch(nb::handle self, Batch batch) {
+    auto* holder = new BatchHolder(std::move(batch), this);
+    holder->loader_ref = nb::borrow(self);
+    nb::object owner = nb::cast(holder, nb::rv_policy::take_ownership);
+    const Batch& b = holder->batch;
+    nb::dict fields;
+    for (std::size_t f = 0; f < b.num_fields(); ++f) {
+      TensorView v = b.tensor(f);
+      fields[v.name.c_str()] = export_view(v, owner, format_);
+    }
+    std::vector<std::uint64_t> indices(b.indices().begin(), b.indices().end());
+    return nb::make_tuple(fields, indices);
+  }
+
+  nb::object dataset_ref_;
+  nb::object worker_init_fn_;
+  ArrayFormat format_;
+  std::shared_ptr<ForkState> fork_ = std::make_shared<ForkState>();
+  std::unique_ptr<DataLoader> loader_;
+  std::optional<DataLoader::Iterator> current_;
+  std::vector<Batch> returned_;  // touched only with the GIL held
+};
+
+BatchHolder::~BatchHolder() {
+  if (loader != nullptr) loader->give_back(std::move(batch));
+}
+
+void bind_loader(nb::module_& m) {
+  nb::class_<BatchHolder>(m, "_BatchHolder");
+
+  nb::class_<Loader>(m, "Loader")
+      .def(nb::init<nb::object, std::uint64_t, int, int, bool,
+                    std::optional<std::uint64_t>, bool, bool, std::uint64_t,
+                    std::uint64_t, const std::string&, const std::string&, double,
+                    nb::object, const std::string&>(),
+           nb::arg("dataset"), nb::arg("batch_size"), nb::arg("num_workers"),
+           nb::arg("prefetch"), nb::arg("shuffle"), nb::arg("seed").none(),
+           nb::arg("drop_last"), nb::arg("persistent_workers"), nb::arg("rank"),
+           nb::arg("world_size"), nb::arg("seeding"), nb::arg("on_bad_sample"),
+           nb::arg("timeout"), nb::arg("worker_init_fn").none(), nb::arg("format"))
+      .def("next", [](nb::handle self) { return nb::cast<Loader&>(self).next(self); })
+      .def("stop", &Loader::stop)
+      .def("close", &Loader::close)
+      .def("__len__", [](Loader& l) { return l.loader().num_batches(); })
+      .def("set_epoch", [](Loader& l, std::uint64_t e) { l.loader().set_epoch(e); })
+      .def("resume",
+           [](Loader& l, std::uint64_t e, std::uint64_t b) { l.loader().resume(e, b); })
+      .def_prop_ro("epoch", [](Loader& l) { return l.loader().epoch(); })
+      .def_prop_ro("base_seed", [](Loader& l) { return l.loader().base_seed(); })
+      .def_prop_ro("skipped_samples",
+                   [](Loader& l) { return l.loader().skipped_samples(); })
+      .def_prop_ro("dataset", &Loader::dataset)
+      .def("worker_pids",
+           [](Loader& l) {
+             std::vector<long> pids;
+             for (pid_t p : l.loader().worker_pids()) pids.push_back(p);
+             return pids;
+           })
+      .def("shared_memory", &Loader::shared_memory,
+           "(address, bytes) of the shared region holding every slot");
+}
+
+}  // namespace seedloader::python

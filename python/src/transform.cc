@@ -1,0 +1,89 @@
+// seedloader.Transform: a C++ transform chain (the textual spec of
+// seedloader/transforms/spec.h) applied from Python to one image with a numpy
+// Generator, so a Python dataset can keep decoding and augmentation in C++.
+// The Generator's stream is used and advanced exactly as the engine would use
+// the same stream: a worker drawing through it stays on its contract.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <memory>
+#include <opencv2/core.hpp>
+
+#include "python/src/bindings.h"
+#include "python/src/numpy_rng.h"
+#include "seedloader/error.h"
+#include "seedloader/transforms/spec.h"
+
+namespace nb = nanobind;
+
+namespace seedloader::python {
+namespace {
+
+using ImageIn = nb::ndarray<const std::uint8_t, nb::c_contig, nb::device::cpu>;
+
+class PyTransform {
+ public:
+  explicit PyTransform(const std::string& spec)
+      : spec_(spec), chain_(parse_transform_spec(spec)) {}
+
+  // image: HWC (or HW) uint8, RGB. Returns the chain's output: [C, H, W] float32
+  // (or uint8 with "u8").
+  nb::object apply(const ImageIn& image, nb::handle generator) const {
+    if (image.ndim() != 2 && image.ndim() != 3) {
+      throw DataError("Transform(" + spec_ + "): the image must be HxW or HxWxC, not " +
+                      std::to_string(image.ndim()) + "-dimensional");
+    }
+    const int channels = image.ndim() == 3 ? static_cast<int>(image.shape(2)) : 1;
+    if (channels != 1 && channels != 3) {
+      throw DataError("Transform(" + spec_ + "): the image has " +
+                      std::to_string(channels) + " channels; 1 or 3 are supported");
+    }
+    // A copy: steps such as flips work in place, and the caller's array stays as it was.
+    cv::Mat in =
+        cv::Mat(static_cast<int>(image.shape(0)), static_cast<int>(image.shape(1)),
+                CV_8UC(channels), const_cast<std::uint8_t*>(image.data()))
+            .clone();
+    Pcg64Stream rng = stream_of(generator);
+    cv::Mat out = chain_.apply(std::move(in), rng, nullptr);
+    set_generator_state(generator, rng.raw_state());
+    return to_array(out);
+  }
+
+  std::string describe() const { return "Transform(" + chain_.describe() + ")"; }
+
+ private:
+  template <typename T>
+  nb::object write(const cv::Mat& image) const {
+    const std::size_t c = image.channels(), h = image.rows, w = image.cols;
+    auto data = std::make_unique<T[]>(c * h * w);
+    chain_.output().write(image, std::span<T>(data.get(), c * h * w));
+    nb::capsule owner(data.get(), [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    std::size_t shape[3] = {c, h, w};
+    nb::ndarray<nb::numpy, T> array(data.release(), 3, shape, owner);
+    return nb::cast(array);
+  }
+
+  nb::object to_array(const cv::Mat& image) const {
+    return chain_.output().output() == ToTensor::Output::kUint8
+               ? write<std::uint8_t>(image)
+               : write<float>(image);
+  }
+
+  std::string spec_;
+  Compose chain_;
+};
+
+}  // namespace
+
+void bind_transform(nb::module_& m) {
+  nb::class_<PyTransform>(m, "Transform",
+                          "A C++ transform chain from its spec, applied to one image.")
+      .def(nb::init<const std::string&>(), nb::arg("spec"))
+      .def("__call__", &PyTransform::apply, nb::arg("image"), nb::arg("rng"),
+           "Applies the chain to an HxWxC (or HxW) uint8 RGB image, drawing from "
+           "rng (a numpy Generator over PCG64, advanced in place). Returns the "
+           "[C, H, W] output array.")
+      .def("__repr__", &PyTransform::describe);
+}
+
+}  // namespace seedloader::python

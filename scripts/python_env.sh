@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Python package as a user does: a virtual environment over Debian's
+# python3 (its numpy and torch stay visible), the build tools from PyPI, then
+# `pip install .`. Usage: scripts/python_env.sh, then build/venv/bin/python.
+# The environment is build/venv; scikit-build-core keeps its build in build/pip, so
+# a second run only rebuilds what changed. Both can be deleted at any time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=build/venv
+if [[ ! -x $venv/bin/python ]]; then
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check \
+  "scikit-build-core>=0.10" "nanobind>=2.0"
+# --no-build-isolation: build with the tools just installed instead of downloading
+# them again into a throwaway environment.
+CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install -q \
+  --disable-pip-version-check --no-build-isolation .

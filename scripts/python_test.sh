@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The Python package's part of the test suite, as a user installs it:
+# scripts/python_env.sh (build/venv, `pip install .`), then pytest on python/tests.
+# Usage: scripts/python_test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/python_env.sh
+venv=build/venv
+"$venv/bin/python" -m pip install -q --disable-pip-version-check pytest
+# The C++ loader's batches, for the equivalence test (built by the default preset).
+dump=$PWD/build/default/tests/python/batch_dump
+[[ -x $dump ]] && export SEEDLOADER_BATCH_DUMP=$dump
+# From outside the source tree, so `import seedloader` is the installed package.
+cd python/tests
+../../$venv/bin/python -m pytest -q -p no:cacheprovider "$@" .
