@@ -1,5 +1,6 @@
 #include "loader/engine.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "loader/worker_main.h"
 #include "seedloader/derive.h"
 #include "seedloader/distributed_sampler.h"
+#include "seedloader/error.h"
 
 namespace seedloader {
 
@@ -263,6 +265,17 @@ void Engine::start_workers() {
   });
 }
 
+void Engine::check_forking_thread() {
+  if (!pool_.running() || pool_.forking_thread_alive()) return;
+  active_ = false;
+  stop_workers(kKillNow);
+  throw ConfigError(
+      "DataLoader: the thread that forked its persistent workers has exited, and "
+      "the kernel killed the workers with it (PR_SET_PDEATHSIG follows the forking "
+      "thread): iterate a loader with persistent_workers from one thread that "
+      "outlives it, or set persistent_workers = false");
+}
+
 void Engine::stop_workers(milliseconds grace) noexcept {
   if (!pool_.running()) return;
   auto& control = *region_.at<ControlBlock>(region_layout_.control());
@@ -278,6 +291,7 @@ void Engine::stop_workers(milliseconds grace) noexcept {
 }
 
 void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
+  check_forking_thread();
   abandon_epoch();
   epoch_ = epoch;
   first_batch_ = std::min(first_batch, num_batches_);
@@ -338,6 +352,7 @@ std::uint32_t Engine::await(int slot, std::uint64_t k) {
       }
     }
     if (std::optional<WorkerExit> dead = pool_.poll(w)) {
+      if (dead->signal == SIGKILL) check_forking_thread();
       WorkerFailure f;
       f.worker = w;
       f.pid = dead->pid;

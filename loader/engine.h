@@ -92,6 +92,9 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   SlotHeader& header(int slot) const;
   std::byte* data(int slot) const;
   void start_workers();
+  // ConfigError (after reaping them) when persistent workers were killed because
+  // the thread that forked them has exited; see WorkerPool::forking_thread_alive.
+  void check_forking_thread();
   void stop_workers(std::chrono::milliseconds grace) noexcept;
   void pump() noexcept;
   // Waits until the slot leaves kTask; throws on a dead worker or a timeout.

@@ -6,7 +6,8 @@
 // It never returns: it leaves with _exit, skipping atexit handlers and
 // destructors that belong to the parent. It never touches CUDA.
 // PR_SET_PDEATHSIG fires when the *thread* that forked the worker ends, so
-// drive a DataLoader from a thread that lives as long as the loader.
+// drive a DataLoader from a thread that lives as long as the loader (the engine
+// turns a loss of persistent workers that way into a ConfigError).
 #pragma once
 
 #include <sys/types.h>

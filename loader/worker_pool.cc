@@ -1,6 +1,7 @@
 #include "loader/worker_pool.h"
 
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ std::string WorkerExit::describe() const {
 
 void WorkerPool::start(int n, const std::function<void(int)>& body) {
   pids_.assign(n, -1);
+  forking_tid_ = static_cast<pid_t>(syscall(SYS_gettid));
   for (int w = 0; w < n; ++w) {
     std::fflush(nullptr);  // so buffered output is not written twice
     pid_t pid = fork();
@@ -63,6 +65,11 @@ void WorkerPool::start(int n, const std::function<void(int)>& body) {
     }
     pids_[w] = pid;
   }
+}
+
+bool WorkerPool::forking_thread_alive() const {
+  // Signal 0 delivers nothing; ESRCH means no such thread in this process.
+  return syscall(SYS_tgkill, getpid(), forking_tid_, 0) == 0 || errno != ESRCH;
 }
 
 std::optional<WorkerExit> WorkerPool::poll(int w) {

@@ -47,6 +47,11 @@ class WorkerPool {
   int size() const { return static_cast<int>(pids_.size()); }
   // -1 once the worker is reaped.
   pid_t pid(int w) const { return pids_[w]; }
+  // False once the thread that called start() has exited. Workers arm
+  // PR_SET_PDEATHSIG, which the kernel fires when that *thread* ends, so by then
+  // they have been sent SIGKILL. (A thread id reused by a new thread reads as
+  // alive.) Answers for the last start().
+  bool forking_thread_alive() const;
 
   // Non-blocking: when worker w has ended, reaps it and says how.
   std::optional<WorkerExit> poll(int w);
@@ -60,6 +65,7 @@ class WorkerPool {
 
  private:
   std::vector<pid_t> pids_;
+  pid_t forking_tid_ = -1;  // the thread that ran start()
 };
 
 }  // namespace seedloader

@@ -13,7 +13,9 @@
 // create the loader before starting threads of your own if you can (workers
 // are forked; see DESIGN.md "Data path"). Errors: ConfigError at construction,
 // WorkerError / TimeoutError while iterating; after either, the next epoch
-// starts cleanly (with fresh workers when they had to be killed).
+// starts cleanly (with fresh workers when they had to be killed). Workers die
+// with the thread that forked them (PR_SET_PDEATHSIG): iterating again after
+// that thread has exited is a ConfigError when persistent workers were lost.
 #pragma once
 
 #include <sys/types.h>

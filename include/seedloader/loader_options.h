@@ -29,7 +29,9 @@ struct LoaderOptions {
   bool shuffle = false;
   std::optional<std::uint64_t> seed;  // unset: drawn from the OS and announced
   bool drop_last = false;             // drop the last, short batch
-  bool persistent_workers = false;    // keep workers across epochs
+  // Keep workers across epochs. They live as long as the thread that first
+  // iterated: iterate from one thread that outlives the loader.
+  bool persistent_workers = false;
   std::uint64_t rank = 0;
   std::uint64_t world_size = 1;  // > 1: DistributedSampler shards the dataset
   SeedScope seeding = SeedScope::kWorker;

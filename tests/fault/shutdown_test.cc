@@ -81,6 +81,30 @@ TEST_F(FaultTest, WorkersExitWhenTheMainProcessIsKilled) {
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
+// PR_SET_PDEATHSIG follows the forking thread: persistent workers forked by a
+// thread that has since exited are gone, and saying so is the loader's job.
+TEST_F(FaultTest, PersistentWorkersLostWithTheirForkingThreadAreAConfigError) {
+  HookedDataset ds(32, [](std::uint64_t) {});
+  DataLoader loader(ds, options(true));
+  std::uint64_t first = 0;
+  std::thread([&] {
+    for (const Batch& b : loader) first += b.size();
+  }).join();
+  ASSERT_EQ(first, 32u);
+  loader.set_epoch(1);
+  try {
+    for (const Batch& b : loader) (void)b;
+    FAIL() << "iterating after the forking thread exited did not throw";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("persistent_workers"), std::string::npos)
+        << e.what();
+  }
+  // The loader is whole afterwards: this thread forks fresh workers.
+  std::uint64_t again = 0;
+  for (const Batch& b : loader) again += b.size();
+  EXPECT_EQ(again, 32u);
+}
+
 class StopMidEpochTest : public FaultTest, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(StopMidEpochTest, BreakStopsWorkersPromptly) {
