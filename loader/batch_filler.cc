@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -30,7 +31,13 @@ void read_sample(const FillContext& ctx, std::byte* slot, std::uint64_t i,
   }
   fingerprints[i] = rng.fingerprint();
   SampleWriter writer(layout, ptrs, {lengths, g.num_fields}, index);
-  ctx.dataset->get(index, rng, writer);
+  try {
+    ctx.dataset->get(index, rng, writer);
+  } catch (const std::bad_alloc&) {
+    // An input that asks for more memory than there is is bad input.
+    throw DataError(ctx.dataset->describe() + ": sample " + std::to_string(index) +
+                    ": out of memory reading it (std::bad_alloc)");
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "seedloader/error.h"
@@ -93,7 +94,12 @@ std::uint64_t FileHandle::size() const {
 
 void FileHandle::read_at(std::uint64_t offset, std::uint64_t size,
                          std::vector<std::uint8_t>& out) const {
-  out.resize(size);
+  try {
+    out.resize(size);
+  } catch (const std::bad_alloc&) {
+    throw DataError(path_ + ": out of memory allocating " + std::to_string(size) +
+                    " bytes to read it");
+  }
   read_at(offset, std::span<std::uint8_t>(out));
 }
 

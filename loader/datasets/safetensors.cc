@@ -67,6 +67,32 @@ SafetensorsTensor parse_entry(const std::string& name, const json& entry,
   return t;
 }
 
+// An open JSON container while the header is parsed, with the items seen in it.
+struct Container {
+  bool array;
+  std::size_t items;
+};
+
+// Containers may open at depths 0 (the header), 1 (an entry, __metadata__) and
+// 2 (shape, data_offsets); nothing in the format nests deeper.
+constexpr int kMaxHeaderDepth = 2;
+// Items in one container below the header: an array (a shape: numpy allows 64
+// dimensions) or an object (an entry's keys, __metadata__'s pairs).
+constexpr std::size_t kMaxArrayItems = 64;
+constexpr std::size_t kMaxObjectKeys = 4096;
+
+void count_item(Container& c, nlohmann::json::parse_event_t event,
+                const std::string& path) {
+  // An object counts its keys; its values are not items of their own.
+  if (c.array == (event == nlohmann::json::parse_event_t::key)) return;
+  const std::size_t cap = c.array ? kMaxArrayItems : kMaxObjectKeys;
+  if (++c.items > cap) {
+    throw DataError("safetensors " + path + ": header " + (c.array ? "array" : "object") +
+                    " holds more than " + std::to_string(cap) +
+                    (c.array ? " items" : " keys"));
+  }
+}
+
 }  // namespace
 
 std::size_t safetensors_dtype_size(const std::string& d) {
@@ -93,29 +119,62 @@ SafetensorsFile::SafetensorsFile(const std::string& path, std::uint64_t max_head
   data_start_ = 8 + n;
   const std::uint64_t data_size = size - data_start_;
   file_.read_at(8, n, bytes);
+  // Each top-level entry is checked and dropped as soon as its closing brace is
+  // read, so the parse never holds more than one entry's values, and every
+  // container is bounded in depth and width: a header of nested or repeated
+  // brackets costs time, not memory.
+  std::vector<Container> open;
+  std::string name;
+  std::set<std::string> names;
+  auto bad = [&](const std::string& why) {
+    return DataError("safetensors " + path + ": " + why);
+  };
+  json::parser_callback_t check = [&](int depth, json::parse_event_t event,
+                                      json& parsed) {
+    using E = json::parse_event_t;
+    const bool starts = event == E::object_start || event == E::array_start;
+    if (starts || event == E::key || event == E::value) {
+      if (open.size() > 1) count_item(open.back(), event, path);  // not the header's
+    }
+    if (starts) {
+      if (depth > kMaxHeaderDepth)
+        throw bad("header nests deeper than a safetensors header does");
+      if (depth == 0 && event == E::array_start) throw bad("header is not an object");
+      open.push_back({event == E::array_start, 0});
+      return true;
+    }
+    if (event == E::object_end || event == E::array_end) open.pop_back();
+    if (depth != 1) return true;
+    if (event == E::key) {
+      name = parsed.get<std::string>();
+      if (!names.insert(name).second) throw bad("'" + name + "' appears twice");
+      return true;
+    }
+    if (event == E::value || event == E::object_end || event == E::array_end) {
+      if (name == "__metadata__") {
+        if (!parsed.is_object()) throw bad("bad __metadata__");
+        for (const auto& [k, v] : parsed.items()) {
+          if (!v.is_string()) throw bad("__metadata__ '" + k + "' is not a string");
+          metadata_[k] = v.get<std::string>();
+        }
+      } else {
+        tensors_.push_back(parse_entry(name, parsed, data_size, path));
+      }
+      return false;  // checked and kept elsewhere: drop it from the parse
+    }
+    return true;
+  };
   json header;
   try {
-    header = json::parse(bytes.begin(), bytes.end());
+    header = json::parse(bytes.begin(), bytes.end(), check);
   } catch (const json::exception& e) {
-    throw DataError("safetensors " + path + ": header is not JSON: " + e.what());
+    throw bad(std::string("header is not JSON: ") + e.what());
+  } catch (const std::bad_alloc&) {
+    throw bad("out of memory parsing the " + std::to_string(n) + "-byte header");
   }
-  if (!header.is_object())
-    throw DataError("safetensors " + path + ": header is not an object");
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") {
-      if (!entry.is_object())
-        throw DataError("safetensors " + path + ": bad __metadata__");
-      for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string()) {
-          throw DataError("safetensors " + path + ": __metadata__ '" + k +
-                          "' is not a string");
-        }
-        metadata_[k] = v.get<std::string>();
-      }
-      continue;
-    }
-    tensors_.push_back(parse_entry(name, entry, data_size, path));
-  }
+  if (!header.is_object()) throw bad("header is not an object");
+  std::sort(tensors_.begin(), tensors_.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   std::vector<const SafetensorsTensor*> by_offset;
   for (const auto& t : tensors_) by_offset.push_back(&t);
   std::sort(by_offset.begin(), by_offset.end(),

@@ -8,7 +8,9 @@
 // while in use is a DataError, not SIGBUS) and validates everything before it
 // trusts anything: N against the file size (and a cap) before the header is
 // parsed, each dtype known, shape x element size == end - begin without
-// overflow, every range inside the data and no two overlapping. So a forged
+// overflow, every range inside the data and no two overlapping, no name twice.
+// The header is parsed one entry at a time, with containers bounded in depth
+// (what the format uses) and width (64 dimensions, 4096 keys). So a forged
 // header cannot cause a large allocation or an out-of-bounds read. Errors are
 // DataError naming the file (and the tensor).
 // write_safetensors() writes the same format (header padded with spaces to a
@@ -47,7 +49,7 @@ class SafetensorsFile {
                            std::uint64_t max_header_bytes = kDefaultMaxHeaderBytes);
 
   const std::string& path() const { return file_.path(); }
-  // In header order.
+  // Sorted by name, whatever the header's order.
   const std::vector<SafetensorsTensor>& tensors() const { return tensors_; }
   // Null when there is no tensor called `name`.
   const SafetensorsTensor* find(const std::string& name) const;

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "seedloader/datasets/tensor_file.h"
+#include "tests/common/cross_check.h"
 #include "tests/common/run_command.h"
 #include "tests/datasets/dataset_test_util.h"
 
@@ -118,6 +119,48 @@ TEST(SafetensorsTest, OverlappingUnknownAndMalformedEntriesAreRejected) {
   EXPECT_NE(open_error(dir / "s.safetensors").find("shorter than 8"), std::string::npos);
 }
 
+// Under the 100 MB header cap, 50 MB of '[' took 4 GB as a parsed document; the
+// parse now stops at the first container deeper than the format nests.
+TEST(SafetensorsTest, HeadersNestedOrWiderThanTheFormatAreRejectedAsTheyParse) {
+  TempDir dir;
+  const std::string deep = std::string(4u << 20, '[') + std::string(4u << 20, ']');
+  write_raw(dir / "deep.safetensors", deep, 0);
+  EXPECT_NE(open_error(dir / "deep.safetensors").find("header is not an object"),
+            std::string::npos);
+  write_raw(dir / "deep_entry.safetensors", "{\"a\":" + deep + "}", 0);
+  EXPECT_NE(open_error(dir / "deep_entry.safetensors").find("nests deeper"),
+            std::string::npos);
+  std::string wide = R"({"a":{"dtype":"U8","shape":[)";
+  for (int i = 0; i < 65; ++i) wide += i ? ",1" : "1";
+  write_raw(dir / "wide.safetensors", wide + R"(],"data_offsets":[0,1]}})", 1);
+  EXPECT_NE(open_error(dir / "wide.safetensors").find("more than 64 items"),
+            std::string::npos);
+  std::string keys = R"({"__metadata__":{)";
+  for (int i = 0; i <= 4096; ++i)
+    keys += (i ? ",\"" : "\"") + std::to_string(i) + "\":\"v\"";
+  write_raw(dir / "keys.safetensors", keys + "}}", 0);
+  EXPECT_NE(open_error(dir / "keys.safetensors").find("more than 4096 keys"),
+            std::string::npos);
+  write_raw(dir / "twice.safetensors",
+            R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+            R"("a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+            2);
+  EXPECT_NE(open_error(dir / "twice.safetensors").find("'a' appears twice"),
+            std::string::npos);
+}
+
+TEST(SafetensorsTest, TensorsAreListedByNameWhateverTheHeaderOrder) {
+  TempDir dir;
+  write_raw(dir / "order.safetensors",
+            R"({"b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+            R"("a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+            2);
+  SafetensorsFile file(dir / "order.safetensors");
+  ASSERT_EQ(file.tensors().size(), 2u);
+  EXPECT_EQ(file.tensors()[0].name, "a");
+  EXPECT_EQ(file.tensors()[1].name, "b");
+}
+
 TEST(SafetensorsTest, WriterRejectsSizeMismatchAndDuplicates) {
   TempDir dir;
   std::vector<float> x(5);
@@ -129,7 +172,7 @@ TEST(SafetensorsTest, WriterRejectsSizeMismatchAndDuplicates) {
 }
 
 TEST(SafetensorsTest, NumpyReadsWhatTheWriterWrote) {
-  if (!testing_util::python_has("numpy")) GTEST_SKIP() << "/usr/bin/python3 lacks numpy";
+  SL_REQUIRE_PYTHON_MODULE("numpy");
   TempDir dir;
   write_xy(dir / "a.safetensors");
   const std::string script =

@@ -1,6 +1,7 @@
 // Faults 4 and 5: exceptions inside a worker (from get() or from worker_init)
 // reach the consumer as WorkerError with worker id, sample index and the
 // original message, without a deadlock, and the loader stays usable.
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -52,6 +53,35 @@ TEST_P(GetThrowsTest, ExceptionIsRethrownWithIndexAndMessageAndNextEpochWorks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(PersistentOrNot, GetThrowsTest, ::testing::Bool());
+
+// A sample whose reading runs out of memory is bad input, named as such, in a
+// worker and in the consumer's thread alike; the skip policy applies to it.
+TEST_F(FaultTest, OutOfMemoryInGetIsADataErrorNamingDatasetAndSample) {
+  HookedDataset ds(40, [](std::uint64_t i) {
+    if (i == 13) throw std::bad_alloc();
+  });
+  for (int workers : {0, 2}) {
+    LoaderOptions o;
+    o.batch_size = 4;
+    o.num_workers = workers;
+    o.seed = 3;
+    DataLoader loader(ds, o);
+    try {
+      for (const Batch& b : loader) (void)b;
+      FAIL() << "the failure was lost";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("HookedDataset: sample 13: out of memory reading it"),
+                std::string::npos)
+          << what;
+    }
+    o.on_bad_sample = BadSample::kSkip;
+    DataLoader skipping(ds, o);
+    std::uint64_t samples = 0;
+    for (const Batch& b : skipping) samples += b.size();
+    EXPECT_EQ(samples, 40u) << workers << " workers";
+  }
+}
 
 TEST_F(FaultTest, WorkerInitFailureIsReportedOnTheFirstBatch) {
   HookedDataset ds(40, [](std::uint64_t) {});

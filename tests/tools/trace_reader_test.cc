@@ -107,5 +107,28 @@ TEST(TraceReaderTest, LinesLongerThanOneReadAreJoined) {
   std::remove(path.c_str());
 }
 
+// A line without an end must not be buffered whole: a 2 GB line cost 4 GB.
+TEST(TraceReaderTest, ALineBeyondTheCapIsRefusedNamingFileAndLine) {
+  std::string path = testing_util::process_temp_dir() + "trace_reader_huge.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"a"})"
+      << "\n";
+    f << R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":1,"rng":"b","aug":")"
+      << std::string(kMaxTraceLineBytes + 1, 'x') << "\"}\n";
+  }
+  std::uint64_t records = 0;
+  try {
+    read_trace(path, [&](const SampleRecord&) { ++records; });
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":2: line longer than " +
+                                         std::to_string(kMaxTraceLineBytes) +
+                                         " bytes (a trace holds one record per line)");
+  }
+  EXPECT_EQ(records, 1u);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace seedloader::audit

@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "seedloader/error.h"
+#include "tools/common/error_text.h"
 #include "tools/seed_audit/commands.h"
 
 int main(int argc, char** argv) {
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "seed-audit: %s\n", e.what());
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "seed-audit: error: %s\n", e.what());
+    std::fprintf(stderr, "seed-audit: error: %s\n",
+                 seedloader::tools::error_text(e).c_str());
     return kExitUsage;
   }
 }

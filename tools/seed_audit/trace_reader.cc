@@ -215,6 +215,15 @@ std::uint64_t read_trace(const std::string& path,
   std::vector<char> buf(1 << 20);
   std::string carry;  // a line split across reads
   std::uint64_t line_no = 0, records = 0;
+  // Buffered lines only (a line inside one read is shorter than the buffer).
+  auto check_length = [&](std::size_t bytes) {
+    if (bytes > kMaxTraceLineBytes) {
+      fail(path + ":" + std::to_string(line_no + 1) + ": line longer than " +
+           std::to_string(kMaxTraceLineBytes) +
+           " bytes (a trace holds one record "
+           "per line)");
+    }
+  };
   auto handle = [&](std::string_view line) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
@@ -238,6 +247,7 @@ std::uint64_t read_trace(const std::string& path,
       if (nl == std::string_view::npos) break;
       std::string_view piece = chunk.substr(start, nl - start);
       if (!carry.empty()) {
+        check_length(carry.size() + piece.size());
         carry.append(piece);
         handle(carry);
         carry.clear();
@@ -246,7 +256,9 @@ std::uint64_t read_trace(const std::string& path,
       }
       start = nl + 1;
     }
-    carry.append(chunk.substr(start));
+    const std::string_view rest = chunk.substr(start);
+    check_length(carry.size() + rest.size());
+    carry.append(rest);
   }
   if (!carry.empty()) handle(carry);
   return records;

@@ -7,6 +7,7 @@
 // A hand-written parser for this flat shape, since traces run to 10^7 lines.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -16,13 +17,18 @@
 
 namespace seedloader::audit {
 
+// The longest line read_trace accepts: a sample's record is a few hundred bytes,
+// so a longer line is a malformed file, refused before it is buffered whole.
+inline constexpr std::size_t kMaxTraceLineBytes = 4u << 20;
+
 // Parses one line. Throws DataError describing the problem (without a line number).
 // The returned record's `aug` points into `line`.
 SampleRecord parse_trace_line(std::string_view line);
 
 // Reads `path` line by line and hands every record to `sink`. Returns the number of
-// records. Throws DataError "PATH:LINE: problem" for a malformed line or one the
-// sink rejects, and DataError for a file that cannot be read.
+// records. Throws DataError "PATH:LINE: problem" for a malformed line, one longer
+// than kMaxTraceLineBytes, or one the sink rejects, and DataError for a file that
+// cannot be read. Memory stays within a read buffer and one line.
 std::uint64_t read_trace(const std::string& path,
                          const std::function<void(const SampleRecord&)>& sink);
 

@@ -10,6 +10,7 @@
 #include "seedloader/data_loader.h"
 #include "seedloader/error.h"
 #include "tools/common/data_spec.h"
+#include "tools/common/error_text.h"
 #include "tools/common/loader_flags.h"
 #include "tools/seedloader_bench/measure.h"
 
@@ -113,7 +114,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "seedloader-bench: %s\n", e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "seedloader-bench: error: %s\n", e.what());
+    std::fprintf(stderr, "seedloader-bench: error: %s\n",
+                 seedloader::tools::error_text(e).c_str());
     return 1;
   }
 }
