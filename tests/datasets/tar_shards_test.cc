@@ -9,6 +9,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "seedloader/transforms/spec.h"
+#include "tests/common/cross_check.h"
 #include "tests/common/run_command.h"
 #include "tests/datasets/dataset_test_util.h"
 #include "tests/datasets/tar_writer.h"
@@ -237,7 +238,10 @@ TEST(TarShardsTest, PythonPaxShardsWithUtf8NamesReadInAnyLocale) {
     std::setlocale(LC_ALL, "C");
   }
   // The same, written by Python itself where it is installed.
-  if (testing_util::python_has("tarfile")) {
+  if (!testing_util::python_has("tarfile")) {
+    if (testing_util::cross_checks_required())
+      ADD_FAILURE() << "/usr/bin/python3 has no tarfile";
+  } else {
     testing::write_file(dir / "k.png", png_of(4));
     const std::string script =
         "import sys, tarfile\n"

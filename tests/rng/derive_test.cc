@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "seedloader/random.h"
+#include "tests/common/cross_check.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 
@@ -51,8 +52,6 @@ std::string capture(const std::string& command) {
   return testing_util::run_command(command).out;
 }
 
-bool numpy_available() { return testing_util::python_has("numpy"); }
-
 std::string hex(std::uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(v));
@@ -60,7 +59,7 @@ std::string hex(std::uint64_t v) {
 }
 
 TEST(DeriveTest, MatchesNumpyForRandomCombinations) {
-  if (!numpy_available()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not installed";
+  SL_REQUIRE_PYTHON_MODULE("numpy");
   // 300 combinations drawn from a fixed stream; numpy prints two outputs of each.
   Rng pick(SeedSequence(31337));
   std::ostringstream script;
@@ -104,7 +103,7 @@ TEST(DeriveTest, MatchesNumpyForRandomCombinations) {
 }
 
 TEST(DeriveTest, CliDeriveMatchesNumpy) {
-  if (!numpy_available()) GTEST_SKIP() << "/usr/bin/python3 with numpy is not installed";
+  SL_REQUIRE_PYTHON_MODULE("numpy");
   const std::string cli = capture(std::string(SEEDLOADER_SEED_AUDIT) +
                                   " derive --seed 99 --purpose worker --epoch 4 --rank 3"
                                   " --worker 2 --count 3 --json");

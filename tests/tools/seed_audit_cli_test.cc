@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "seedloader/distributed_sampler.h"
+#include "tests/common/cross_check.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 
@@ -80,9 +81,7 @@ TEST(SeedAuditCliTest, ShardJsonEqualsLibrary) {
 }
 
 TEST(SeedAuditCliTest, UnshuffledShardMatchesPyTorchDistributedSampler) {
-  if (!testing_util::python_has("torch")) {
-    GTEST_SKIP() << "torch is not importable by /usr/bin/python3";
-  }
+  SL_REQUIRE_PYTHON_MODULE("torch");
   // Every (N, R, r, drop_last) below, computed by torch in one process.
   std::ostringstream combos;
   std::vector<std::tuple<int, int, int, bool>> cases;

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tests/common/cross_check.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 
@@ -42,11 +43,7 @@ std::map<std::string, int> audit_scenario(const std::string& scenario, int& exit
 
 class TorchTraceTest : public testing::Test {
  protected:
-  void SetUp() override {
-    if (!testing_util::python_has("torch")) {
-      GTEST_SKIP() << "torch is not importable by /usr/bin/python3";
-    }
-  }
+  void SetUp() override { SL_REQUIRE_PYTHON_MODULE("torch"); }
 };
 
 TEST_F(TorchTraceTest, DatasetOwnedNumpyGeneratorIsDuplicatedAcrossWorkers) {
