@@ -6,6 +6,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "seedloader/transforms/spec.h"
+#include "tests/common/cross_check.h"
+#include "tests/common/run_command.h"
 #include "tests/datasets/dataset_test_util.h"
 
 namespace seedloader {
@@ -84,6 +86,80 @@ TEST(ImageFolderTest, MissingRootIsADataErrorNamingIt) {
     FAIL() << "no error";
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find(dir / "nope"), std::string::npos);
+  }
+}
+
+// Nested folders, upper-case extensions and a linked folder, in torchvision's
+// order: sorted(os.walk(class, followlinks=True)), files sorted in each.
+void write_nested(const TempDir& dir) {
+  const char* files[] = {"a/z.png",       "a/sub/b.PNG",  "a/sub/deeper/c.png",
+                         "a/sub b/d.Jpg", "a/sub2/e.png", "b/x.png",
+                         "b/y/q.bmp"};
+  for (const char* f : files) {
+    const std::filesystem::path p = dir / f;
+    std::filesystem::create_directories(p.parent_path());
+    cv::Mat image(4, 4, CV_8UC3, cv::Scalar(1, 2, 3));
+    std::vector<std::uint8_t> bytes;
+    const std::string ext = p.extension().string();
+    ASSERT_TRUE(cv::imencode(ext == ".Jpg"   ? ".jpg"
+                             : ext == ".PNG" ? ".png"
+                                             : ext,
+                             image, bytes));
+    testing::write_file(p.string(), bytes);
+  }
+  testing::write_file(dir / "a/sub/readme.md", "x", 1);
+  std::filesystem::create_directory_symlink(dir / "b/y", dir / "a/link");
+}
+
+std::vector<std::string> relative_paths(const ImageFolder& data, const TempDir& dir) {
+  std::vector<std::string> out;
+  for (std::uint64_t i = 0; i < data.size(); ++i) {
+    out.push_back(data.path(i).substr(dir.path().size() + 1));
+  }
+  return out;
+}
+
+TEST(ImageFolderTest, WalksClassFoldersAtEveryDepthInTorchvisionsOrder) {
+  TempDir dir;
+  write_nested(dir);
+  ImageFolder data(dir.path(), parse_transform_spec("centercrop:4"));
+  EXPECT_EQ(relative_paths(data, dir),
+            (std::vector<std::string>{"a/z.png", "a/link/q.bmp", "a/sub/b.PNG",
+                                      "a/sub b/d.Jpg", "a/sub/deeper/c.png",
+                                      "a/sub2/e.png", "b/x.png", "b/y/q.bmp"}))
+      << "'a' < 'a/link' < 'a/sub' < 'a/sub b' < 'a/sub/deeper' < 'a/sub2'";
+}
+
+TEST(ImageFolderTest, SamplesAndLabelsEqualTorchvisions) {
+  SL_REQUIRE_PYTHON_MODULE("torchvision");
+  TempDir dir;
+  write_nested(dir);
+  ImageFolder data(dir.path(), parse_transform_spec("centercrop:4"));
+  const auto r = testing_util::run_command(
+      "/usr/bin/python3 -c 'import sys, torchvision\n"
+      "for p, c in torchvision.datasets.ImageFolder(sys.argv[1]).samples: print(p, c)' " +
+      dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::string mine;
+  for (std::uint64_t i = 0; i < data.size(); ++i) {
+    SampleBuffer buffer(data.layout(), i);
+    Rng rng = test_rng();
+    data.get(i, rng, buffer.writer());
+    mine += data.path(i) + " " + std::to_string(buffer.field<std::int64_t>(1)[0]) + "\n";
+  }
+  EXPECT_EQ(mine, r.out);
+}
+
+TEST(ImageFolderTest, ALinkBackUpTheTreeIsADataErrorNotAnEndlessWalk) {
+  TempDir dir;
+  write_folder(dir);
+  std::filesystem::create_directory_symlink(dir / "a_cat", dir / "a_cat/again");
+  try {
+    ImageFolder(dir.path(), parse_transform_spec("centercrop:8"));
+    FAIL() << "no error";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("a_cat/again"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos) << e.what();
   }
 }
 

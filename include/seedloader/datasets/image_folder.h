@@ -1,13 +1,17 @@
-// ImageFolder: root/<class>/<file>.{jpg,jpeg,png,bmp,webp}, as torchvision's.
-// Classes are the sub-directories sorted by name (label = position); files are
-// sorted by name within each class. The index is a PathIndex (flat arrays,
+// ImageFolder: root/<class>/**/<file>.{jpg,jpeg,png,bmp,webp} (any case), as
+// torchvision's. Classes are the sub-directories sorted by name (label =
+// position); each class folder is walked at every depth, following symbolic
+// links, in torchvision's order: directories sorted by path, then the files of
+// each sorted by name. (torchvision also lists .ppm, .pgm, .tif and .tiff, which
+// this loader does not decode: such files are not samples here.) The index is a PathIndex (flat arrays,
 // shared by forked workers); get() reads the file, checks the header against the
 // pixel cap, lets the transform chain plan its crop on the header's size, decodes
 // (at reduced scale when the crop allows) and writes fields
 //   "image" [C, H, W] (float32 or u8, as the chain's output says) and
 //   "label" int64 scalar.
 // Construction errors: the root missing or not a directory, no class folders, a
-// class folder without any image file (DataError naming it); a chain that does
+// class folder without any image file at any depth, a symbolic link back to a
+// folder above it (DataError naming it); a chain that does
 // not fix the output size (ConfigError). get() errors are DataError naming the
 // dataset, the sample index and the file.
 // Owns its index and transform chain (in a State defined in image_folder.cc).
@@ -48,6 +52,10 @@ class ImageFolder final : public Dataset {
 
   // The class names, sorted; a sample's label is its class's position here.
   const std::vector<std::string>& classes() const;
+  // Sample `index`'s file (root joined with its path below the root), as the
+  // first element of torchvision's ImageFolder.samples[index].
+  // REQUIRES: index < size().
+  std::string path(std::uint64_t index) const;
 
  private:
   struct State;
