@@ -172,7 +172,11 @@ Compose parse_transform_spec(std::string_view spec) {
       }
       if (have_output) step.fail("an image step after the output step");
       std::unique_ptr<Transform> t = image_step(step);
-      if (!t) step.fail("unknown transform '" + std::string(step.name()) + "'");
+      if (!t) {
+        step.fail("unknown transform '" + std::string(step.name()) +
+                  "' (the steps are rrc, crop, centercrop, resize, hflip, vflip, jitter, "
+                  "rotate, blur, then one of totensor, normalize, u8)");
+      }
       steps.push_back(std::move(t));
     } catch (const ConfigError& e) {
       const std::string what = e.what();

@@ -44,6 +44,26 @@ TEST(TransformSpecTest, ParsesEveryStepAndOutput) {
 
 TEST(TransformSpecTest, UnknownNameIsConfigErrorNamingTheToken) {
   EXPECT_NE(config_error_of("rrc:224,sharpen:2").find("'sharpen:2'"), std::string::npos);
+  // The message lists the steps, and every step it lists is one.
+  const std::string what = config_error_of("sharpen");
+  const std::string head = "(the steps are ";
+  const std::size_t open = what.find(head);
+  ASSERT_NE(open, std::string::npos) << what;
+  std::string list = what.substr(open + head.size());
+  list = list.substr(0, list.find(')'));
+  std::vector<std::string> names;
+  for (std::size_t at = 0; at < list.size();) {
+    std::size_t end = list.find_first_of(", ", at);
+    if (end == std::string::npos) end = list.size();
+    std::string word = list.substr(at, end - at);
+    if (!word.empty() && word != "then" && word != "one" && word != "of")
+      names.push_back(word);
+    at = end + 1;
+  }
+  EXPECT_EQ(names.size(), 12u) << list;
+  for (const std::string& name : names) {
+    EXPECT_EQ(config_error_of(name).find("unknown transform"), std::string::npos) << name;
+  }
 }
 
 TEST(TransformSpecTest, BadNumberIsConfigErrorNamingTheToken) {
