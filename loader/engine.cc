@@ -39,9 +39,10 @@ std::unique_ptr<Sampler> make_sampler(std::uint64_t n, const LoaderOptions& o,
     d.rank = o.rank;
     d.shuffle = o.shuffle;
     d.seed = seed;
+    d.order = o.order;
     return std::make_unique<DistributedSampler>(n, d);
   }
-  if (o.shuffle) return std::make_unique<RandomSampler>(n, seed);
+  if (o.shuffle) return std::make_unique<RandomSampler>(n, seed, o.order);
   return std::make_unique<SequentialSampler>(n);
 }
 

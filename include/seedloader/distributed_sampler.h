@@ -4,8 +4,9 @@
 //   total_size  = num_samples * R
 //   padding repeats indices from the start (the whole list as often as needed);
 //   drop_last truncates instead; rank r takes indices[r : total_size : R].
-// With shuffle on, the permutation comes from the (0, epoch) stream, identical on
-// every rank, so shards are disjoint apart from documented padding.
+// With shuffle on, the permutation is epoch_permutation(N, seed, epoch, order),
+// identical on every rank, so shards are disjoint apart from documented padding;
+// with order kTorch the shard equals PyTorch's, index for index.
 // Immutable after construction apart from the epoch set by set_epoch().
 #pragma once
 
@@ -19,6 +20,7 @@ struct DistributedOptions {
   bool shuffle = true;
   std::uint64_t seed = 0;
   bool drop_last = false;
+  ShuffleOrder order = ShuffleOrder::kNumpy;
 };
 
 class DistributedSampler : public Sampler {

@@ -8,6 +8,8 @@
 #include <functional>
 #include <optional>
 
+#include "seedloader/sampler.h"
+
 namespace seedloader {
 
 // Which stream a dataset's get() draws from.
@@ -27,6 +29,9 @@ struct LoaderOptions {
   int num_workers = 0;  // 0: samples are read in the calling thread
   int prefetch = 2;     // batch slots per worker (per loader when num_workers = 0)
   bool shuffle = false;
+  // The shuffle's generator (sampler.h): numpy's PCG64 stream, or exactly
+  // PyTorch's DistributedSampler / torch.randperm order.
+  ShuffleOrder order = ShuffleOrder::kNumpy;
   std::optional<std::uint64_t> seed;  // unset: drawn from the OS and announced
   bool drop_last = false;             // drop the last, short batch
   // Keep workers across epochs. They live as long as the thread that first

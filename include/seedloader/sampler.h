@@ -30,21 +30,41 @@ class SequentialSampler : public Sampler {
   std::uint64_t n_;
 };
 
-// A permutation of 0..n-1 drawn from the shuffle stream (0, epoch): equal to
-// numpy's Generator(PCG64(SeedSequence(seed, spawn_key=(0, epoch)))).permutation(n).
+// Which generator shuffles an epoch.
+//  kNumpy (the default): the shuffle stream (0, epoch) of the seed's PCG64
+//    family, numpy's Generator(PCG64(SeedSequence(seed, spawn_key=(0, epoch))))
+//    .permutation(n); independent of every other stream, and reproducible in
+//    numpy alone.
+//  kTorch: PyTorch's DistributedSampler(shuffle=True, seed=seed) after
+//    set_epoch(epoch), torch.randperm(n, generator=Generator().manual_seed(seed +
+//    epoch)): for comparing with, or continuing, a PyTorch run. torch's CPU
+//    generator keeps only the low 32 bits of a seed (and 1.13's randperm draws
+//    32-bit numbers), so seeds that agree there give the same order.
+enum class ShuffleOrder { kNumpy, kTorch };
+
+// A permutation of 0..n-1 for `epoch`, drawn as `order` says.
 class RandomSampler : public Sampler {
  public:
-  RandomSampler(std::uint64_t n, std::uint64_t seed) : n_(n), seed_(seed) {}
+  RandomSampler(std::uint64_t n, std::uint64_t seed,
+                ShuffleOrder order = ShuffleOrder::kNumpy)
+      : n_(n), seed_(seed), order_(order) {}
   std::uint64_t size() const override { return n_; }
   std::vector<Index> indices(std::uint64_t epoch) const override;
 
  private:
   std::uint64_t n_;
   std::uint64_t seed_;
+  ShuffleOrder order_;
 };
 
 // The permutation RandomSampler uses; shared with DistributedSampler.
 std::vector<Index> epoch_permutation(std::uint64_t n, std::uint64_t seed,
-                                     std::uint64_t epoch);
+                                     std::uint64_t epoch,
+                                     ShuffleOrder order = ShuffleOrder::kNumpy);
+
+// torch.randperm(n, generator=torch.Generator().manual_seed(seed)) on the CPU,
+// as torch 1.13 computes it: mt19937 seeded with seed's low 32 bits, then
+// for i in [0, n-1): swap(r[i], r[i + next32() % (n - i)]).
+std::vector<Index> torch_randperm(std::uint64_t n, std::uint64_t seed);
 
 }  // namespace seedloader

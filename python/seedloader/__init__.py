@@ -76,6 +76,11 @@ class DataLoader:
       (seconds, 0 = none), worker_init_fn(worker_id): as PyTorch's.
     prefetch_factor: batch slots per worker (default 2), as PyTorch's.
     seed: the base seed of every stream (None: drawn once and printed).
+    order: the shuffle's generator. "numpy" (default): numpy's PCG64 shuffle stream
+      of the seed. "torch": exactly the order of torch's DistributedSampler(
+      shuffle=True, seed=seed) after set_epoch(epoch), i.e. torch.randperm(n,
+      generator=torch.Generator().manual_seed(seed + epoch)) sharded the same way,
+      for any world size (1 included): for comparing with a PyTorch run.
     seeding: "worker" (one stream per worker and epoch) or "sample" (one per sample
       and epoch: batches identical for any num_workers).
     on_bad_sample: "raise" or "skip" (a sample raising DataError is replaced).
@@ -99,7 +104,7 @@ class DataLoader:
                  drop_last=False, persistent_workers=False, prefetch_factor=None,
                  timeout=0, worker_init_fn=None, seed=None, seeding="worker",
                  on_bad_sample="raise", rank=None, world_size=None, format=None,
-                 pin_memory=None):
+                 pin_memory=None, order="numpy"):
         if rank is None or world_size is None:
             found_rank, found_size, source = distributed_context()
             rank = found_rank if rank is None else rank
@@ -119,12 +124,13 @@ class DataLoader:
         self.num_workers = num_workers
         self.rank, self.world_size = int(rank), int(world_size)
         self.seeding = seeding
+        self.order = order
         self._args = dict(dataset=dataset, batch_size=batch_size,
                           num_workers=num_workers,
                           # One slot per worker more than prefetch_factor: the batch
                           # the loop variable still holds while the next is fetched.
                           prefetch=(2 if prefetch_factor is None else prefetch_factor) + 1,
-                          shuffle=shuffle, drop_last=drop_last,
+                          shuffle=shuffle, order=order, drop_last=drop_last,
                           persistent_workers=persistent_workers, rank=self.rank,
                           world_size=self.world_size, seeding=seeding,
                           on_bad_sample=on_bad_sample, timeout=float(timeout),
@@ -191,7 +197,7 @@ class DataLoader:
         the same dataset and options (the keys of torchdata's StatefulDataLoader
         state where they mean the same)."""
         return {"epoch": self._core.epoch, "_num_yielded": self._yielded,
-                "base_seed": self.seed, "seeding": self.seeding,
+                "base_seed": self.seed, "seeding": self.seeding, "order": self.order,
                 "world_size": self.world_size, "rank": self.rank,
                 "batch_size": self.batch_size, "num_batches": len(self)}
 
@@ -200,7 +206,7 @@ class DataLoader:
         state["_num_yielded"] batches, exactly as an uninterrupted epoch would."""
         # Not the rank: every rank is at the same position, so one rank's state
         # (say rank 0's checkpoint) resumes them all.
-        for key in ("seeding", "world_size", "batch_size", "num_batches"):
+        for key in ("seeding", "order", "world_size", "batch_size", "num_batches"):
             mine = self.state_dict()[key]
             if state.get(key, mine) != mine:
                 raise ConfigError("load_state_dict: the state was saved with %s=%r, this "

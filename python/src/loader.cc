@@ -44,6 +44,12 @@ SeedScope seeding_of(const std::string& name) {
   throw ConfigError("seeding must be 'worker' or 'sample', not '" + name + "'");
 }
 
+ShuffleOrder order_of(const std::string& name) {
+  if (name == "numpy") return ShuffleOrder::kNumpy;
+  if (name == "torch") return ShuffleOrder::kTorch;
+  throw ConfigError("order must be 'numpy' or 'torch', not '" + name + "'");
+}
+
 BadSample bad_sample_of(const std::string& name) {
   if (name == "raise") return BadSample::kRaise;
   if (name == "skip") return BadSample::kSkip;
@@ -104,10 +110,11 @@ struct BatchHolder {
 class Loader {
  public:
   Loader(nb::object dataset, std::uint64_t batch_size, int num_workers, int prefetch,
-         bool shuffle, std::optional<std::uint64_t> seed, bool drop_last,
-         bool persistent_workers, std::uint64_t rank, std::uint64_t world_size,
-         const std::string& seeding, const std::string& on_bad_sample, double timeout_s,
-         nb::object worker_init_fn, const std::string& format)
+         bool shuffle, const std::string& order, std::optional<std::uint64_t> seed,
+         bool drop_last, bool persistent_workers, std::uint64_t rank,
+         std::uint64_t world_size, const std::string& seeding,
+         const std::string& on_bad_sample, double timeout_s, nb::object worker_init_fn,
+         const std::string& format)
       : dataset_ref_(std::move(dataset)),
         worker_init_fn_(std::move(worker_init_fn)),
         format_(format_of(format)) {
@@ -120,6 +127,7 @@ class Loader {
     o.num_workers = num_workers;
     o.prefetch = prefetch;
     o.shuffle = shuffle;
+    o.order = order_of(order);
     o.seed = seed;
     o.drop_last = drop_last;
     o.persistent_workers = persistent_workers;
@@ -218,15 +226,16 @@ void bind_loader(nb::module_& m) {
   nb::class_<BatchHolder>(m, "_BatchHolder");
 
   nb::class_<Loader>(m, "Loader")
-      .def(nb::init<nb::object, std::uint64_t, int, int, bool,
+      .def(nb::init<nb::object, std::uint64_t, int, int, bool, const std::string&,
                     std::optional<std::uint64_t>, bool, bool, std::uint64_t,
                     std::uint64_t, const std::string&, const std::string&, double,
                     nb::object, const std::string&>(),
            nb::arg("dataset"), nb::arg("batch_size"), nb::arg("num_workers"),
-           nb::arg("prefetch"), nb::arg("shuffle"), nb::arg("seed").none(),
-           nb::arg("drop_last"), nb::arg("persistent_workers"), nb::arg("rank"),
-           nb::arg("world_size"), nb::arg("seeding"), nb::arg("on_bad_sample"),
-           nb::arg("timeout"), nb::arg("worker_init_fn").none(), nb::arg("format"))
+           nb::arg("prefetch"), nb::arg("shuffle"), nb::arg("order"),
+           nb::arg("seed").none(), nb::arg("drop_last"), nb::arg("persistent_workers"),
+           nb::arg("rank"), nb::arg("world_size"), nb::arg("seeding"),
+           nb::arg("on_bad_sample"), nb::arg("timeout"), nb::arg("worker_init_fn").none(),
+           nb::arg("format"))
       .def("next", [](nb::handle self) { return nb::cast<Loader&>(self).next(self); })
       .def("stop", &Loader::stop)
       .def("close", &Loader::close)

@@ -255,7 +255,45 @@ def test_a_data_error_is_skipped_on_request():
     assert 6 not in seen and seen.count(7) == 2 and len(seen) == 16
 
 
+class Indices:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, index):
+        return {"i": np.array(index, dtype=np.int64)}
+
+
+@pytest.mark.parametrize("world,drop_last", [(1, False), (3, False), (3, True)])
+def test_torch_order_visits_samples_as_torchs_distributed_sampler(world, drop_last):
+    from torch.utils.data import DistributedSampler
+    n, seed = 50, 2**33 + 7
+    for rank in range(world):
+        loader = sl.DataLoader(Indices(n), batch_size=4, num_workers=2, shuffle=True,
+                               seed=seed, order="torch", rank=rank, world_size=world,
+                               drop_last=drop_last)
+        # As torch's DataLoader(sampler=DistributedSampler(...), drop_last=...):
+        # the sampler pads, the loader drops a short last batch.
+        ref = DistributedSampler(range(n), num_replicas=world, rank=rank, shuffle=True,
+                                 seed=seed)
+        for epoch in (0, 3):
+            loader.set_epoch(epoch)
+            ref.set_epoch(epoch)
+            want = list(ref)
+            if drop_last:
+                want = want[:len(want) // 4 * 4]
+            got = [i for b in loader for i in b["i"].tolist()]
+            assert got == want
+    numpy_order = sl.DataLoader(Indices(n), batch_size=4, shuffle=True, seed=seed)
+    assert [i for b in numpy_order for i in b["i"].tolist()] != list(
+        DistributedSampler(range(n), num_replicas=1, rank=0, seed=seed))
+
+
 def test_config_errors_name_the_option():
+    with pytest.raises(sl.ConfigError, match="order"):
+        sl.DataLoader(sl.Synthetic(8, 4, 4, 1), order="jax")
     with pytest.raises(sl.ConfigError, match="seeding"):
         sl.DataLoader(sl.Synthetic(8, 4, 4, 1), seeding="rank")
     with pytest.raises(ValueError):  # ConfigError is a ValueError too

@@ -80,6 +80,24 @@ TEST(SeedAuditCliTest, ShardJsonEqualsLibrary) {
             s.indices(2));
 }
 
+// PyTorch prints [1, 3, 8, 4] for DistributedSampler(range(10), num_replicas=3,
+// rank=1, seed=0); the default numpy order differs; a third name is refused.
+TEST(SeedAuditCliTest, ShardWithTorchOrderIsPyTorchsShard) {
+  auto r = run_command(audit(
+      "shard --size 10 --world-size 3 --rank 1 --shuffle --seed 0 --order torch --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["indices"].get<std::vector<Index>>(),
+            (std::vector<Index>{1, 3, 8, 4}));
+  r = run_command(
+      audit("shard --size 10 --world-size 3 --rank 1 --shuffle --seed 0 --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(nlohmann::json::parse(r.out)["indices"].get<std::vector<Index>>(),
+            (std::vector<Index>{1, 3, 8, 4}));
+  r = run_command(audit("shard --size 10 --world-size 3 --rank 1 --order jax"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--order: jax not in {numpy,torch}"), std::string::npos) << r.out;
+}
+
 TEST(SeedAuditCliTest, UnshuffledShardMatchesPyTorchDistributedSampler) {
   SL_REQUIRE_PYTHON_MODULE("torch");
   // Every (N, R, r, drop_last) below, computed by torch in one process.

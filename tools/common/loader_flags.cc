@@ -5,6 +5,19 @@
 
 namespace seedloader::tools {
 
+const EnumNames<ShuffleOrder>& order_names() {
+  static const EnumNames<ShuffleOrder> names{{"numpy", ShuffleOrder::kNumpy},
+                                             {"torch", ShuffleOrder::kTorch}};
+  return names;
+}
+
+CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order) {
+  return add_enum_option(
+      app, "--order", order, order_names(),
+      "The shuffle's generator: numpy (the seed's PCG64 shuffle stream) or torch "
+      "(exactly PyTorch's DistributedSampler(seed=SEED) after set_epoch(EPOCH))");
+}
+
 LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f) {
   LoaderFlagOptions o;
   o.data = app.add_option("--data", f.data, data_spec_help())->required();

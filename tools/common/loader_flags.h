@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "seedloader/sampler.h"
 #include "tools/common/enum_option.h"
 
 namespace seedloader::tools {
@@ -32,6 +33,11 @@ struct LoaderFlagOptions {
   CLI::Option* timeout = nullptr;
   CLI::Option* seeding = nullptr;
 };
+
+// The names --order takes: numpy, torch.
+const EnumNames<ShuffleOrder>& order_names();
+// Registers --order into `order` (sampler.h's ShuffleOrder).
+CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order);
 
 // Registers --data (required), --transform, --batch-size, --workers and --timeout
 // on `app`.

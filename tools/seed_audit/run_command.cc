@@ -34,6 +34,7 @@ struct RunArgs : tools::LoaderFlags {
   std::uint64_t world_size = 1;
   std::optional<std::uint64_t> seed;
   bool shuffle = false;
+  ShuffleOrder order = ShuffleOrder::kNumpy;
   bool drop_last = false;
   bool persistent_workers = false;
   SeedingMode seeding = SeedingMode::kFull;
@@ -62,6 +63,7 @@ int run_pipeline(const RunArgs& a) {
     opt.batch_size = a.batch_size;
     opt.num_workers = a.workers;
     opt.shuffle = a.shuffle;
+    opt.order = a.order;
     opt.seed = seed;
     opt.drop_last = a.drop_last;
     opt.persistent_workers = a.persistent_workers;
@@ -144,6 +146,7 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(tools::non_negative_integer());
   cmd->add_flag("--shuffle", args->shuffle,
                 "Shuffle (DistributedSampler, same seed per rank)");
+  tools::add_order_option(*cmd, args->order);
   cmd->add_flag("--drop-last", args->drop_last, "Drop the last, short batch");
   cmd->add_flag("--persistent-workers", args->persistent_workers,
                 "Keep workers across epochs");

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "seedloader/distributed_sampler.h"
+#include "tools/common/loader_flags.h"
 #include "tools/common/number_checks.h"
 #include "tools/seed_audit/commands.h"
 
@@ -59,7 +60,8 @@ void add_shard_command(CLI::App& app, Action& action) {
       ->check(tools::non_negative_integer())
       ->capture_default_str();
   cmd->add_flag("--shuffle", args->options.shuffle,
-                "Shuffle with the (0, epoch) stream, identical on every rank");
+                "Shuffle (identically on every rank) with the generator --order names");
+  tools::add_order_option(*cmd, args->options.order);
   cmd->add_flag("--drop-last", args->options.drop_last,
                 "Truncate to a multiple of the world size instead of padding");
   cmd->add_flag("--json", args->json, "Print {\"indices\":[...]}");
