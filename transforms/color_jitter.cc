@@ -1,5 +1,6 @@
 #include "transforms/color_jitter.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <opencv2/imgproc.hpp>
@@ -42,19 +43,75 @@ cv::Mat adjust_saturation(const cv::Mat& image, double factor) {
   return out;
 }
 
+// One RGB pixel to 8-bit HSV and back, in the arithmetic of Pillow's "HSV" mode
+// (what torchvision's adjust_hue runs on a PIL image): float and double steps
+// exactly as Pillow takes them, so the bytes match it and depend on no SIMD path.
+struct Hsv8 {
+  std::uint8_t h, s, v;
+};
+
+std::uint8_t clip8(int x) { return static_cast<std::uint8_t>(std::clamp(x, 0, 255)); }
+
+Hsv8 to_hsv(std::uint8_t r, std::uint8_t g, std::uint8_t b) {
+  const std::uint8_t maxc = std::max({r, g, b});
+  const std::uint8_t minc = std::min({r, g, b});
+  if (maxc == minc) return {0, 0, maxc};
+  const float range = static_cast<float>(maxc - minc);
+  const float s = range / static_cast<float>(maxc);
+  const float rc = static_cast<float>(maxc - r) / range;
+  const float gc = static_cast<float>(maxc - g) / range;
+  const float bc = static_cast<float>(maxc - b) / range;
+  float h;
+  if (r == maxc) {
+    h = bc - gc;
+  } else if (g == maxc) {
+    h = static_cast<float>(2.0 + rc - bc);
+  } else {
+    h = static_cast<float>(4.0 + gc - rc);
+  }
+  h = static_cast<float>(std::fmod(h / 6.0 + 1.0, 1.0));
+  return {clip8(static_cast<int>(h * 255.0)), clip8(static_cast<int>(s * 255.0)), maxc};
+}
+
+cv::Vec3b to_rgb(Hsv8 p) {
+  const std::uint8_t v = p.v;
+  if (p.s == 0) return {v, v, v};
+  const int i = static_cast<int>(std::floor(static_cast<float>(p.h) * 6.0 / 255.0));
+  const float f = static_cast<float>(static_cast<float>(p.h) * 6.0 / 255.0 - i);
+  const float fs = static_cast<float>(static_cast<float>(p.s) / 255.0);
+  const std::uint8_t lo = clip8(static_cast<int>(std::round(v * (1.0 - fs))));
+  const std::uint8_t down = clip8(static_cast<int>(std::round(v * (1.0 - fs * f))));
+  const std::uint8_t up = clip8(static_cast<int>(std::round(v * (1.0 - fs * (1.0 - f)))));
+  switch (i % 6) {
+    case 0:
+      return {v, up, lo};
+    case 1:
+      return {down, v, lo};
+    case 2:
+      return {lo, v, up};
+    case 3:
+      return {lo, down, v};
+    case 4:
+      return {up, lo, v};
+    default:
+      return {v, lo, down};
+  }
+}
+
 cv::Mat adjust_hue(const cv::Mat& image, double shift) {
   if (image.channels() == 1) return image;
-  cv::Mat hsv;
-  cv::cvtColor(image, hsv, cv::COLOR_RGB2HSV_FULL);  // H in [0, 256)
-  const int delta = static_cast<int>(std::lround(shift * 256.0));
-  for (int y = 0; y < hsv.rows; ++y) {
-    auto* row = hsv.ptr<cv::Vec3b>(y);
-    for (int x = 0; x < hsv.cols; ++x) {
-      row[x][0] = static_cast<std::uint8_t>((row[x][0] + delta + 256) & 0xff);
+  // torchvision adds np.uint8(shift * 255) to H: truncated, then wrapped.
+  const int delta = static_cast<int>(shift * 255.0) & 0xff;
+  cv::Mat out(image.size(), image.type());
+  for (int y = 0; y < image.rows; ++y) {
+    const auto* in = image.ptr<cv::Vec3b>(y);
+    auto* row = out.ptr<cv::Vec3b>(y);
+    for (int x = 0; x < image.cols; ++x) {
+      Hsv8 p = to_hsv(in[x][0], in[x][1], in[x][2]);
+      p.h = static_cast<std::uint8_t>((p.h + delta) & 0xff);
+      row[x] = to_rgb(p);
     }
   }
-  cv::Mat out;
-  cv::cvtColor(hsv, out, cv::COLOR_HSV2RGB_FULL);
   return out;
 }
 

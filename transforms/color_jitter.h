@@ -1,7 +1,9 @@
 // ColorJitter: random brightness, contrast, saturation and hue, applied in a random
 // order, as torchvision does: factors b, c, s ~ U(max(0, 1 - x), 1 + x), hue shift
 // ~ U(-h, h) of a full turn. Brightness scales the pixels; contrast blends with the
-// mean grey level; saturation blends with the grey image; hue rotates H in HSV.
+// mean grey level; saturation blends with the grey image; hue adds
+// trunc(shift * 255) to H in Pillow's 8-bit HSV, byte for byte what torchvision's
+// adjust_hue does to a PIL image, in scalar code that no SIMD path changes.
 // Saturation and hue are skipped for one-channel images (their draws still happen).
 // Immutable; safe to share across threads and processes.
 #pragma once

@@ -1,6 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+
 #include "seedloader/error.h"
+#include "tests/common/cross_check.h"
+#include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 #include "tests/transforms/test_images.h"
 #include "transforms/blur.h"
 #include "transforms/color_jitter.h"
@@ -49,6 +55,49 @@ TEST(ColorJitterTest, HalfTurnHueShiftTurnsRedIntoCyan) {
   EXPECT_LE(px[0], 8);
   EXPECT_GE(px[1], 247);
   EXPECT_GE(px[2], 247);
+}
+
+// Every one of the 2^24 RGB colours, hue-shifted here and by torchvision's
+// adjust_hue on a PIL image (Pillow's 8-bit HSV), byte for byte.
+TEST(ColorJitterTest, HueShiftEqualsTorchvisionsOnEveryColour) {
+  SL_REQUIRE_PYTHON_MODULE("torchvision");
+  cv::Mat all(4096, 4096, CV_8UC3);
+  for (int y = 0; y < 4096; ++y) {
+    for (int x = 0; x < 4096; ++x) {
+      const int c = y * 4096 + x;
+      all.at<cv::Vec3b>(y, x) = cv::Vec3b(c >> 16, (c >> 8) & 0xff, c & 0xff);
+    }
+  }
+  const double shifts[] = {0.1, -0.25};  // a shift each way, both wrapping
+  std::string mine;
+  for (double shift : shifts) {
+    const cv::Mat out = adjust_hue(all, shift);
+    std::uint64_t h = 0;  // sum of byte * (2654435761 * i + 1), mod 2^64
+    const std::uint8_t* p = out.ptr<std::uint8_t>(0);
+    for (std::uint64_t i = 0; i < 4096ull * 4096 * 3; ++i)
+      h += p[i] * (2654435761ull * i + 1);
+    mine += std::to_string(h) + "\n";
+  }
+  const std::string script =
+      "import numpy as np\n"
+      "from PIL import Image\n"
+      "import torchvision.transforms.functional as F\n"
+      "c = np.arange(1 << 24, dtype=np.uint32)\n"
+      "rgb = np.stack([c >> 16, (c >> 8) & 255, c & 255], -1).astype(np.uint8)\n"
+      "img = Image.fromarray(rgb.reshape(4096, 4096, 3), 'RGB')\n"
+      "w = np.arange(4096 * 4096 * 3, dtype=np.uint64) * np.uint64(2654435761) + "
+      "np.uint64(1)\n"
+      "for shift in (0.1, -0.25):\n"
+      "    out = np.asarray(F.adjust_hue(img, shift)).reshape(-1).astype(np.uint64)\n"
+      "    print(int((out * w).sum(dtype=np.uint64)))\n";
+  const std::string path = testing_util::process_temp_dir() + "hue_check.py";
+  {
+    std::ofstream f(path);
+    f << script;
+  }
+  const auto r = testing_util::run_command("/usr/bin/python3 " + path + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(mine, r.out);
 }
 
 TEST(ColorJitterTest, DrawnFactorsStayInTheirRanges) {
