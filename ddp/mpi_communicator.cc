@@ -161,6 +161,17 @@ void MpiCommunicator::wait_request(MPI_Request& request, const std::string& what
   }
 }
 
+void MpiCommunicator::allreduce_int64(std::span<std::int64_t> data, IntReduceOp op) {
+  const MPI_Op mpi_op = op == IntReduceOp::kSum   ? MPI_SUM
+                        : op == IntReduceOp::kMin ? MPI_MIN
+                                                  : MPI_MAX;
+  MPI_Request request = MPI_REQUEST_NULL;
+  SL_CHECK_MPI(MPI_Iallreduce(MPI_IN_PLACE, data.data(),
+                              checked_count(data.size(), "allreduce"), MPI_INT64_T,
+                              mpi_op, comm_, &request));
+  wait_request(request, "allreduce of " + std::to_string(data.size()) + " int64");
+}
+
 void MpiCommunicator::broadcast(std::span<float> data, int root) {
   MPI_Request request = MPI_REQUEST_NULL;
   SL_CHECK_MPI(MPI_Ibcast(data.data(), checked_count(data.size(), "broadcast"), MPI_FLOAT,

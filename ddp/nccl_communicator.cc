@@ -23,14 +23,15 @@ int local_rank() {
 
 // Events are created once and reused rather than per collective. `ready` orders
 // the communication stream after the compute stream; one event is enough, since
-// each collective records and waits on it before the next can. Broadcasts wait
-// before they return, so they share one completion event too. All-reduces may
-// be in flight several at a time (one per Reducer bucket), each Work needing its
-// own completion event: a Work takes one from `spare` and gives it back when
-// destroyed, so the pool grows to the most collectives ever in flight at once
-// and events are created only then. Re-recording a returned event is safe even
-// if its collective was never waited on: a record replaces the event's earlier
-// state, and the stream is in order anyway.
+// each collective records and waits on it before the next can. Broadcasts and
+// integer all-reduces wait before they return, so they share one completion event
+// (broadcast_done) too. All-reduces may be in flight several at a time (one per
+// Reducer bucket), each Work needing its own completion event: a Work takes one
+// from `spare` and gives it back when destroyed, so the pool grows to the most
+// collectives ever in flight at once and events are created only then.
+// Re-recording a returned event is safe even if its collective was never waited
+// on: a record replaces the event's earlier state, and the stream is in order
+// anyway.
 // Members are destroyed in reverse: the communicator first, the stream last.
 struct NcclCommunicator::Impl {
   seedloader::detail::CudaStream stream;
@@ -189,6 +190,23 @@ void NcclCommunicator::broadcast(std::span<std::int64_t> data, int root) {
   cudaEvent_t done = impl_->broadcast_done.get();
   SL_CHECK_CUDA(cudaEventRecord(done, impl_->stream.get()));
   wait_event(done, "broadcast of " + std::to_string(data.size()) + " int64");
+  auto host = staged.to_host();
+  std::copy(host.begin(), host.end(), data.begin());
+}
+
+void NcclCommunicator::allreduce_int64(std::span<std::int64_t> data, IntReduceOp op) {
+  check_usable("allreduce");
+  DeviceArray<std::int64_t> staged(Device::kCuda, data.size());
+  staged.copy_from_host(data);
+  follow_compute();
+  const ncclRedOp_t nccl_op = op == IntReduceOp::kSum   ? ncclSum
+                              : op == IntReduceOp::kMin ? ncclMin
+                                                        : ncclMax;
+  SL_CHECK_NCCL(ncclAllReduce(staged.data(), staged.data(), data.size(), ncclInt64,
+                              nccl_op, impl_->comm.get(), impl_->stream.get()));
+  cudaEvent_t done = impl_->broadcast_done.get();
+  SL_CHECK_CUDA(cudaEventRecord(done, impl_->stream.get()));
+  wait_event(done, "allreduce of " + std::to_string(data.size()) + " int64");
   auto host = staged.to_host();
   std::copy(host.begin(), host.end(), data.begin());
 }

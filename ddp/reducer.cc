@@ -1,6 +1,7 @@
 #include "seedloader/ddp/reducer.h"
 
 #include <string>
+#include <vector>
 
 #include "seedloader/error.h"
 
@@ -56,8 +57,8 @@ void Reducer::verify_shapes() {
   comm_.broadcast(std::span<std::int64_t>(&root_count, 1), 0);
 
   // Every rank learns whether any rank disagrees, so all of them throw together.
-  DeviceArray<float> flags(model_.device(), info.size() + 1);
-  std::vector<float> host(info.size() + 1, 0.0f);
+  // Flags travel as integers (a max over ranks), on the host whatever the device.
+  std::vector<std::int64_t> flags(info.size(), 0);
   std::vector<std::int64_t> sig(info.size() * kSigWords, 0);
   const bool same_count = root_count == static_cast<std::int64_t>(info.size());
   for (std::size_t i = 0; i < info.size(); ++i) {
@@ -68,10 +69,7 @@ void Reducer::verify_shapes() {
       sig[i * kSigWords + 1 + d] = info[i].shape[d];
   }
   std::vector<std::int64_t> root_sig = sig;
-  host[0] = same_count ? 0.0f : 1.0f;
-  flags.copy_from_host(host);
-  comm_.allreduce(flags.span().subspan(0, 1));
-  if (flags.to_host()[0] != 0.0f) {
+  if (comm_.any(!same_count)) {
     throw CommError("rank " + std::to_string(rank) + ": model has " +
                     std::to_string(info.size()) + " parameters; rank 0's has " +
                     std::to_string(root_count) +
@@ -80,19 +78,18 @@ void Reducer::verify_shapes() {
   comm_.broadcast(std::span<std::int64_t>(root_sig), 0);
   for (std::size_t i = 0; i < info.size(); ++i)
     for (std::size_t w = 0; w < kSigWords; ++w)
-      if (root_sig[i * kSigWords + w] != sig[i * kSigWords + w]) host[i + 1] = 1.0f;
-  flags.copy_from_host(host);
-  comm_.allreduce(flags.span());
-  auto seen = flags.to_host();
+      if (root_sig[i * kSigWords + w] != sig[i * kSigWords + w]) flags[i] = 1;
+  std::vector<std::int64_t> seen = flags;
+  comm_.allreduce(std::span<std::int64_t>(seen), IntReduceOp::kMax);
   for (std::size_t i = 0; i < info.size(); ++i) {
-    if (seen[i + 1] == 0.0f) continue;
+    if (seen[i] == 0) continue;
     Shape root_shape(root_sig.begin() + static_cast<std::ptrdiff_t>(i * kSigWords + 1),
                      root_sig.begin() + static_cast<std::ptrdiff_t>(
                                             i * kSigWords + 1 + root_sig[i * kSigWords]));
     throw CommError("parameter '" + info[i].name + "' has shape " +
                     shape_string(info[i].shape) + " on rank " + std::to_string(rank) +
                     " but " + shape_string(root_shape) + " on rank 0" +
-                    (host[i + 1] == 0.0f ? " (mismatch is on another rank)" : ""));
+                    (flags[i] == 0 ? " (mismatch is on another rank)" : ""));
   }
 }
 

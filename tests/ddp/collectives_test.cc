@@ -1,6 +1,8 @@
 // MpiCommunicator collectives with the ranks mpirun gave us: all-reduce (sum and
 // average), broadcast from every root, barrier, several non-blocking all-reduces in
 // flight, for 0, 1, 10, 1000 and 10^6 elements; expected values from rank and index.
+// Integer all-reduces (sum, min, max) and any() with values float and double would
+// round.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -77,6 +79,55 @@ TEST(CommunicatorTest, Int64BroadcastAndBarrierWork) {
   comm.barrier();
   EXPECT_GE(comm.rank(), 0);
   EXPECT_LT(comm.rank(), comm.size());
+}
+
+// 2^53 + rank: a double cannot tell neighbours apart there, float not even 2^24 + 1.
+std::int64_t big(int rank, std::size_t i) {
+  return (std::int64_t{1} << 53) + rank + static_cast<std::int64_t>(i);
+}
+
+class IntCollectivesTest : public ::testing::TestWithParam<std::size_t> {
+ protected:
+  MpiCommunicator comm{MpiOptions{std::chrono::seconds(60)}};
+};
+
+TEST_P(IntCollectivesTest, Int64SumIsExactAboveTwoToThe53) {
+  std::vector<std::int64_t> v(GetParam());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = big(comm.rank(), i);
+  comm.allreduce(std::span<std::int64_t>(v), IntReduceOp::kSum);
+  const std::int64_t w = comm.size();
+  for (std::size_t i = 0; i < v.size(); ++i)
+    ASSERT_EQ(v[i], w * big(0, i) + w * (w - 1) / 2) << "index " << i;
+}
+
+TEST_P(IntCollectivesTest, Int64MinAndMaxPickTheExtremeRanks) {
+  std::vector<std::int64_t> lo(GetParam()), hi(GetParam());
+  for (std::size_t i = 0; i < lo.size(); ++i) lo[i] = hi[i] = big(comm.rank(), i);
+  comm.allreduce(std::span<std::int64_t>(lo), IntReduceOp::kMin);
+  comm.allreduce(std::span<std::int64_t>(hi), IntReduceOp::kMax);
+  for (std::size_t i = 0; i < lo.size(); ++i) {
+    ASSERT_EQ(lo[i], big(0, i)) << "index " << i;
+    ASSERT_EQ(hi[i], big(comm.size() - 1, i)) << "index " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, IntCollectivesTest, ::testing::Values(0, 1, 10, 1000));
+
+// A count just above 2^24 on every rank: the float all-reduce this replaces
+// rounded 16777217 to 16777216 before it even left the rank.
+TEST(CommunicatorTest, SampleCountAboveTwoToThe24SumsExactly) {
+  MpiCommunicator comm;
+  std::int64_t n = (std::int64_t{1} << 24) + 1;
+  comm.allreduce(std::span<std::int64_t>(&n, 1), IntReduceOp::kSum);
+  EXPECT_EQ(n, ((std::int64_t{1} << 24) + 1) * comm.size());
+}
+
+TEST(CommunicatorTest, AnyIsTrueOnEveryRankWhenOneRankSaysSo) {
+  MpiCommunicator comm;
+  EXPECT_FALSE(comm.any(false));
+  EXPECT_TRUE(comm.any(true));
+  for (int r = 0; r < comm.size(); ++r)
+    EXPECT_TRUE(comm.any(comm.rank() == r)) << "only rank " << r << " set it";
 }
 
 TEST(CommunicatorTest, NonPositiveTimeoutIsConfigError) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -133,6 +134,23 @@ TEST(NcclTest, AllreduceBroadcastAndBarrierAtWorldSizeOne) {
   nccl.broadcast(std::span<std::int64_t>(ints), 0);
   EXPECT_EQ(ints[1], std::int64_t{1} << 40);
   nccl.barrier();
+}
+
+// Integers are staged through the device and come back exact, far above float's
+// 2^24 and double's 2^53.
+TEST(NcclTest, Int64AllreduceAndAnyAreExactAtWorldSizeOne) {
+  SKIP_WITHOUT_GPU();
+  NcclCommunicator nccl(world());
+  const std::vector<std::int64_t> start = {(std::int64_t{1} << 24) + 1,
+                                           (std::int64_t{1} << 53) + 1, -7,
+                                           std::numeric_limits<std::int64_t>::max()};
+  for (IntReduceOp op : {IntReduceOp::kSum, IntReduceOp::kMin, IntReduceOp::kMax}) {
+    std::vector<std::int64_t> v = start;
+    nccl.allreduce(std::span<std::int64_t>(v), op);
+    EXPECT_EQ(v, start);
+  }
+  EXPECT_TRUE(nccl.any(true));
+  EXPECT_FALSE(nccl.any(false));
 }
 
 TEST(NcclTest, ReducerOnGpuKeepsWorldSizeOneGradients) {

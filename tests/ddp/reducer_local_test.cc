@@ -2,6 +2,7 @@
 // without MPI, and mismatched devices are refused.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "seedloader/ddp/local_communicator.h"
@@ -52,6 +53,10 @@ class CountingCommunicator final : public Communicator {
   int allreduces = 0;
 
  private:
+  void allreduce_int64(std::span<std::int64_t> d, IntReduceOp op) override {
+    inner_.allreduce(d, op);
+  }
+
   Communicator& inner_;
 };
 
@@ -95,6 +100,26 @@ TEST(ReducerLocalTest, ZeroBucketCapIsConfigError) {
   LocalCommunicator comm;
   auto model = testing_models::mlp(3);
   EXPECT_THROW(Reducer(*model, comm, ReducerOptions{0, 64}), ConfigError);
+}
+
+// Over one rank every integer reduction is the identity, exact even for values
+// float (2^24 + 1) and double (2^53 + 1) would round.
+TEST(LocalCommunicatorTest, Int64AllreduceKeepsEveryValueExact) {
+  LocalCommunicator comm;
+  const std::vector<std::int64_t> start = {(std::int64_t{1} << 24) + 1,
+                                           (std::int64_t{1} << 53) + 1, -3,
+                                           std::numeric_limits<std::int64_t>::min()};
+  for (IntReduceOp op : {IntReduceOp::kSum, IntReduceOp::kMin, IntReduceOp::kMax}) {
+    std::vector<std::int64_t> v = start;
+    comm.allreduce(std::span<std::int64_t>(v), op);
+    EXPECT_EQ(v, start);
+  }
+}
+
+TEST(LocalCommunicatorTest, AnyIsTheRanksOwnFlag) {
+  LocalCommunicator comm;
+  EXPECT_TRUE(comm.any(true));
+  EXPECT_FALSE(comm.any(false));
 }
 
 TEST(LocalCommunicatorTest, BroadcastFromAMissingRootIsConfigError) {

@@ -361,15 +361,21 @@ void Run::save(Position next) {
 }
 
 void Run::log_epoch(std::uint64_t epoch, const EpochStats& es, double wall) {
-  std::vector<float> v{
-      static_cast<float>(es.sum.loss_sum), static_cast<float>(es.sum.correct),
-      static_cast<float>(es.sum.rows), static_cast<float>(es.wait / wall)};
+  // Counts travel as integers: a float sum of rows or correct answers rounds once
+  // an epoch passes 2^24 samples. Only the loss sum and the stall fraction are real.
+  std::vector<std::int64_t> counts{static_cast<std::int64_t>(es.sum.correct),
+                                   static_cast<std::int64_t>(es.sum.rows)};
+  mpi_.allreduce(std::span<std::int64_t>(counts), ddp::IntReduceOp::kSum);
+  std::vector<float> v{static_cast<float>(es.sum.loss_sum),
+                       static_cast<float>(es.wait / wall)};
   mpi_.allreduce(v);
-  if (mpi_.rank() != 0 || v[2] == 0) return;
-  const double loss = v[0] / v[2], samples_s = v[2] / wall;
-  const double stall = v[3] / static_cast<float>(mpi_.size());
+  const double correct = static_cast<double>(counts[0]);
+  const double rows = static_cast<double>(counts[1]);
+  if (mpi_.rank() != 0 || rows == 0) return;
+  const double loss = v[0] / rows, samples_s = rows / wall;
+  const double stall = v[1] / static_cast<float>(mpi_.size());
   const bool xent = o_.loss == Loss::kXent;
-  std::string acc = xent ? "  accuracy " + std::to_string(v[1] / v[2]) : "";
+  std::string acc = xent ? "  accuracy " + std::to_string(correct / rows) : "";
   std::printf(
       "epoch %llu: loss %.6f%s  %.0f samples/s  data stall %.1f%%  (%llu steps)\n",
       static_cast<unsigned long long>(epoch), loss, acc.c_str(), samples_s, 100.0 * stall,
@@ -379,7 +385,7 @@ void Run::log_epoch(std::uint64_t epoch, const EpochStats& es, double wall) {
   nlohmann::json j{
       {"epoch", epoch},      {"loss", loss},      {"samples_per_s", samples_s},
       {"data_stall", stall}, {"steps", es.steps}, {"global_step", global_step_}};
-  if (xent) j["accuracy"] = v[1] / v[2];
+  if (xent) j["accuracy"] = correct / rows;
   std::ofstream log(o_.log_json, std::ios::app);
   log << j.dump() << "\n";
   log.flush();

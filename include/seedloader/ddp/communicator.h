@@ -16,6 +16,8 @@
 namespace seedloader::ddp {
 
 enum class ReduceOp { kSum, kAverage };
+// Integer reductions: exact for every int64 value (a sum must not overflow).
+enum class IntReduceOp { kSum, kMin, kMax };
 
 // A collective in flight. The buffer it was given must outlive it.
 class Work {
@@ -45,6 +47,20 @@ class Communicator {
   // Blocking all-reduce that leaves the mean over ranks in `data`.
   void allreduce_average(std::span<float> data) { allreduce(data, ReduceOp::kAverage); }
 
+  // Blocking all-reduce of host integers (sample counts, steps, hashes) in place;
+  // always host memory, like the int64 broadcast. REQUIRES: for kSum, the sum over
+  // ranks fits in int64.
+  void allreduce(std::span<std::int64_t> data, IntReduceOp op) {
+    allreduce_int64(data, op);
+  }
+  // True on every rank when `flag` is true on any rank (a max of 0/1 over ranks), so
+  // ranks that must stop together all learn it from the same collective.
+  bool any(bool flag) {
+    std::int64_t v = flag ? 1 : 0;
+    allreduce(std::span<std::int64_t>(&v, 1), IntReduceOp::kMax);
+    return v != 0;
+  }
+
   // Copies `root`'s `data` into every rank's `data` (same length everywhere).
   virtual void broadcast(std::span<float> data, int root) = 0;
   // Broadcast of host integers (shapes, counts); always host memory.
@@ -53,6 +69,11 @@ class Communicator {
 
   // Gives in-flight collectives a chance to advance; called from backward hooks.
   virtual void progress() {}
+
+ protected:
+  // The integer all-reduce. Named apart from allreduce() so that overriding it
+  // does not hide the float overloads in a derived class.
+  virtual void allreduce_int64(std::span<std::int64_t> data, IntReduceOp op) = 0;
 };
 
 }  // namespace seedloader::ddp

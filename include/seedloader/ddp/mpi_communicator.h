@@ -74,6 +74,8 @@ class MpiCommunicator final : public Communicator {
  private:
   friend class MpiWork;
 
+  void allreduce_int64(std::span<std::int64_t> data, IntReduceOp op) override;
+
   std::shared_ptr<MpiSession> session_;
   MpiOptions options_;
   MPI_Comm comm_ = MPI_COMM_NULL;

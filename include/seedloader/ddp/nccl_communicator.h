@@ -1,6 +1,7 @@
 // NcclCommunicator: Communicator over NCCL for device buffers, bootstrapped by MPI:
 // rank 0's ncclUniqueId reaches the others by MPI broadcast; each rank uses device
-// OMPI_COMM_WORLD_LOCAL_RANK % device count. Collectives run on the communicator's
+// OMPI_COMM_WORLD_LOCAL_RANK % device count. Integer all-reduces and broadcasts take host memory and are staged through a
+// device buffer. Collectives run on the communicator's
 // own stream, ordered after the compute stream with an event (the host never
 // synchronises to launch one). Waits poll the completion event and
 // ncclCommGetAsyncError; past options.timeout, or on an async error, the
@@ -58,6 +59,8 @@ class NcclCommunicator final : public Communicator {
  private:
   struct Impl;  // the NCCL communicator, stream and events
   friend class detail::NcclWork;
+
+  void allreduce_int64(std::span<std::int64_t> data, IntReduceOp op) override;
 
   void check_usable(const char* what) const;
   // Orders the communication stream after the compute stream's queued work.
