@@ -128,6 +128,19 @@ MpiCommunicator::MpiCommunicator(MpiOptions options)
   SL_CHECK_MPI(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
   SL_CHECK_MPI(MPI_Comm_rank(comm_, &rank_));
   SL_CHECK_MPI(MPI_Comm_size(comm_, &size_));
+  // The node-local rank comes from MPI itself, not a launcher's variable
+  // (OMPI_COMM_WORLD_LOCAL_RANK is OpenMPI's alone; srun and MPICH set others).
+  // The split is collective over the world, like the duplicate above.
+  struct NodeComm {  // freed even when a check below throws
+    MPI_Comm comm = MPI_COMM_NULL;
+    ~NodeComm() {
+      if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+  } node;
+  SL_CHECK_MPI(
+      MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node.comm));
+  SL_CHECK_MPI(MPI_Comm_rank(node.comm, &local_rank_));
+  SL_CHECK_MPI(MPI_Comm_size(node.comm, &local_size_));
 }
 
 MpiCommunicator::~MpiCommunicator() {

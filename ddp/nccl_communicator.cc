@@ -1,7 +1,6 @@
 #include "seedloader/ddp/nccl_communicator.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -12,14 +11,6 @@
 #include "seedloader/error.h"
 
 namespace seedloader::ddp {
-namespace {
-
-int local_rank() {
-  const char* v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  return v ? std::atoi(v) : 0;
-}
-
-}  // namespace
 
 // Events are created once and reused rather than per collective. `ready` orders
 // the communication stream after the compute stream; one event is enough, since
@@ -91,7 +82,7 @@ NcclCommunicator::NcclCommunicator(MpiCommunicator& bootstrap, NcclOptions optio
   int count = 0;
   SL_CHECK_CUDA(cudaGetDeviceCount(&count));
   if (count <= 0) throw ConfigError("NcclCommunicator: no CUDA device");
-  device_ = local_rank() % count;
+  device_ = bootstrap.local_rank() % count;
   SL_CHECK_CUDA(cudaSetDevice(device_));
 
   ncclUniqueId id{};

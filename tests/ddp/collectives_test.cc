@@ -130,6 +130,14 @@ TEST(CommunicatorTest, AnyIsTrueOnEveryRankWhenOneRankSaysSo) {
     EXPECT_TRUE(comm.any(comm.rank() == r)) << "only rank " << r << " set it";
 }
 
+// Every rank of `mpirun -np N` on this machine shares one node, so its node-local
+// rank (MPI_COMM_TYPE_SHARED) is its world rank.
+TEST(CommunicatorTest, LocalRankOnOneNodeIsTheWorldRank) {
+  MpiCommunicator comm;
+  EXPECT_EQ(comm.local_rank(), comm.rank());
+  EXPECT_EQ(comm.local_size(), comm.size());
+}
+
 TEST(CommunicatorTest, NonPositiveTimeoutIsConfigError) {
   EXPECT_THROW(MpiCommunicator(MpiOptions{std::chrono::milliseconds(0)}), ConfigError);
 }

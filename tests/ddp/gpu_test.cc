@@ -141,6 +141,7 @@ TEST(NcclTest, AllreduceBroadcastAndBarrierAtWorldSizeOne) {
 TEST(NcclTest, Int64AllreduceAndAnyAreExactAtWorldSizeOne) {
   SKIP_WITHOUT_GPU();
   NcclCommunicator nccl(world());
+  EXPECT_EQ(nccl.cuda_device(), world().local_rank());
   const std::vector<std::int64_t> start = {(std::int64_t{1} << 24) + 1,
                                            (std::int64_t{1} << 53) + 1, -7,
                                            std::numeric_limits<std::int64_t>::max()};

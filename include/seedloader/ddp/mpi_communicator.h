@@ -66,6 +66,11 @@ class MpiCommunicator final : public Communicator {
   void barrier() override;
   void progress() override;
 
+  // This rank's index among the ranks on its node (MPI_COMM_TYPE_SHARED: the ranks
+  // that can share memory), 0-based; a GPU rank uses it to pick its device.
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+
   MPI_Comm comm() const { return comm_; }
   const MpiOptions& options() const { return options_; }
   // Polls `request` until it completes; CommError naming `what` after the timeout.
@@ -81,6 +86,8 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  int local_rank_ = 0;
+  int local_size_ = 1;
   std::vector<MPI_Request*> in_flight_;  // requests progress() should test
 };
 

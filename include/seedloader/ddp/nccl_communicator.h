@@ -1,6 +1,8 @@
 // NcclCommunicator: Communicator over NCCL for device buffers, bootstrapped by MPI:
 // rank 0's ncclUniqueId reaches the others by MPI broadcast; each rank uses device
-// OMPI_COMM_WORLD_LOCAL_RANK % device count. Integer all-reduces and broadcasts take host memory and are staged through a
+// (its node-local rank, MpiCommunicator::local_rank()) % device count, so any MPI
+// launcher (mpirun, srun --mpi=pmix, mpiexec.hydra) gives each rank of a node its own
+// GPU. Integer all-reduces and broadcasts take host memory and are staged through a
 // device buffer. Collectives run on the communicator's
 // own stream, ordered after the compute stream with an event (the host never
 // synchronises to launch one). Waits poll the completion event and
