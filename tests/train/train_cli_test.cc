@@ -1,5 +1,6 @@
-// ddp-train end to end: usage and exit codes, agreement with PyTorch, and the
-// tutorial modes (DataParallel, model parallel) against plain DDP.
+// ddp-train end to end: usage and exit codes, launcher variables that disagree
+// with MPI, agreement with PyTorch, and the tutorial modes (DataParallel, model
+// parallel) against plain DDP.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -139,6 +140,34 @@ TEST_F(TrainCli, LabelsOutsideTheModelsClassesAreADataErrorNamingTheSample) {
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("sample 6: label -1"), std::string::npos) << r.out;
   EXPECT_EQ(train("--data tensors:" + classification(4, 6) + run).exit_code, 0);
+}
+
+// One training step without mpirun, as a launcher with `env` variables would run it.
+const char* const kOneStep = SEEDLOADER_DDP_TRAIN
+    " --data synthetic:16 --model mlp:3072,4,10 --batch-size 8 --workers 0 --steps 1";
+
+// torchrun --nproc-per-node 2 ddp-train starts two MPI singletons: each would
+// train alone on everything and write the same --save.
+TEST_F(TrainCli, TorchrunVariablesThatDisagreeWithMpiExitTwoWithTheHint) {
+  auto r = launch(std::string("env WORLD_SIZE=2 RANK=0 ") + kOneStep, 0);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("WORLD_SIZE=2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("mpirun -np 2"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("epoch 0:"), std::string::npos) << "trained anyway:\n" << r.out;
+  r = launch(std::string("env WORLD_SIZE=1 RANK=0 ") + kOneStep, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
+// srun -n 2 without PMIx: two singletons again. A batch script of a 4-task
+// allocation that runs ddp-train as one process is not such a launch.
+TEST_F(TrainCli, SrunStepWithoutPmixExitsTwoButABatchScriptRuns) {
+  auto r = launch(
+      std::string("env SLURM_STEP_NUM_TASKS=2 SLURM_NTASKS=2 SLURM_PROCID=1 ") + kOneStep,
+      0);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("srun -n 2 --mpi=pmix"), std::string::npos) << r.out;
+  r = launch(std::string("env SLURM_NTASKS=4 SLURM_PROCID=0 ") + kOneStep, 0);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
 }
 
 TEST_F(TrainCli, MatchesPyTorchWithOneRank) {

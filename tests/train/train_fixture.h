@@ -67,12 +67,19 @@ class TrainFixture : public ::testing::Test {
   // Runs ddp-train with `args` (ranks > 0: under mpirun), stdout and stderr merged,
   // killed after 120 s.
   static testing_util::CommandResult train(const std::string& args, int ranks = 0) {
+    return launch(std::string(SEEDLOADER_DDP_TRAIN) + " " + args, ranks);
+  }
+
+  // Runs `command` (a program and its arguments) as train() runs ddp-train, with
+  // `mpirun_args` added to mpirun's own.
+  static testing_util::CommandResult launch(const std::string& command, int ranks,
+                                            const std::string& mpirun_args = "") {
     std::string launch = "ASAN_OPTIONS=detect_leaks=0 timeout -s KILL 120 ";
     if (ranks > 0)
       launch += std::string(SEEDLOADER_MPIEXEC) +
-                " --allow-run-as-root --oversubscribe -np " + std::to_string(ranks) + " ";
-    return testing_util::run_command(launch + SEEDLOADER_DDP_TRAIN + " " + args +
-                                     " 2>&1");
+                " --allow-run-as-root --oversubscribe " + mpirun_args + " -np " +
+                std::to_string(ranks) + " ";
+    return testing_util::run_command(launch + command + " 2>&1");
   }
 
   // Largest absolute difference between same-named weights (every tensor of `a`

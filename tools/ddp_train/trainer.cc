@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +19,7 @@
 #include "tools/common/progress_bar.h"
 #include "tools/ddp_train/batch_feed.h"
 #include "tools/ddp_train/checkpoint.h"
+#include "tools/ddp_train/launch_env.h"
 #include "tools/ddp_train/train_data.h"
 #include "tools/ddp_train/train_model.h"
 
@@ -127,7 +129,8 @@ class Run {
   void go();
 
  private:
-  // Throws ConfigError for an option the world size rules out.
+  // Throws ConfigError for an option the world size rules out, or for launcher
+  // variables (torchrun, srun) that disagree with the MPI world (launch_env.h).
   void check_world() const;
   // Rank 0 checks it can write --save and --log-json; every rank throws if not,
   // so nothing trains towards a save that must fail. Collective.
@@ -193,6 +196,8 @@ void Run::go() {
 }
 
 void Run::check_world() const {
+  check_launch_env(mpi_.rank(), mpi_.size(),
+                   [](const char* name) -> const char* { return std::getenv(name); });
   if (o_.mode == Mode::kDataParallel && mpi_.size() > 1)
     throw ConfigError(
         "--mode dp runs as one process (replicas are threads); run it without "
