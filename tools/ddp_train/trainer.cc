@@ -20,6 +20,7 @@
 #include "tools/ddp_train/batch_feed.h"
 #include "tools/ddp_train/checkpoint.h"
 #include "tools/ddp_train/launch_env.h"
+#include "tools/ddp_train/rank_agreement.h"
 #include "tools/ddp_train/train_data.h"
 #include "tools/ddp_train/train_model.h"
 
@@ -115,6 +116,16 @@ void check_resume_config(const std::string& path, const CheckpointState& s,
                     std::to_string(*o.seed));
 }
 
+// "name dtype[shape], ..." for every field, as ranks compare layouts.
+std::string layout_string(const SampleLayout& layout) {
+  std::string out;
+  for (const FieldSpec& f : layout.fields())
+    out += (out.empty() ? "" : ", ") + f.name + " " + dtype_name(f.dtype) +
+           ddp::shape_string(ddp::Shape(f.shape.begin(), f.shape.end())) +
+           (f.variable ? " (variable)" : "");
+  return out;
+}
+
 struct EpochStats {
   StepStats sum;
   std::uint64_t steps = 0;
@@ -138,11 +149,16 @@ class Run {
   // MPI always; NCCL on top for gradients when --backend asks for it (or auto finds
   // a GPU). Sets comm_ and gpu_. Collective.
   void open_communicators();
-  // Agrees on the seed, opens the data and builds the model, with --init's weights.
-  // Collective.
+  // Opens --data and checks its fields against --loss and --model. Local.
+  void open_data();
+  // Builds the model (its Reducer checks the parameter shapes across ranks and
+  // broadcasts rank 0's weights). Collective. REQUIRES: open_data() ran.
   void build_model();
+  // Loads --init's weights and fingerprints the data set for --save / --resume.
+  // Local.
+  void load_inputs();
   // Loads --resume into the model and takes its seed and step count; returns where
-  // training continues ({0, 0} without --resume). Collective.
+  // training continues ({0, 0} without --resume). Local.
   Position resume();
   // Checks --resume's schedule against this run's epochs and steps.
   // REQUIRES: open_loader() ran.
@@ -150,6 +166,9 @@ class Run {
   // The rank's DataLoader and the feed that puts its batches on the model's device.
   // REQUIRES: seed_ is final.
   void open_loader();
+  // What every rank must share, for check_ranks_agree, in the order a difference
+  // is reported: the data, then the options, then the resume state.
+  std::vector<RankFact> facts(Position start) const;
   // Rank 0 prints what it trains and how.
   void print_banner() const;
   // Trains from `start` until the step budget ends; returns the first position not
@@ -171,6 +190,7 @@ class Run {
   std::unique_ptr<DataLoader> loader_;
   std::unique_ptr<BatchFeed> feed_;
   std::unique_ptr<TrainModel> model_;
+  ddp::Shape sample_;         // one sample's input shape
   std::int64_t classes_ = 0;  // the model's outputs per row: labels lie below it
   std::uint64_t seed_ = 0, global_step_ = 0, num_batches_ = 0, total_steps_ = 0;
   std::uint64_t data_fingerprint_ = 0;  // only with --save or --resume
@@ -178,14 +198,27 @@ class Run {
 };
 
 void Run::go() {
-  validate(o_);
-  check_world();
+  // Local steps run inside fail_together, so an error on one rank stops every rank
+  // instead of leaving the others waiting in their next collective.
+  fail_together(mpi_, [&] {
+    validate(o_);
+    check_world();
+  });
   check_outputs();
   open_communicators();
+  seed_ = agree_seed(o_, mpi_);
+  fail_together(mpi_, [&] { open_data(); });
   build_model();
-  const Position start = resume();
-  model_->sync_copies();
-  open_loader();
+  Position start;
+  fail_together(mpi_, [&] {
+    load_inputs();
+    start = resume();
+    model_->sync_copies();
+    open_loader();
+  });
+  // Before the first gradient collective: ranks that see other data or options
+  // would pair up the wrong collectives.
+  check_ranks_agree(mpi_, facts(start));
   check_resumed_position();
   print_banner();
   const Position end = train(start);
@@ -231,13 +264,18 @@ void Run::open_communicators() {
 #endif
 }
 
-void Run::build_model() {
-  seed_ = agree_seed(o_, mpi_);
+void Run::open_data() {
   data_ = open_train_data(o_.data, o_.transform);
-  const ddp::Shape sample = check_fields(*data_, o_.loss);
-  classes_ = model_classes(o_.model, sample);
-  model_ = make_train_model(o_, sample, gpu_ ? ddp::Device::kCuda : ddp::Device::kCpu,
+  sample_ = check_fields(*data_, o_.loss);
+  classes_ = model_classes(o_.model, sample_);
+}
+
+void Run::build_model() {
+  model_ = make_train_model(o_, sample_, gpu_ ? ddp::Device::kCuda : ddp::Device::kCpu,
                             comm_, seed_);
+}
+
+void Run::load_inputs() {
   if (!o_.init.empty()) load_weights(o_.init, model_->stages());
   if (!o_.save.empty() || !o_.resume.empty())
     data_fingerprint_ = data_fingerprint(o_.data, *data_);
@@ -289,6 +327,37 @@ void Run::open_loader() {
   }
 #endif
   if (!feed_) feed_ = make_host_feed(*loader_, o_.loss, classes_, data_->describe());
+}
+
+std::vector<RankFact> Run::facts(Position start) const {
+  std::vector<RankFact> out{
+      {"data set size", std::to_string(data_->size()) + " samples"},
+      {"batches per epoch", std::to_string(num_batches_)},
+      {"sample layout", layout_string(data_->layout())},
+      {"data set", data_->describe()},
+  };
+  const nlohmann::json options = nlohmann::json::parse(resume_config_json(o_));
+  for (const auto& [key, value] : options.items())
+    out.push_back({"option " + key, value.dump()});
+  std::string resumed = "none (no --resume)";
+  if (resumed_)
+    resumed = "epoch " + std::to_string(start.epoch) + ", batch " +
+              std::to_string(start.batch) + ", global step " +
+              std::to_string(global_step_);
+  std::string saves = "none (no --save)";
+  if (!o_.save.empty())
+    saves = o_.checkpoint_every == 0
+                ? "--save at the end"
+                : "--save every " + std::to_string(o_.checkpoint_every) +
+                      " steps and at the end";
+  out.push_back({"total steps", std::to_string(total_steps_)});
+  out.push_back({"gradient backend", gpu_ ? "nccl" : "mpi"});
+  out.push_back({"seed", std::to_string(seed_)});
+  out.push_back({"resume position", resumed});
+  out.push_back({"checkpoints", saves});
+  // Computed only with --save or --resume, which the facts above already compared.
+  out.push_back({"data set fingerprint", std::to_string(data_fingerprint_)});
+  return out;
 }
 
 void Run::print_banner() const {
