@@ -1,6 +1,9 @@
 // ddp-train: data-parallel training fed by seedloader's DataLoader. Launch with
-// `mpirun -np N ddp-train ...` (or without mpirun as one rank). Exit codes: 0 done,
-// 2 usage, input or runtime error (the message names the file, option or rank).
+// `mpirun -np N ddp-train ...` or `srun --mpi=pmix` (or without either as one rank);
+// torchrun or srun variables that disagree with the MPI world are refused, and
+// ranks that see other data or options stop before the first step. Exit codes:
+// 0 done, 2 usage, input or runtime error (the message names the file, option or
+// rank).
 #include <cstdio>
 #include <exception>
 
@@ -12,7 +15,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "ddp-train: train a model data-parallel (DDP), one DataLoader per rank sharded by "
       "a\n"
-      "DistributedSampler. Launch with mpirun -np N; NCCL on GPUs, MPI on CPUs.\n"
+      "DistributedSampler. Launch with mpirun -np N (or srun --mpi=pmix); NCCL on GPUs,\n"
+      "MPI on CPUs. Every rank must get the same options and data (checked before\n"
+      "the first step).\n"
       "Checkpoints are safetensors files; --resume continues bit-identically."};
   TrainOptions o;
   add_train_options(app, o);
