@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -86,12 +87,45 @@ TEST_F(TrainAgree, DifferentOptionsStopEveryRankNamingTheOption) {
                   "ranks disagree on the option lr: rank 1 has 0.25, rank 0 has 0.5"),
       2)
       << r.run.out;
+  r = train_per_rank(data, "--bucket-mb 1", "--bucket-mb 2");
+  EXPECT_EQ(r.exit_codes, (std::vector<int>{2, 2})) << r.run.out;
+  EXPECT_EQ(occurrences(
+                r.run.out,
+                "ranks disagree on the option bucket_mb: rank 1 has 2.0, rank 0 has 1.0"),
+            2)
+      << r.run.out;
   r = train_per_rank(data, "--steps 3", "--steps 4");
   EXPECT_EQ(r.exit_codes, (std::vector<int>{2, 2})) << r.run.out;
   EXPECT_EQ(occurrences(r.run.out,
                         "ranks disagree on the total steps: rank 1 has 4, rank 0 has 3"),
             2)
       << r.run.out;
+}
+
+// Rank 0's weights are broadcast before --init loads a file on every rank: files
+// with other weights used to leave the replicas apart for the whole run.
+TEST_F(TrainAgree, DifferentInitWeightsStopEveryRank) {
+  const std::string data = write_regression_data(48), init = write_init();
+  const std::string other = path("other_init.safetensors");
+  std::vector<float> w0(100, 0.1f), b0(10, 0.0f), w2(50, -0.1f), b2(5, 0.0f);
+  std::vector<SafetensorsWrite> w{{"0.weight", "F32", {10, 10}, bytes(w0)},
+                                  {"0.bias", "F32", {10}, bytes(b0)},
+                                  {"2.weight", "F32", {5, 10}, bytes(w2)},
+                                  {"2.bias", "F32", {5}, bytes(b2)}};
+  write_safetensors(other, w);
+  const std::string run = "--data tensors:" + data +
+                          " --model mlp:10,10,5 --loss mse --batch-size 4 --workers 0 "
+                          "--seed 1 --steps 2";
+  auto r = train_per_rank(run, "--init " + init, "--init " + other);
+  EXPECT_EQ(r.exit_codes, (std::vector<int>{2, 2})) << r.run.out;
+  EXPECT_EQ(
+      occurrences(r.run.out, "ranks disagree on the model weights (XXH64): rank 1 has "),
+      2)
+      << r.run.out;
+  // The same weights under another file name are the same run.
+  std::filesystem::copy_file(init, path("copy.safetensors"));
+  r = train_per_rank(run, "--init " + init, "--init " + path("copy.safetensors"));
+  EXPECT_EQ(r.exit_codes, (std::vector<int>{0, 0})) << r.run.out;
 }
 
 // Same data and options on both ranks: the check lets the run through.

@@ -1,6 +1,7 @@
 #include "tools/ddp_train/trainer.h"
 
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cerrno>
 #include <chrono>
@@ -124,6 +125,18 @@ std::string layout_string(const SampleLayout& layout) {
            ddp::shape_string(ddp::Shape(f.shape.begin(), f.shape.end())) +
            (f.variable ? " (variable)" : "");
   return out;
+}
+
+// XXH64 over every stage's parameters, in stage order.
+std::uint64_t weights_hash(TrainModel& model) {
+  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> h(XXH64_createState(),
+                                                                      &XXH64_freeState);
+  XXH64_reset(h.get(), 0);
+  for (const Stage& stage : model.stages()) {
+    const std::vector<float> p = stage.model->parameters_to_host();
+    XXH64_update(h.get(), p.data(), p.size() * sizeof(float));
+  }
+  return XXH64_digest(h.get());
 }
 
 struct EpochStats {
@@ -352,8 +365,13 @@ std::vector<RankFact> Run::facts(Position start) const {
                       " steps and at the end";
   out.push_back({"total steps", std::to_string(total_steps_)});
   out.push_back({"gradient backend", gpu_ ? "nccl" : "mpi"});
+  // Buckets of other sizes would pair all-reduces of other lengths.
+  out.push_back({"option bucket_mb", nlohmann::json(o_.bucket_mb).dump()});
   out.push_back({"seed", std::to_string(seed_)});
   out.push_back({"resume position", resumed});
+  // Rank 0's weights were broadcast before --init and --resume loaded files on
+  // every rank: files that differ would leave the replicas apart for good.
+  out.push_back({"model weights (XXH64)", std::to_string(weights_hash(*model_))});
   out.push_back({"checkpoints", saves});
   // Computed only with --save or --resume, which the facts above already compared.
   out.push_back({"data set fingerprint", std::to_string(data_fingerprint_)});
