@@ -15,6 +15,7 @@
 
 #include "seedloader/ddp/loss.h"
 #include "seedloader/ddp/optimizer.h"
+#include "tests/common/cross_check.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 #include "tests/ddp/test_models.h"
@@ -23,7 +24,6 @@ namespace seedloader::ddp {
 namespace {
 
 using nlohmann::json;
-using testing_util::python_has;
 using testing_util::run_command;
 
 void expect_close(const std::vector<float>& got, const json& want, double tol,
@@ -139,7 +139,7 @@ void check_case(const Case& k, const json& want) {
 
 // One test for both models: a single Python start (importing torch takes seconds).
 TEST(TorchAgreementTest, MlpAndConvNetMatchPyTorchForwardBackwardAndOptimizers) {
-  if (!python_has("torch")) GTEST_SKIP() << "/usr/bin/python3 has no torch";
+  SL_REQUIRE_PYTHON_MODULE("torch");
   std::string args;
   for (int i = 0; i < 2; ++i) args += " " + write_case(kCases[i], i);
   auto r = run_command("/usr/bin/python3 " SEEDLOADER_TORCH_REFERENCE + args);

@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <regex>
 
+#include "tests/common/cross_check.h"
 #include "tests/train/train_fixture.h"
 
 namespace seedloader::train_test {
 namespace {
 
-using testing_util::python_has;
 using testing_util::run_command;
 
 class TrainCli : public TrainFixture {
@@ -171,12 +171,12 @@ TEST_F(TrainCli, SrunStepWithoutPmixExitsTwoButABatchScriptRuns) {
 }
 
 TEST_F(TrainCli, MatchesPyTorchWithOneRank) {
-  if (!python_has("torch")) GTEST_SKIP() << "torch is not importable by /usr/bin/python3";
+  SL_REQUIRE_PYTHON_MODULE("torch");
   EXPECT_LT(torch_difference(0), 1e-6);
 }
 
 TEST_F(TrainCli, MatchesPyTorchWithTwoRanksAndBatchTwiceAsLarge) {
-  if (!python_has("torch")) GTEST_SKIP() << "torch is not importable by /usr/bin/python3";
+  SL_REQUIRE_PYTHON_MODULE("torch");
   EXPECT_LT(torch_difference(2), 1e-6);
 }
 

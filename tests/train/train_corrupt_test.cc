@@ -226,6 +226,17 @@ TEST_F(TrainCorrupt, EpochBeyondTheRunIsRejected) {
   EXPECT_NE(out.find("beyond this run's 4 steps"), std::string::npos) << out;
 }
 
+// The good checkpoint was saved with the default numpy order: resuming under
+// PyTorch's order would visit other samples, and is refused by name.
+TEST_F(TrainCorrupt, ResumingUnderAnotherShuffleOrderIsRejected) {
+  auto r =
+      train(args_() + " --steps 4 --order torch --resume " + path("good.safetensors"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find(R"(saved with order = "numpy", this run has "torch")"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST_F(TrainCorrupt, OtherDataSetSizeIsRejected) {
   std::string out = resume_from(with_metadata({{"dataset_size", "33"}}));
   EXPECT_NE(out.find("data set of 33 samples"), std::string::npos) << out;

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "seedloader/error.h"
+#include "tools/common/error_text.h"
 #include "tools/ddp_train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
     run_training(o);
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "ddp-train: %s\n", e.what());
+    std::fprintf(stderr, "ddp-train: %s\n", seedloader::tools::error_text(e).c_str());
     std::fflush(stderr);
     return 2;
   }

@@ -77,6 +77,7 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--seed", o.seed, "Base seed (drawn from the OS and printed if unset)")
       ->check(tools::non_negative_integer());
   app.add_flag("--no-shuffle", o.no_shuffle, "The sampler's unshuffled order");
+  tools::add_order_option(app, o.order);
   tools::add_enum_option(app, "--backend", o.backend, backend_names(),
                          "auto (nccl when a GPU is visible), mpi or nccl");
   // Bounded, so that the conversion to a byte count is defined (1 TiB at most).
@@ -133,6 +134,7 @@ std::string resume_config_json(const TrainOptions& o) {
   j["weight_decay"] = o.weight_decay;
   j["seeding"] = tools::enum_name(seeding_names(), o.seeding);
   j["shuffle"] = !o.no_shuffle;
+  j["order"] = tools::enum_name(tools::order_names(), o.order);
   j["mode"] = tools::enum_name(mode_names(), o.mode);
   j["split"] = o.split;
   j["devices"] = o.devices.size();

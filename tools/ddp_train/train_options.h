@@ -43,6 +43,7 @@ struct TrainOptions : tools::LoaderFlags {
   std::optional<std::uint64_t> seed;
   SeedScope seeding = SeedScope::kWorker;  // full: worker streams; sample: per sample
   bool no_shuffle = false;
+  ShuffleOrder order = ShuffleOrder::kNumpy;  // --order
   Backend backend = Backend::kAuto;
   double bucket_mb = 25.0;
   Mode mode = Mode::kDdp;

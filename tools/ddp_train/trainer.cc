@@ -322,6 +322,7 @@ void Run::open_loader() {
   lo.batch_size = o_.batch_size;
   lo.num_workers = o_.workers;
   lo.shuffle = !o_.no_shuffle;
+  lo.order = o_.order;
   lo.seed = seed_;
   lo.persistent_workers = true;
   lo.rank = static_cast<std::uint64_t>(mpi_.rank());
