@@ -192,6 +192,33 @@ TEST_F(TrainCli, DataParallelMatchesSingleDevice) {
   EXPECT_LT(max_diff(path("one.safetensors"), path("dp.safetensors")), 1e-6);
 }
 
+// The split torch's DataParallel makes (torch.chunk), printed once per batch
+// size; the expected sizes are what torch 1.13 prints for
+// [len(c) for c in torch.arange(rows).chunk(replicas)].
+TEST_F(TrainCli, DataParallelSplitsABatchAsTorchChunkAndSaysSo) {
+  struct Case {
+    int rows, replicas;
+    const char* line;
+  } cases[] = {
+      {30, 8,
+       "a batch of 30 rows as torch.chunk does: 4,4,4,4,4,4,4,2 (8 of 8 replicas)"},
+      {9, 4, "a batch of 9 rows as torch.chunk does: 3,3,3 (3 of 4 replicas)"},
+      {5, 8, "a batch of 5 rows as torch.chunk does: 1,1,1,1,1 (5 of 8 replicas)"},
+  };
+  for (const Case& c : cases) {
+    std::string devices;
+    for (int d = 0; d < c.replicas; ++d) devices += (d ? "," : "") + std::to_string(d);
+    auto r = train("--data synthetic:" + std::to_string(2 * c.rows) +
+                   " --model mlp:3072,4,10 --batch-size " + std::to_string(c.rows) +
+                   " --steps 2 --workers 0 --seed 5 --mode dp --devices " + devices);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::size_t at = r.out.find(c.line);
+    EXPECT_NE(at, std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find(c.line, at + 1), std::string::npos) << "printed twice\n"
+                                                             << r.out;
+  }
+}
+
 TEST_F(TrainCli, ModelParallelEqualsTheUnsplitModelBitForBit) {
   const std::string common =
       "--data synthetic:32 --model cnn:small --batch-size 8 --steps 3 --workers 0 "

@@ -1,6 +1,9 @@
 #include "tools/ddp_train/data_parallel_model.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <exception>
+#include <string>
 #include <thread>
 
 #include "seedloader/seed_sequence.h"
@@ -20,17 +23,38 @@ DataParallelModel::DataParallelModel(const TrainOptions& o, const ddp::Shape& sa
   optimizer_ = make_optimizer(o, *replicas_[0]);
 }
 
+std::vector<std::int64_t> chunk_sizes(std::int64_t rows, std::int64_t parts) {
+  const std::int64_t each = (rows + parts - 1) / parts;
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t left = rows; left > 0; left -= each)
+    sizes.push_back(std::min(each, left));
+  return sizes;
+}
+
 StepStats DataParallelModel::step(const float* x, const ddp::Shape& x_shape,
                                   const Target& t) {
   const std::int64_t rows = x_shape[0];
-  const std::int64_t parts = std::min<std::int64_t>(rows, replicas_.size());
+  const std::vector<std::int64_t> sizes =
+      chunk_sizes(rows, static_cast<std::int64_t>(replicas_.size()));
+  const std::int64_t parts = static_cast<std::int64_t>(sizes.size());
+  if (std::find(announced_rows_.begin(), announced_rows_.end(), rows) ==
+      announced_rows_.end()) {
+    announced_rows_.push_back(rows);
+    std::string split;
+    for (std::int64_t n : sizes) split += (split.empty() ? "" : ",") + std::to_string(n);
+    std::printf(
+        "ddp-train: --mode dp splits a batch of %lld rows as torch.chunk does: %s "
+        "(%lld of %zu replicas)\n",
+        static_cast<long long>(rows), split.c_str(), static_cast<long long>(parts),
+        replicas_.size());
+  }
   const std::int64_t row_elems = ddp::element_count(x_shape) / rows;
   std::vector<StepStats> stats(static_cast<std::size_t>(parts));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(parts));
   std::vector<std::thread> threads;
   std::int64_t begin = 0;
   for (std::int64_t p = 0; p < parts; ++p) {
-    const std::int64_t n = rows / parts + (p < rows % parts ? 1 : 0);
+    const std::int64_t n = sizes[static_cast<std::size_t>(p)];
     threads.emplace_back([&, p, begin, n] {
       try {
         ddp::Sequential& m = *replicas_[static_cast<std::size_t>(p)];
