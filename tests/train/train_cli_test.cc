@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "tests/common/cross_check.h"
@@ -216,6 +217,58 @@ TEST_F(TrainCli, DataParallelSplitsABatchAsTorchChunkAndSaysSo) {
     EXPECT_NE(at, std::string::npos) << r.out;
     EXPECT_EQ(r.out.find(c.line, at + 1), std::string::npos) << "printed twice\n"
                                                              << r.out;
+  }
+}
+
+// A state dict saved from a DDP-wrapped model ("module.0.weight", ...) starts a
+// run exactly as the plain one does, and the prefix is mentioned once.
+TEST_F(TrainCli, InitAcceptsTheStateDictOfAWrappedModel) {
+  const std::string data = write_regression_data(16), init = write_init();
+  SafetensorsFile plain(init);
+  std::vector<std::vector<std::uint8_t>> bytes;
+  std::vector<SafetensorsWrite> w;
+  for (const SafetensorsTensor& t : plain.tensors()) bytes.push_back(plain.read(t));
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const SafetensorsTensor& t = plain.tensors()[i];
+    w.push_back({"module." + t.name, t.dtype, t.shape, bytes[i]});
+  }
+  write_safetensors(path("wrapped.safetensors"), w);
+  const std::string common = "--data tensors:" + data +
+                             " --model mlp:10,10,5 --loss mse --batch-size 4 --steps 2 "
+                             "--workers 0 --seed 1 --init ";
+  auto a = train(common + init + " --save " + path("a.safetensors"));
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(a.out.find("prefix"), std::string::npos) << a.out;
+  auto b =
+      train(common + path("wrapped.safetensors") + " --save " + path("b.safetensors"));
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+  EXPECT_NE(b.out.find("parameters carry the 'module.' prefix of a wrapped (DDP or "
+                       "DataParallel) model; read without it"),
+            std::string::npos)
+      << b.out;
+  EXPECT_EQ(max_diff(path("a.safetensors"), path("b.safetensors")), 0.0);
+}
+
+// torch.save's formats (a zip archive; a pickle before torch 1.6) are named as
+// such, not reported as a safetensors header length past the end of the file.
+TEST_F(TrainCli, InitFromATorchSaveFileSaysSoAndHowToConvert) {
+  const std::string data = write_regression_data(16);
+  const std::pair<const char*, std::string> files[] = {
+      {"zip.pt", std::string("PK\x03\x04\x14\x00\x00\x00archive/data.pkl", 24)},
+      {"pickle.pt", std::string("\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.", 16)}};
+  for (const auto& [name, content] : files) {
+    {
+      std::ofstream f(path(name), std::ios::binary);
+      f << content;
+    }
+    auto r = train("--data tensors:" + data +
+                   " --model mlp:10,10,5 --loss mse --steps 1 --workers 0 --init " +
+                   path(name));
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("a PyTorch torch.save file (zip or pickle), not safetensors: "
+                         "write the weights with safetensors.torch.save_file"),
+              std::string::npos)
+        << name << ": " << r.out;
   }
 }
 

@@ -178,11 +178,13 @@ std::uint64_t meta_u64(const std::string& path,
 }
 
 // Checks that every entry is in `file` as F32 with its shape; returns them in order.
+// The tensors `want` names, each looked up as prefix + name.
 std::vector<const SafetensorsTensor*> match(const SafetensorsFile& file,
-                                            const std::vector<Entry>& want) {
+                                            const std::vector<Entry>& want,
+                                            const std::string& prefix = "") {
   std::vector<const SafetensorsTensor*> found;
   for (const Entry& e : want) {
-    const SafetensorsTensor* t = file.find(e.name);
+    const SafetensorsTensor* t = file.find(prefix + e.name);
     if (!t)
       fail(file.path(), "no tensor '" + e.name + "' (saved from a different model?)");
     if (t->dtype != "F32")
@@ -218,6 +220,32 @@ void apply(const SafetensorsFile& file, const std::vector<Entry>& want,
     } else {
       key.first->load_parameters(values);
     }
+  }
+}
+
+// Whether `path` starts like a torch.save file: a zip archive, or (before torch
+// 1.6) a pickle of protocol 2 to 5.
+bool torch_save_file(const std::string& path) {
+  std::vector<std::uint8_t> head;
+  FileHandle f(path);
+  f.read_at(0, std::min<std::uint64_t>(f.size(), 4), head);
+  const bool zip = head.size() == 4 && head[0] == 'P' && head[1] == 'K' && head[2] == 3 &&
+                   head[3] == 4;
+  const bool pickle = head.size() >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5;
+  return zip || pickle;
+}
+
+// The file as safetensors; one that is not, but starts like a torch.save file,
+// is a DataError that says so (instead of a header length past the file's end).
+SafetensorsFile open_weights(const std::string& path) {
+  try {
+    return SafetensorsFile(path);
+  } catch (const DataError&) {
+    if (torch_save_file(path))
+      fail(path,
+           "a PyTorch torch.save file (zip or pickle), not safetensors: write the "
+           "weights with safetensors.torch.save_file(model.state_dict(), PATH)");
+    throw;
   }
 }
 
@@ -371,10 +399,17 @@ CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> 
   return s;
 }
 
-void load_weights(const std::string& path, std::span<const Stage> stages) {
-  SafetensorsFile file(path);
+std::string load_weights(const std::string& path, std::span<const Stage> stages) {
+  const SafetensorsFile file = open_weights(path);
   std::vector<Entry> want = entries(stages, false);
-  apply(file, want, match(file, want));
+  // A state dict saved from a DDP- or DataParallel-wrapped model names every
+  // parameter "module.<name>".
+  std::string prefix;
+  if (!want.empty() && file.find(want[0].name) == nullptr &&
+      file.find(kWrappedPrefix + want[0].name) != nullptr)
+    prefix = kWrappedPrefix;
+  apply(file, want, match(file, want, prefix));
+  return prefix;
 }
 
 }  // namespace seedloader::train

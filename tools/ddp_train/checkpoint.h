@@ -90,8 +90,16 @@ void check_position(const std::string& path, const CheckpointState& s,
 // The metadata_checksum of `metadata` (its own entry, if present, left out).
 std::string metadata_checksum(const std::map<std::string, std::string>& metadata);
 
+// The prefix torch's DistributedDataParallel and DataParallel put before every
+// parameter name of the module they wrap.
+inline constexpr const char* kWrappedPrefix = "module.";
+
 // Loads only the weights (e.g. written by PyTorch: other tensors are ignored, no
-// metadata needed). Every parameter must be present as F32 with its shape.
-void load_weights(const std::string& path, std::span<const Stage> stages);
+// metadata needed). Every parameter must be present as F32 with its shape, under
+// its nn.Sequential name or, all of them, under kWrappedPrefix + that name (a
+// state dict saved from a wrapped model). Returns the prefix it read them under
+// ("" or kWrappedPrefix). A torch.save file (zip or pickle) is a DataError that
+// says so and how to convert it.
+std::string load_weights(const std::string& path, std::span<const Stage> stages);
 
 }  // namespace seedloader::train

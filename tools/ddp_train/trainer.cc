@@ -289,7 +289,14 @@ void Run::build_model() {
 }
 
 void Run::load_inputs() {
-  if (!o_.init.empty()) load_weights(o_.init, model_->stages());
+  if (!o_.init.empty()) {
+    const std::string prefix = load_weights(o_.init, model_->stages());
+    if (!prefix.empty() && mpi_.rank() == 0)
+      std::printf(
+          "ddp-train: --init %s: parameters carry the '%s' prefix of a wrapped "
+          "(DDP or DataParallel) model; read without it\n",
+          o_.init.c_str(), prefix.c_str());
+  }
   if (!o_.save.empty() || !o_.resume.empty())
     data_fingerprint_ = data_fingerprint(o_.data, *data_);
 }
