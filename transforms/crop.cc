@@ -40,6 +40,11 @@ void check_pixels(std::uint64_t width, std::uint64_t height, const char* what) {
   }
 }
 
+// Python's round(): halves to even (std::nearbyint in the default rounding
+// mode), where std::lround would take them away from zero. torchvision rounds
+// crop sizes and centred offsets this way.
+int round_half_even(double x) { return static_cast<int>(std::nearbyint(x)); }
+
 void require_nonempty(const cv::Mat& image, const char* what) {
   if (image.empty()) throw DataError(std::string(what) + ": empty image");
 }
@@ -64,8 +69,8 @@ cv::Rect draw_resized_crop(cv::Size source, std::pair<double, double> scale,
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double target_area = area * uniform(rng, scale.first, scale.second);
     const double aspect = std::exp(uniform(rng, log_lo, log_hi));
-    const long w = std::lround(std::sqrt(target_area * aspect));
-    const long h = std::lround(std::sqrt(target_area / aspect));
+    const long w = round_half_even(std::sqrt(target_area * aspect));
+    const long h = round_half_even(std::sqrt(target_area / aspect));
     if (w > 0 && h > 0 && w <= width && h <= height) {
       const int top =
           static_cast<int>(bounded(rng, static_cast<std::uint64_t>(height - h + 1)));
@@ -79,9 +84,9 @@ cv::Rect draw_resized_crop(cv::Size source, std::pair<double, double> scale,
   int w = width;
   int h = height;
   if (in_ratio < ratio.first) {
-    h = std::max(1, static_cast<int>(std::lround(w / ratio.first)));
+    h = std::max(1, round_half_even(w / ratio.first));
   } else if (in_ratio > ratio.second) {
-    w = std::max(1, static_cast<int>(std::lround(h * ratio.second)));
+    w = std::max(1, round_half_even(h * ratio.second));
   }
   h = std::min(h, height);
   w = std::min(w, width);
@@ -178,15 +183,16 @@ CenterCrop::CenterCrop(cv::Size size) : size_(size) { check_size(size, "CenterCr
 cv::Mat CenterCrop::apply(cv::Mat image, Rng&, TransformLog*) const {
   require_nonempty(image, "CenterCrop");
   if (image.cols >= size_.width && image.rows >= size_.height) {
-    const int top = (image.rows - size_.height) / 2;
-    const int left = (image.cols - size_.width) / 2;
+    const int top = round_half_even((image.rows - size_.height) / 2.0);
+    const int left = round_half_even((image.cols - size_.width) / 2.0);
     return image(cv::Rect(left, top, size_.width, size_.height)).clone();
   }
   // Zero padding around the centre, as torchvision does, written straight into
   // the output: a padded copy of the whole input would be max(W, w) x max(H, h),
-  // far above the output's size for a long thin image.
+  // far above the output's size for a long thin image. torchvision pads by
+  // floor((out - in) / 2) before, and crops a longer side at round((in - out) / 2).
   const auto place = [](int in, int out, int* src, int* dst) {
-    *src = in >= out ? (in - out) / 2 : 0;
+    *src = in >= out ? round_half_even((in - out) / 2.0) : 0;
     *dst = in >= out ? 0 : (out - in) / 2;
     return std::min(in, out);
   };

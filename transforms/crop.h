@@ -12,7 +12,8 @@ namespace seedloader {
 // The crop window's parameter sampling of torchvision's RandomResizedCrop:
 // up to 10 tries of (area fraction ~ U(scale), log aspect ~ U(log ratio)), the
 // first window that fits is placed uniformly; otherwise the central crop with the
-// aspect clamped into `ratio`. Result in source coordinates.
+// aspect clamped into `ratio`. Sizes round halves to even, as Python's round()
+// does in torchvision. Result in source coordinates.
 // REQUIRES: source has positive width and height.
 cv::Rect draw_resized_crop(cv::Size source, std::pair<double, double> scale,
                            std::pair<double, double> ratio, Rng& rng);
@@ -57,8 +58,10 @@ class RandomCrop final : public Transform {
   int padding_;
 };
 
-// The central window of `size` (top = (H - h) / 2 rounded down); an image smaller
-// than `size` is zero padded around its centre first, as torchvision does.
+// The central window of `size`, placed as torchvision's center_crop places it:
+// top = round((H - h) / 2) with halves to even, as Python rounds (so 25.5 -> 26,
+// 24.5 -> 24); an image smaller than `size` is zero padded around its centre
+// first (floor((h - H) / 2) rows above).
 class CenterCrop final : public Transform {
  public:
   explicit CenterCrop(cv::Size size);

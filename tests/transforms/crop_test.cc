@@ -5,7 +5,13 @@
 #include <cmath>
 #include <opencv2/imgproc.hpp>
 
+#include <fstream>
+#include <string>
+
 #include "seedloader/error.h"
+#include "tests/common/cross_check.h"
+#include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 #include "tests/transforms/test_images.h"
 
 namespace seedloader {
@@ -98,6 +104,65 @@ TEST(CenterCropTest, PadsOneSideAndCropsTheOther) {
   EXPECT_TRUE(same_pixels(out(cv::Rect(2, 0, 3, 10)), image(cv::Rect(0, 15, 3, 10))));
   EXPECT_EQ(out.at<cv::Vec3b>(5, 0), cv::Vec3b(0, 0, 0));
   EXPECT_EQ(out.at<cv::Vec3b>(5, 7), cv::Vec3b(0, 0, 0));
+}
+
+// Every image from 1x1 to 9x9 cropped to every size from 1x1 to 9x9, against
+// torchvision's center_crop (halves of odd differences rounded to even, padding
+// where the crop is larger).
+TEST(CenterCropTest, EqualsTorchvisionsCenterCropForEverySmallCase) {
+  SL_REQUIRE_PYTHON_MODULE("torchvision");
+  auto digest = [](const cv::Mat& m) {
+    long long d = 0;
+    for (int y = 0; y < m.rows; ++y)
+      for (int x = 0; x < m.cols; ++x)
+        for (int c = 0; c < 3; ++c)
+          d += m.at<cv::Vec3b>(y, x)[c] * (1LL + y * 1000003LL + x * 1009LL + c * 7LL);
+    return d;
+  };
+  std::string mine;
+  for (int ih = 1; ih <= 9; ++ih)
+    for (int iw = 1; iw <= 9; ++iw)
+      for (int ch = 1; ch <= 9; ++ch)
+        for (int cw = 1; cw <= 9; ++cw) {
+          Rng rng = test_rng(1);
+          const cv::Mat out =
+              CenterCrop(cv::Size(cw, ch)).apply(gradient_image(iw, ih), rng, nullptr);
+          mine += std::to_string(digest(out)) + "\n";
+        }
+  const std::string script =
+      "import numpy as np, torch\n"
+      "import torchvision.transforms.functional as F\n"
+      "out = []\n"
+      "for ih in range(1, 10):\n"
+      "  for iw in range(1, 10):\n"
+      "    y, x = np.mgrid[0:ih, 0:iw]\n"
+      "    img = np.stack([x, y, (x * 7 + y * 3) % 256], -1).astype(np.uint8)\n"
+      "    t = torch.from_numpy(img).permute(2, 0, 1)\n"
+      "    for ch in range(1, 10):\n"
+      "      for cw in range(1, 10):\n"
+      "        c = F.center_crop(t, [ch, cw]).permute(1, 2, 0).numpy().astype(np.int64)\n"
+      "        yy, xx, cc = np.mgrid[0:ch, 0:cw, 0:3]\n"
+      "        out.append(str(int((c * (1 + yy * 1000003 + xx * 1009 + cc * "
+      "7)).sum())))\n"
+      "print('\\n'.join(out))\n";
+  const std::string path = testing_util::process_temp_dir() + "center_crop.py";
+  {
+    std::ofstream f(path);
+    f << script;
+  }
+  const auto r = testing_util::run_command("/usr/bin/python3 " + path + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(mine, r.out);
+}
+
+TEST(RoundingTest, RandomResizedCropRoundsHalvesToEvenAsPython) {
+  // A 7x2 image with scale 1 and aspect 1.25 never fits (h = round(sqrt(11.2)) =
+  // 3 > 2), so the fallback keeps h = 2 and takes w = round(2 * 1.25) = round(2.5),
+  // which is 2 in Python and 3 with std::lround.
+  Rng rng = test_rng(1);
+  const cv::Rect r = draw_resized_crop(cv::Size(7, 2), {1.0, 1.0}, {1.25, 1.25}, rng);
+  EXPECT_EQ(r.width, 2) << "round(2.5) is 2 in Python";
+  EXPECT_EQ(r.height, 2);
 }
 
 // A 1x65000 image, as a hostile PNG decodes: under the decoder's header cap, but
