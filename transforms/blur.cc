@@ -18,13 +18,17 @@ GaussianBlur::GaussianBlur(int kernel, double sigma_lo, double sigma_hi)
   }
 }
 
+cv::Mat gaussian_blur(const cv::Mat& image, int kernel, double sigma) {
+  cv::Mat out;
+  cv::GaussianBlur(image, out, cv::Size(kernel, kernel), sigma, sigma,
+                   cv::BORDER_REFLECT_101);
+  return out;
+}
+
 cv::Mat GaussianBlur::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
   const double sigma = uniform(rng, sigma_lo_, sigma_hi_);
   if (log) log->record("blur", "sigma", sigma);
-  cv::Mat out;
-  cv::GaussianBlur(image, out, cv::Size(kernel_, kernel_), sigma, sigma,
-                   cv::BORDER_REFLECT_101);
-  return out;
+  return gaussian_blur(image, kernel_, sigma);
 }
 
 std::string GaussianBlur::describe() const {

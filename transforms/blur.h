@@ -24,4 +24,7 @@ class GaussianBlur final : public Transform {
   double sigma_lo_, sigma_hi_;
 };
 
+// The blur itself with one sigma, for tests and reuse.
+cv::Mat gaussian_blur(const cv::Mat& image, int kernel, double sigma);
+
 }  // namespace seedloader

@@ -13,16 +13,20 @@ RandomRotation::RandomRotation(double degrees) : degrees_(degrees) {
   }
 }
 
-cv::Mat RandomRotation::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
-  const double angle = uniform(rng, -degrees_, degrees_);
-  if (log) log->record("rotate", "degrees", angle);
+cv::Mat rotate_image(const cv::Mat& image, double degrees) {
   const cv::Point2f centre((image.cols - 1) * 0.5f, (image.rows - 1) * 0.5f);
   // OpenCV's positive angle is counter-clockwise, as torchvision's is.
-  const cv::Mat m = cv::getRotationMatrix2D(centre, angle, 1.0);
+  const cv::Mat m = cv::getRotationMatrix2D(centre, degrees, 1.0);
   cv::Mat out;
   cv::warpAffine(image, out, m, image.size(), cv::INTER_LINEAR, cv::BORDER_CONSTANT,
                  cv::Scalar::all(0));
   return out;
+}
+
+cv::Mat RandomRotation::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
+  const double angle = uniform(rng, -degrees_, degrees_);
+  if (log) log->record("rotate", "degrees", angle);
+  return rotate_image(image, angle);
 }
 
 std::string RandomRotation::describe() const {

@@ -18,4 +18,7 @@ class RandomRotation final : public Transform {
   double degrees_;
 };
 
+// The rotation itself, by `degrees` (counter-clockwise), for tests and reuse.
+cv::Mat rotate_image(const cv::Mat& image, double degrees);
+
 }  // namespace seedloader
