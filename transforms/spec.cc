@@ -9,6 +9,7 @@
 #include "transforms/blur.h"
 #include "transforms/color_jitter.h"
 #include "transforms/crop.h"
+#include "transforms/erasing.h"
 #include "transforms/flip.h"
 #include "transforms/rotation.h"
 
@@ -113,6 +114,17 @@ std::unique_ptr<Transform> image_step(const Step& s) {
     return std::make_unique<RandomFlip>(
         n == "hflip" ? RandomFlip::Axis::kHorizontal : RandomFlip::Axis::kVertical, p);
   }
+  if (n == "erase") {
+    s.want_args(0, 6);
+    if (s.args() == 2 || s.args() == 4) s.fail("scale and ratio come in pairs");
+    const double p = s.args() >= 1 ? s.number(0) : 0.5;
+    std::pair<double, double> scale{0.02, 0.33};
+    std::pair<double, double> ratio{0.3, 3.3};
+    if (s.args() >= 3) scale = {s.number(1), s.number(2)};
+    if (s.args() >= 5) ratio = {s.number(3), s.number(4)};
+    return std::make_unique<RandomErasing>(p, scale, ratio,
+                                           s.args() == 6 ? s.number(5) : 0);
+  }
   if (n == "jitter") {
     s.want_args(4, 4);
     return std::make_unique<ColorJitter>(s.number(0), s.number(1), s.number(2),
@@ -175,7 +187,7 @@ Compose parse_transform_spec(std::string_view spec) {
       if (!t) {
         step.fail("unknown transform '" + std::string(step.name()) +
                   "' (the steps are rrc, crop, centercrop, resize, hflip, vflip, jitter, "
-                  "rotate, blur, then one of totensor, normalize, u8)");
+                  "rotate, blur, erase, then one of totensor, normalize, u8)");
       }
       steps.push_back(std::move(t));
     } catch (const ConfigError& e) {

@@ -16,7 +16,8 @@ namespace {
 std::uint64_t hash_pixels(const cv::Mat& m, std::uint64_t h) {
   for (int y = 0; y < m.rows; ++y) {
     const auto* row = m.ptr<std::uint8_t>(y);
-    for (std::size_t i = 0; i < m.cols * m.elemSize(); ++i) h = (h ^ row[i]) * 0x100000001b3ull;
+    for (std::size_t i = 0; i < m.cols * m.elemSize(); ++i)
+      h = (h ^ row[i]) * 0x100000001b3ull;
   }
   return h ^ (static_cast<std::uint64_t>(m.rows) << 32 | m.cols);
 }
@@ -36,10 +37,19 @@ cv::Mat noise_image(int width, int height, std::uint32_t seed) {
 
 int main() {
   using seedloader::parse_transform_spec;
-  const char* steps[] = {"rrc:64",         "crop:48:8",      "centercrop:40",
-                         "resize:37",      "resize:200",     "hflip",
-                         "vflip",          "jitter:0.4:0.4:0.4:0.1",
-                         "jitter:0.4:0.4:0.4:0", "jitter:0:0:0:0.5", "rotate:30", "blur:5:0.1:2"};
+  const char* steps[] = {"erase:1",
+                         "rrc:64",
+                         "crop:48:8",
+                         "centercrop:40",
+                         "resize:37",
+                         "resize:200",
+                         "hflip",
+                         "vflip",
+                         "jitter:0.4:0.4:0.4:0.1",
+                         "jitter:0.4:0.4:0.4:0",
+                         "jitter:0:0:0:0.5",
+                         "rotate:30",
+                         "blur:5:0.1:2"};
   const cv::Mat images[] = {seedloader::testing::gradient_image(97, 83),
                             noise_image(96, 80, 1), noise_image(131, 67, 2)};
   for (const char* step : steps) {

@@ -60,7 +60,7 @@ TEST(TransformSpecTest, UnknownNameIsConfigErrorNamingTheToken) {
       names.push_back(word);
     at = end + 1;
   }
-  EXPECT_EQ(names.size(), 12u) << list;
+  EXPECT_EQ(names.size(), 13u) << list;
   for (const std::string& name : names) {
     EXPECT_EQ(config_error_of(name).find("unknown transform"), std::string::npos) << name;
   }

@@ -14,6 +14,8 @@
 //   jitter:B:C:S:H                     ColorJitter(brightness, contrast, saturation, hue)
 //   rotate:DEG                         RandomRotation(-DEG, DEG)
 //   blur:K:SMIN:SMAX                   GaussianBlur, odd kernel K, sigma ~ U(SMIN, SMAX)
+//   erase[:P[:SMIN:SMAX[:RMIN:RMAX[:V]]]]  RandomErasing, P = 0.5, scale 0.02..0.33,
+//                                      ratio 0.3..3.3, fill V in pixel units (0)
 // Output (at most one, after every image step; default float32 in [0, 1]):
 //   totensor                           float32 in [0, 1]
 //   normalize:imagenet | normalize:M:S | normalize:M0:M1:M2:S0:S1:S2
