@@ -16,6 +16,9 @@ std::size_t dtype_size(DType dtype) {
       return 8;
     case DType::kF64:
       return 8;
+    case DType::kF16:
+    case DType::kBF16:
+      return 2;
   }
   return 0;
 }
@@ -32,6 +35,10 @@ const char* dtype_name(DType dtype) {
       return "i64";
     case DType::kF64:
       return "f64";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
   }
   return "?";
 }

@@ -146,23 +146,36 @@ bool is_output(std::string_view name) {
 }
 
 ToTensor output_step(const Step& s) {
-  if (s.name() == "totensor") {
-    s.want_args(0, 0);
-    return ToTensor();
-  }
   if (s.name() == "u8") {
     s.want_args(0, 0);
     return ToTensor::uint8();
   }
-  if (s.args() == 1 && s.text(0) == "imagenet") return ToTensor(Normalize::imagenet());
-  if (s.args() != 2 && s.args() != 6) {
-    s.fail("takes 'imagenet', M:S or M0:M1:M2:S0:S1:S2");
+  // A trailing f16 / bf16 / f32 picks the precision of a floating output.
+  std::size_t args = s.args();
+  ToTensor::Output precision = ToTensor::Output::kFloat32;
+  if (args > 0) {
+    const std::string_view last = s.text(args - 1);
+    if (last == "f16" || last == "bf16" || last == "f32") {
+      precision = last == "f16"    ? ToTensor::Output::kFloat16
+                  : last == "bf16" ? ToTensor::Output::kBFloat16
+                                   : ToTensor::Output::kFloat32;
+      --args;
+    }
   }
-  const std::size_t c = s.args() / 2;
+  if (s.name() == "totensor") {
+    if (args != 0) s.fail("takes only a precision: f32, f16 or bf16");
+    return ToTensor(std::nullopt, precision);
+  }
+  if (args == 1 && s.text(0) == "imagenet")
+    return ToTensor(Normalize::imagenet(), precision);
+  if (args != 2 && args != 6) {
+    s.fail("takes 'imagenet', M:S or M0:M1:M2:S0:S1:S2, then optionally f16 or bf16");
+  }
+  const std::size_t c = args / 2;
   std::vector<float> mean, sd;
   for (std::size_t i = 0; i < c; ++i) mean.push_back(static_cast<float>(s.number(i)));
   for (std::size_t i = 0; i < c; ++i) sd.push_back(static_cast<float>(s.number(c + i)));
-  return ToTensor(Normalize(std::move(mean), std::move(sd)));
+  return ToTensor(Normalize(std::move(mean), std::move(sd)), precision);
 }
 
 }  // namespace

@@ -9,6 +9,20 @@
 namespace seedloader {
 namespace {
 
+const char* output_name(ToTensor::Output o) {
+  switch (o) {
+    case ToTensor::Output::kUint8:
+      return "uint8";
+    case ToTensor::Output::kFloat16:
+      return "float16";
+    case ToTensor::Output::kBFloat16:
+      return "bfloat16";
+    case ToTensor::Output::kFloat32:
+      break;
+  }
+  return "float32";
+}
+
 void check_image(const cv::Mat& image, std::size_t out_size) {
   if (image.depth() != CV_8U) throw DataError("ToTensor: image is not 8-bit");
   const std::size_t need =
@@ -57,7 +71,46 @@ ToTensor ToTensor::uint8() {
   return t;
 }
 
+ToTensor::ToTensor(std::optional<Normalize> normalize, Output precision)
+    : output_(precision), normalize_(std::move(normalize)) {
+  if (precision == Output::kUint8)
+    throw ConfigError(
+        "ToTensor: a normalised or scaled output is floating (use uint8())");
+}
+
+DType ToTensor::dtype() const {
+  switch (output_) {
+    case Output::kUint8:
+      return DType::kU8;
+    case Output::kFloat16:
+      return DType::kF16;
+    case Output::kBFloat16:
+      return DType::kBF16;
+    case Output::kFloat32:
+      break;
+  }
+  return DType::kF32;
+}
+
 void ToTensor::write(const cv::Mat& image, std::span<float> out) const {
+  write_planes(image, out, Output::kFloat32, [](float v) { return v; });
+}
+
+void ToTensor::write(const cv::Mat& image, std::span<Float16> out) const {
+  write_planes(image, out, Output::kFloat16, [](float v) { return to_float16(v); });
+}
+
+void ToTensor::write(const cv::Mat& image, std::span<BFloat16> out) const {
+  write_planes(image, out, Output::kBFloat16, [](float v) { return to_bfloat16(v); });
+}
+
+template <typename T, typename Convert>
+void ToTensor::write_planes(const cv::Mat& image, std::span<T> out, Output want,
+                            Convert convert) const {
+  if (output_ != want) {
+    throw DataError("ToTensor: configured for " + std::string(output_name(output_)) +
+                    ", asked to write " + output_name(want));
+  }
   check_image(image, out.size());
   const int channels = image.channels();
   if (channels > 4) throw DataError("ToTensor: more than 4 channels");
@@ -82,18 +135,19 @@ void ToTensor::write(const cv::Mat& image, std::span<float> out) const {
   // A 256-entry table per channel turns the multiply-add into one load, and the
   // HWC -> CHW scatter happens in the same pass: one read of each pixel, one
   // write of each value, no temporary image.
-  std::array<std::array<float, 256>, 4> lut;
+  std::array<std::array<T, 256>, 4> lut;
   for (int c = 0; c < channels; ++c) {
-    for (int v = 0; v < 256; ++v) lut[c][v] = static_cast<float>(v) * scale[c] + shift[c];
+    for (int v = 0; v < 256; ++v)
+      lut[c][v] = convert(static_cast<float>(v) * scale[c] + shift[c]);
   }
   const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
   for (int y = 0; y < image.rows; ++y) {
     const std::uint8_t* src = image.ptr<std::uint8_t>(y);
-    float* row = out.data() + static_cast<std::size_t>(y) * image.cols;
+    T* row = out.data() + static_cast<std::size_t>(y) * image.cols;
     if (channels == 3) {
-      float* r = row;
-      float* g = row + plane;
-      float* b = row + 2 * plane;
+      T* r = row;
+      T* g = row + plane;
+      T* b = row + 2 * plane;
       for (int x = 0; x < image.cols; ++x, src += 3) {
         r[x] = lut[0][src[0]];
         g[x] = lut[1][src[1]];
@@ -109,7 +163,9 @@ void ToTensor::write(const cv::Mat& image, std::span<float> out) const {
 }
 
 void ToTensor::write(const cv::Mat& image, std::span<std::uint8_t> out) const {
-  if (output_ != Output::kUint8) throw DataError("ToTensor: configured for float32");
+  if (output_ != Output::kUint8)
+    throw DataError(std::string("ToTensor: configured for ") + output_name(output_) +
+                    ", asked to write uint8");
   check_image(image, out.size());
   const int channels = image.channels();
   const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
@@ -125,8 +181,9 @@ void ToTensor::write(const cv::Mat& image, std::span<std::uint8_t> out) const {
 
 std::string ToTensor::describe() const {
   if (output_ == Output::kUint8) return "ToTensor(u8)";
-  return normalize_ ? "ToTensor(float32, " + normalize_->describe() + ")"
-                    : "ToTensor(float32)";
+  const std::string precision = output_name(output_);
+  return normalize_ ? "ToTensor(" + precision + ", " + normalize_->describe() + ")"
+                    : "ToTensor(" + precision + ")";
 }
 
 }  // namespace seedloader

@@ -10,9 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "seedloader/half.h"
+
 namespace seedloader {
 
-enum class DType : std::uint8_t { kU8, kI32, kI64, kF32, kF64 };
+// kF16 and kBF16 (IEEE half and bfloat16) are stored as their 16 bits; half.h's
+// Float16 / BFloat16 name them for typed access.
+enum class DType : std::uint8_t { kU8, kI32, kI64, kF32, kF64, kF16, kBF16 };
 
 std::size_t dtype_size(DType dtype);
 const char* dtype_name(DType dtype);
@@ -38,6 +42,14 @@ constexpr DType dtype_of<float>() {
 template <>
 constexpr DType dtype_of<double>() {
   return DType::kF64;
+}
+template <>
+constexpr DType dtype_of<Float16>() {
+  return DType::kF16;
+}
+template <>
+constexpr DType dtype_of<BFloat16>() {
+  return DType::kBF16;
 }
 
 struct FieldSpec {

@@ -27,9 +27,10 @@ ImageOutput::ImageOutput(Compose transform, int channels, cv::Size input,
 }
 
 FieldSpec ImageOutput::field(std::string name) const {
-  const DType dtype =
-      transform_.output().output() == ToTensor::Output::kUint8 ? DType::kU8 : DType::kF32;
-  return FieldSpec{std::move(name), dtype, {channels_, size_.height, size_.width}, false};
+  return FieldSpec{std::move(name),
+                   transform_.output().dtype(),
+                   {channels_, size_.height, size_.width},
+                   false};
 }
 
 void ImageOutput::store(const cv::Mat& image, SampleWriter& out, std::size_t f) const {
@@ -40,10 +41,16 @@ void ImageOutput::store(const cv::Mat& image, SampleWriter& out, std::size_t f) 
                     " image; the layout expects " + std::to_string(channels_) + "x" +
                     std::to_string(size_.height) + "x" + std::to_string(size_.width));
   }
-  if (transform_.output().output() == ToTensor::Output::kUint8) {
-    transform_.output().write(image, out.field<std::uint8_t>(f));
-  } else {
-    transform_.output().write(image, out.field<float>(f));
+  const ToTensor& t = transform_.output();
+  switch (t.dtype()) {
+    case DType::kU8:
+      return t.write(image, out.field<std::uint8_t>(f));
+    case DType::kF16:
+      return t.write(image, out.field<Float16>(f));
+    case DType::kBF16:
+      return t.write(image, out.field<BFloat16>(f));
+    default:
+      return t.write(image, out.field<float>(f));
   }
 }
 

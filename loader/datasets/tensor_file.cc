@@ -12,8 +12,10 @@ DType layout_dtype(const SafetensorsTensor& t, const std::string& path) {
   if (t.dtype == "I64") return DType::kI64;
   if (t.dtype == "F32") return DType::kF32;
   if (t.dtype == "F64") return DType::kF64;
+  if (t.dtype == "F16") return DType::kF16;
+  if (t.dtype == "BF16") return DType::kBF16;
   throw DataError("TensorFile(" + path + "): tensor '" + t.name + "' has dtype " +
-                  t.dtype + "; U8, I32, I64, F32 or F64 expected");
+                  t.dtype + "; U8, I32, I64, F32, F64, F16 or BF16 expected");
 }
 
 }  // namespace

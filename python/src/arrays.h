@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 
 #include <string>
 
@@ -15,9 +16,13 @@ namespace seedloader::python {
 
 enum class ArrayFormat { kTorch, kNumpy };
 
-// "uint8", "int32", "int64", "float32", "float64". Throws ConfigError otherwise.
+// "uint8", "int32", "int64", "float32", "float64", "float16" (and "bfloat16" for
+// numpy_name). Throws ConfigError otherwise.
 DType dtype_from_name(const std::string& name);
 const char* numpy_name(DType dtype);
+
+// The DLPack dtype of a field's values (float16 and bfloat16 included).
+nanobind::dlpack::dtype dlpack_dtype(DType dtype);
 
 // `view`'s bytes as an array of `format` that keeps `owner` alive until the last
 // array (or tensor) made from it is freed.

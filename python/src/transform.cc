@@ -9,6 +9,7 @@
 #include <memory>
 #include <opencv2/core.hpp>
 
+#include "python/src/arrays.h"
 #include "python/src/bindings.h"
 #include "python/src/numpy_rng.h"
 #include "seedloader/error.h"
@@ -59,14 +60,24 @@ class PyTransform {
     chain_.output().write(image, std::span<T>(data.get(), c * h * w));
     nb::capsule owner(data.get(), [](void* p) noexcept { delete[] static_cast<T*>(p); });
     std::size_t shape[3] = {c, h, w};
-    nb::ndarray<nb::numpy, T> array(data.release(), 3, shape, owner);
+    nb::ndarray<nb::numpy> array(data.release(), 3, shape, owner, nullptr,
+                                 dlpack_dtype(dtype_of<T>()));
     return nb::cast(array);
   }
 
   nb::object to_array(const cv::Mat& image) const {
-    return chain_.output().output() == ToTensor::Output::kUint8
-               ? write<std::uint8_t>(image)
-               : write<float>(image);
+    switch (chain_.output().dtype()) {
+      case DType::kU8:
+        return write<std::uint8_t>(image);
+      case DType::kF16:
+        return write<Float16>(image);
+      case DType::kBF16:
+        throw ConfigError(
+            "numpy has no bfloat16: a transform applied from Python "
+            "returns float32 or float16");
+      default:
+        return write<float>(image);
+    }
   }
 
   std::string spec_;

@@ -68,6 +68,25 @@ def test_numpy_format_gives_numpy_arrays_over_the_slots():
     assert address <= b["image"].ctypes.data < address + size
 
 
+def test_half_and_bfloat16_outputs_are_the_float32_batches_rounded():
+    def batches(spec, fmt="torch"):
+        loader = sl.DataLoader(sl.Synthetic(12, 10, 8, 3, transform=spec), batch_size=4,
+                               num_workers=2, seed=5, format=fmt)
+        return [b["image"].clone() if fmt == "torch" else b["image"].copy() for b in loader]
+    f32 = batches("hflip,normalize:imagenet")
+    bf16 = batches("hflip,normalize:imagenet:bf16")
+    f16 = batches("hflip,normalize:imagenet:f16")
+    assert bf16[0].dtype == torch.bfloat16 and f16[0].dtype == torch.float16
+    for a, b, c in zip(f32, bf16, f16):
+        assert torch.equal(a.bfloat16().view(torch.int16), b.view(torch.int16))
+        assert torch.equal(a.half().view(torch.int16), c.view(torch.int16))
+    as_numpy = batches("hflip,normalize:imagenet:f16", "numpy")
+    assert as_numpy[0].dtype == np.float16
+    assert np.array_equal(as_numpy[0].view(np.int16), f16[0].view(torch.int16).numpy())
+    with pytest.raises(sl.ConfigError, match="bfloat16"):
+        batches("normalize:imagenet:bf16", "numpy")
+
+
 def test_a_kept_batch_keeps_its_slot_and_bytes():
     loader = sl.DataLoader(sl.Synthetic(64, 8, 8, 3), batch_size=4, num_workers=2,
                            prefetch_factor=2, seed=3)

@@ -210,16 +210,20 @@ TEST(TensorFileTest, DisagreeingRowsUnknownNamesAndDtypesAreRejected) {
   std::vector<std::uint16_t> h(3);
   const SafetensorsWrite rows[] = {{"x", "F32", {3, 2}, as_bytes(x)},
                                    {"y", "I64", {4}, as_bytes(y)},
-                                   {"h", "F16", {3}, as_bytes(h)}};
+                                   {"h", "F16", {3}, as_bytes(h)},
+                                   {"s", "I16", {3}, as_bytes(h)}};
   write_safetensors(dir / "r.safetensors", rows);
   EXPECT_THROW(TensorFile(dir / "r.safetensors", {"x", "y"}), DataError);
   EXPECT_THROW(TensorFile(dir / "r.safetensors", {"z"}), ConfigError);
   try {
-    TensorFile(dir / "r.safetensors", {"h"});
+    TensorFile(dir / "r.safetensors", {"s"});
     FAIL() << "no error";
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("'h' has dtype F16"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("'s' has dtype I16"), std::string::npos);
   }
+  // Half and bfloat16 tensors are fields like any other.
+  EXPECT_EQ(TensorFile(dir / "r.safetensors", {"x", "h"}).layout().field(1).dtype,
+            DType::kF16);
 }
 
 TEST(TensorFileTest, FifoIsADataErrorNotAWait) {

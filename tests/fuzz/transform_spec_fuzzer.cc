@@ -55,12 +55,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)log.to_string();
       check(out.size() == want && out.channels() == channels && out.depth() == CV_8U);
       const std::size_t n = static_cast<std::size_t>(out.total()) * channels;
-      if (chain.output().output() == ToTensor::Output::kUint8) {
-        std::vector<std::uint8_t> tensor(n);
-        chain.output().write(out, tensor);
-      } else {
-        std::vector<float> tensor(n);
-        chain.output().write(out, tensor);
+      switch (chain.output().dtype()) {
+        case DType::kU8: {
+          std::vector<std::uint8_t> tensor(n);
+          chain.output().write(out, tensor);
+          break;
+        }
+        case DType::kF16: {
+          std::vector<Float16> tensor(n);
+          chain.output().write(out, tensor);
+          break;
+        }
+        case DType::kBF16: {
+          std::vector<BFloat16> tensor(n);
+          chain.output().write(out, tensor);
+          break;
+        }
+        default: {
+          std::vector<float> tensor(n);
+          chain.output().write(out, tensor);
+        }
       }
     }
   } catch (const Error&) {

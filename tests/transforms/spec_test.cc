@@ -140,6 +140,20 @@ TEST(TransformSpecTest, NonFiniteNumbersAreRejectedInEveryStep) {
   }
 }
 
+TEST(TransformSpecTest, OutputPrecisionIsTheLastArgument) {
+  EXPECT_EQ(parse_transform_spec("normalize:imagenet:bf16").output().dtype(),
+            DType::kBF16);
+  EXPECT_EQ(parse_transform_spec("normalize:0.5:0.25:f16").output().dtype(), DType::kF16);
+  EXPECT_EQ(parse_transform_spec("totensor:f16").output().dtype(), DType::kF16);
+  EXPECT_EQ(parse_transform_spec("totensor:f32").output().dtype(), DType::kF32);
+  EXPECT_EQ(parse_transform_spec("normalize:imagenet").output().dtype(), DType::kF32);
+  EXPECT_EQ(parse_transform_spec("u8").output().dtype(), DType::kU8);
+  EXPECT_NE(config_error_of("u8:f16").find("'u8:f16'"), std::string::npos);
+  EXPECT_NE(config_error_of("totensor:2").find("precision"), std::string::npos);
+  EXPECT_NE(config_error_of("normalize:imagenet:f8").find("'normalize:imagenet:f8'"),
+            std::string::npos);
+}
+
 TEST(TransformSpecTest, ImageStepAfterTheOutputIsRejected) {
   EXPECT_NE(config_error_of("normalize:imagenet,hflip").find("'hflip'"),
             std::string::npos);

@@ -20,6 +20,8 @@
 //   totensor                           float32 in [0, 1]
 //   normalize:imagenet | normalize:M:S | normalize:M0:M1:M2:S0:S1:S2
 //   u8                                 CHW uint8, unscaled
+// totensor and normalize take a last argument f16 or bf16 for a float16 or
+// bfloat16 output (e.g. normalize:imagenet:bf16); f32 is the default.
 // Example: "rrc:224,hflip,jitter:0.4:0.4:0.4:0.1,normalize:imagenet".
 // An unknown name, a wrong argument count, a bad or non-finite number or an
 // out-of-range value throws ConfigError naming the token. Ranges: sizes and

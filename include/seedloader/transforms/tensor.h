@@ -1,7 +1,9 @@
 // The last step of a transform chain: HWC u8 image -> CHW tensor in a batch slot
 // row, in one pass. ToTensor writes float32 in [0, 1] (pixel / 255), or, given a
 // Normalize, ((pixel / 255) - mean[c]) / std[c] fused into the same pass (one
-// multiply-add per element); or it copies u8 as is (CHW) for models that
+// multiply-add per element), in float32, float16 or bfloat16 (each value computed
+// in float32, then rounded to nearest-even: what torch's .half() / .bfloat16()
+// give for this float32 output); or it copies u8 as is (CHW) for models that
 // normalise on the device. Immutable; safe to share across threads and processes.
 #pragma once
 
@@ -12,6 +14,8 @@
 #include <vector>
 
 #include <opencv2/core.hpp>
+
+#include "seedloader/sample_layout.h"
 
 namespace seedloader {
 
@@ -33,25 +37,37 @@ class Normalize {
 
 class ToTensor {
  public:
-  enum class Output { kFloat32, kUint8 };
+  enum class Output { kFloat32, kUint8, kFloat16, kBFloat16 };
   // float32 in [0, 1].
   ToTensor() = default;
   // float32, normalised.
   explicit ToTensor(Normalize normalize) : normalize_(std::move(normalize)) {}
+  // A floating output (kFloat32, kFloat16 or kBFloat16), normalised when given.
+  // Throws ConfigError for kUint8 (use uint8()).
+  ToTensor(std::optional<Normalize> normalize, Output precision);
   // u8, CHW, unscaled.
   static ToTensor uint8();
 
   Output output() const { return output_; }
+  // The dtype of what write() produces: kF32, kU8, kF16 or kBF16.
+  DType dtype() const;
   const std::optional<Normalize>& normalize() const { return normalize_; }
 
   // REQUIRES: image is CV_8UC(C), out.size() == C * rows * cols, and a Normalize
-  // given has 1 or C entries. Throws DataError otherwise.
+  // given has 1 or C entries; the span's type is dtype()'s. Throws DataError
+  // otherwise.
   void write(const cv::Mat& image, std::span<float> out) const;
-  // REQUIRES: output() == kUint8 and the sizes as above.
+  void write(const cv::Mat& image, std::span<Float16> out) const;
+  void write(const cv::Mat& image, std::span<BFloat16> out) const;
   void write(const cv::Mat& image, std::span<std::uint8_t> out) const;
   std::string describe() const;
 
  private:
+  // The float path, each value converted by `convert` from its float32.
+  template <typename T, typename Convert>
+  void write_planes(const cv::Mat& image, std::span<T> out, Output want,
+                    Convert convert) const;
+
   Output output_ = Output::kFloat32;
   std::optional<Normalize> normalize_;
 };
