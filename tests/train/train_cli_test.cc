@@ -253,9 +253,14 @@ TEST_F(TrainCli, InitAcceptsTheStateDictOfAWrappedModel) {
 // such, not reported as a safetensors header length past the end of the file.
 TEST_F(TrainCli, InitFromATorchSaveFileSaysSoAndHowToConvert) {
   const std::string data = write_regression_data(16);
-  const std::pair<const char*, std::string> files[] = {
-      {"zip.pt", std::string("PK\x03\x04\x14\x00\x00\x00archive/data.pkl", 24)},
-      {"pickle.pt", std::string("\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.", 16)}};
+  // The first bytes of each: a zip local header, and a protocol-2 pickle of the
+  // legacy format's magic number.
+  const std::string zip =
+      std::string("PK\x03\x04") + std::string(4, '\0') + "archive/data.pkl";
+  const std::string pickle = {'\x80', '\x02', '\x8a', '\x0a', 'l', '\xfc', '\x9c', 'F',
+                              '\xf9', ' ',    'j',    '\xa8', 'P', '\x19', '.'};
+  const std::pair<const char*, std::string> files[] = {{"zip.pt", zip},
+                                                       {"pickle.pt", pickle}};
   for (const auto& [name, content] : files) {
     {
       std::ofstream f(path(name), std::ios::binary);
