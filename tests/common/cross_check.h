@@ -8,14 +8,29 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
 
 namespace seedloader::testing_util {
 
 inline bool cross_checks_required() {
   const char* v = std::getenv("SEEDLOADER_REQUIRE_CROSS_CHECKS");
   return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
+// Writes `script` to `name` in the process's temporary directory and runs it
+// with /usr/bin/python3 and `args`, stdout and stderr merged.
+inline CommandResult run_python(const std::string& name, const std::string& script,
+                                const std::string& args = "") {
+  const std::string path = process_temp_dir() + name;
+  {
+    std::ofstream f(path);
+    f << script;
+  }
+  return run_command("/usr/bin/python3 " + path + " " + args + " 2>&1");
 }
 
 }  // namespace seedloader::testing_util

@@ -90,12 +90,7 @@ TEST(ColorJitterTest, HueShiftEqualsTorchvisionsOnEveryColour) {
       "for shift in (0.1, -0.25):\n"
       "    out = np.asarray(F.adjust_hue(img, shift)).reshape(-1).astype(np.uint64)\n"
       "    print(int((out * w).sum(dtype=np.uint64)))\n";
-  const std::string path = testing_util::process_temp_dir() + "hue_check.py";
-  {
-    std::ofstream f(path);
-    f << script;
-  }
-  const auto r = testing_util::run_command("/usr/bin/python3 " + path + " 2>&1");
+  const auto r = testing_util::run_python("hue_check.py", script);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(mine, r.out);
 }

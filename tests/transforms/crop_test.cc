@@ -145,12 +145,7 @@ TEST(CenterCropTest, EqualsTorchvisionsCenterCropForEverySmallCase) {
       "        out.append(str(int((c * (1 + yy * 1000003 + xx * 1009 + cc * "
       "7)).sum())))\n"
       "print('\\n'.join(out))\n";
-  const std::string path = testing_util::process_temp_dir() + "center_crop.py";
-  {
-    std::ofstream f(path);
-    f << script;
-  }
-  const auto r = testing_util::run_command("/usr/bin/python3 " + path + " 2>&1");
+  const auto r = testing_util::run_python("center_crop.py", script);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(mine, r.out);
 }

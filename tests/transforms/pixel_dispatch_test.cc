@@ -22,8 +22,9 @@ TEST(PixelDispatchTest, EveryTransformGivesTheSameBytesAtEveryDispatchLevel) {
   ASSERT_EQ(native.exit_code, 0);
   ASSERT_NE(native.out.find("jitter:0:0:0:0.5 "), std::string::npos) << native.out;
   for (const char* disabled : levels) {
-    const auto r = testing_util::run_command(std::string("OPENCV_CPU_DISABLE=") + disabled +
-                                             " " + SEEDLOADER_PIXEL_DUMP + " 2>/dev/null");
+    const auto r =
+        testing_util::run_command(std::string("OPENCV_CPU_DISABLE=") + disabled + " " +
+                                  SEEDLOADER_PIXEL_DUMP + " 2>/dev/null");
     ASSERT_EQ(r.exit_code, 0) << disabled;
     EXPECT_EQ(r.out, native.out) << "with " << disabled << " disabled";
   }

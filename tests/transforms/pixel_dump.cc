@@ -22,17 +22,6 @@ std::uint64_t hash_pixels(const cv::Mat& m, std::uint64_t h) {
   return h ^ (static_cast<std::uint64_t>(m.rows) << 32 | m.cols);
 }
 
-// Photographs are not gradients: noise exercises every rounding path.
-cv::Mat noise_image(int width, int height, std::uint32_t seed) {
-  cv::Mat image(height, width, CV_8UC3);
-  std::mt19937 gen(seed);
-  for (int y = 0; y < height; ++y) {
-    auto* row = image.ptr<std::uint8_t>(y);
-    for (int i = 0; i < width * 3; ++i) row[i] = static_cast<std::uint8_t>(gen());
-  }
-  return image;
-}
-
 }  // namespace
 
 int main() {
@@ -51,7 +40,8 @@ int main() {
                          "rotate:30",
                          "blur:5:0.1:2"};
   const cv::Mat images[] = {seedloader::testing::gradient_image(97, 83),
-                            noise_image(96, 80, 1), noise_image(131, 67, 2)};
+                            seedloader::testing::noise_image(96, 80, 1),
+                            seedloader::testing::noise_image(131, 67, 2)};
   for (const char* step : steps) {
     const seedloader::Compose chain = parse_transform_spec(step);
     std::uint64_t h = 0xcbf29ce484222325ull;

@@ -1,7 +1,9 @@
 // Small deterministic images and helpers shared by the transform tests.
 #pragma once
 
+#include <cstdint>
 #include <opencv2/core.hpp>
+#include <random>
 
 #include "seedloader/pcg64_stream.h"
 #include "seedloader/seed_sequence.h"
@@ -16,6 +18,18 @@ inline cv::Mat gradient_image(int width, int height) {
       image.at<cv::Vec3b>(y, x) = cv::Vec3b(static_cast<uchar>(x), static_cast<uchar>(y),
                                             static_cast<uchar>(x * 7 + y * 3));
     }
+  }
+  return image;
+}
+
+// Uniform noise from mt19937(seed): photographs are not gradients, and noise
+// exercises every rounding path.
+inline cv::Mat noise_image(int width, int height, std::uint32_t seed) {
+  cv::Mat image(height, width, CV_8UC3);
+  std::mt19937 gen(seed);
+  for (int y = 0; y < height; ++y) {
+    auto* row = image.ptr<std::uint8_t>(y);
+    for (int i = 0; i < width * 3; ++i) row[i] = static_cast<std::uint8_t>(gen());
   }
   return image;
 }

@@ -28,16 +28,6 @@
 namespace seedloader {
 namespace {
 
-cv::Mat noise_image(int width, int height, std::uint32_t seed) {
-  cv::Mat image(height, width, CV_8UC3);
-  std::mt19937 gen(seed);
-  for (int y = 0; y < height; ++y) {
-    auto* row = image.ptr<std::uint8_t>(y);
-    for (int i = 0; i < width * 3; ++i) row[i] = static_cast<std::uint8_t>(gen());
-  }
-  return image;
-}
-
 // A smooth picture with edges: what photographs mostly are.
 cv::Mat scene_image(int width, int height) {
   cv::Mat image = testing::gradient_image(width, height);
@@ -104,8 +94,9 @@ TEST(TorchvisionAgreementTest, EachTransformIsWithinItsStatedBound) {
       {"blur", [](const cv::Mat& m) { return gaussian_blur(m, 5, 1.2); },
        "F.gaussian_blur(img, [5, 5], [1.2, 1.2])", 1},
   };
-  const std::vector<cv::Mat> images = {noise_image(64, 48, 1), scene_image(61, 47),
-                                       noise_image(33, 77, 2)};
+  const std::vector<cv::Mat> images = {testing::noise_image(64, 48, 1),
+                                       scene_image(61, 47),
+                                       testing::noise_image(33, 77, 2)};
   const std::string dir = testing_util::process_temp_dir() + "tv_agree/";
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
   std::ostringstream manifest;

@@ -3,10 +3,10 @@
 // position); each class folder is walked at every depth, following symbolic
 // links, in torchvision's order: directories sorted by path, then the files of
 // each sorted by name. (torchvision also lists .ppm, .pgm, .tif and .tiff, which
-// this loader does not decode: such files are not samples here.) The index is a PathIndex (flat arrays,
-// shared by forked workers); get() reads the file, checks the header against the
-// pixel cap, lets the transform chain plan its crop on the header's size, decodes
-// (at reduced scale when the crop allows) and writes fields
+// this loader does not decode: such files are not samples here.) The index is a PathIndex
+// (flat arrays, shared by forked workers); get() reads the file, checks the header
+// against the pixel cap, lets the transform chain plan its crop on the header's size,
+// decodes (at reduced scale when the crop allows) and writes fields
 //   "image" [C, H, W] (float32 or u8, as the chain's output says) and
 //   "label" int64 scalar.
 // Construction errors: the root missing or not a directory, no class folders, a

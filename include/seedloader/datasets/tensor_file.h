@@ -1,13 +1,11 @@
 // TensorFile: named tensors from a safetensors file, each shaped [N, ...]; sample i
 // is row i of each. Fields are the tensors (all, sorted by name, or those named),
 // each with its row shape; dtypes U8, I32, I64, F32, F64, F16, BF16 (those a
-// SampleLayout holds). Rows are read with pread, straight from the page cache, which forked
-// workers share.
-// Errors: the file's own problems (a malformed or forged header, out-of-range
-// offsets: DataError naming the file) and tensors that disagree
-// on N, are scalars or have another dtype are DataError naming the file and the
-// tensor; an unknown name is a ConfigError.
-// Owns its mapping (in a State defined in tensor_file.cc).
+// SampleLayout holds). Rows are read with pread, straight from the page cache, which
+// forked workers share. Errors: the file's own problems (a malformed or forged header,
+// out-of-range offsets: DataError naming the file) and tensors that disagree on N, are
+// scalars or have another dtype are DataError naming the file and the tensor; an unknown
+// name is a ConfigError. Owns its mapping (in a State defined in tensor_file.cc).
 // Immutable after construction; get() is safe across threads and processes.
 #pragma once
 
