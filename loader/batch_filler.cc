@@ -25,12 +25,12 @@ void read_sample(const FillContext& ctx, std::byte* slot, std::uint64_t i,
   const SampleLayout& layout = ctx.dataset->layout();
   auto* fingerprints = reinterpret_cast<std::uint64_t*>(slot + g.fingerprints);
   auto* lengths = reinterpret_cast<std::uint64_t*>(slot + g.lengths) + i * g.num_fields;
-  for (std::size_t f = 0; f < g.num_fields; ++f) {
+  for (std::size_t f = 0; f < layout.num_fields(); ++f) {
     ptrs[f] = slot + g.field_offset[f] + i * g.field_row_bytes[f];
     lengths[f] = static_cast<std::uint64_t>(layout.field(f).elements());
   }
   fingerprints[i] = rng.fingerprint();
-  SampleWriter writer(layout, ptrs, {lengths, g.num_fields}, index);
+  SampleWriter writer(layout, ptrs, {lengths, layout.num_fields()}, index);
   try {
     ctx.dataset->get(index, rng, writer);
   } catch (const std::bad_alloc&) {
@@ -43,11 +43,12 @@ void read_sample(const FillContext& ctx, std::byte* slot, std::uint64_t i,
 }  // namespace
 
 FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epoch,
-                      std::uint64_t count, Rng& worker_rng, CancelWatch watch) {
+                      std::uint64_t batch, std::uint64_t count, Rng& worker_rng,
+                      CancelWatch watch) {
   FillResult result;
   auto* indices = reinterpret_cast<std::uint64_t*>(slot + ctx.geometry->indices);
   const std::uint64_t n = ctx.dataset->size();
-  std::vector<std::byte*> ptrs(ctx.geometry->num_fields);
+  std::vector<std::byte*> ptrs(ctx.dataset->layout().num_fields());
   for (std::uint64_t i = 0; i < count; ++i) {
     if (watch.cancelled()) {
       result.outcome = FillResult::Outcome::kCancelled;
@@ -94,6 +95,14 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
       result.error_index = static_cast<std::int64_t>(index);
       result.message = "unknown exception from get()";
       return result;
+    }
+  }
+  if (ctx.mixer != nullptr) {
+    try {
+      ctx.mixer->apply(slot, *ctx.geometry, ctx.base_seed, epoch, ctx.rank, batch, count);
+    } catch (const std::exception& e) {
+      result.outcome = FillResult::Outcome::kFailed;
+      result.message = std::string("batch mix: ") + e.what();
     }
   }
   return result;

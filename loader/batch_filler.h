@@ -6,7 +6,8 @@
 // replacement draws from a fresh copy of the original index's stream, so the
 // batch stays the same for every worker count; in kWorker mode it continues the
 // worker's stream. The index array then names the sample actually delivered.
-// Not thread-safe; one call per slot at a time.
+// With a BatchMixer, the filled batch is then mixed (MixUp / CutMix) from the
+// batch's own stream. Not thread-safe; one call per slot at a time.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <string>
 
+#include "loader/batch_mixer.h"
 #include "loader/shared_layout.h"
 #include "seedloader/dataset.h"
 #include "seedloader/loader_options.h"
@@ -27,6 +29,8 @@ struct FillContext {
   SeedScope seeding = SeedScope::kWorker;
   BadSample on_bad_sample = BadSample::kRaise;
   std::uint64_t base_seed = 0;
+  std::uint64_t rank = 0;
+  const BatchMixer* mixer = nullptr;  // set: mix each filled batch
 };
 
 struct FillResult {
@@ -57,10 +61,12 @@ struct CancelWatch {
   std::uint64_t task = 0;
 };
 
-// Fills samples [0, count) of the slot at `slot` from the indices already in it.
+// Fills samples [0, count) of the slot at `slot`, batch `batch` of the epoch,
+// from the indices already in it.
 // worker_rng: the worker stream (used in kWorker mode). The fill stops
 // (kCancelled) between samples once `watch` says the task was abandoned.
 FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epoch,
-                      std::uint64_t count, Rng& worker_rng, CancelWatch watch);
+                      std::uint64_t batch, std::uint64_t count, Rng& worker_rng,
+                      CancelWatch watch);
 
 }  // namespace seedloader

@@ -114,7 +114,7 @@ class Engine::InThreadMode final : public Engine::Mode {
 
   std::uint32_t complete(int slot, std::uint64_t) override {
     SlotHeader& h = e_.header(slot);
-    FillResult r = fill_batch(e_.fill_, e_.data(slot), e_.epoch_, h.count, *rng_,
+    FillResult r = fill_batch(e_.fill_, e_.data(slot), e_.epoch_, h.batch, h.count, *rng_,
                               CancelWatch::never());
     h.skipped = r.skipped;
     if (r.outcome == FillResult::Outcome::kFailed) {
@@ -201,7 +201,10 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
     : dataset_(dataset),
       options_(resolved(dataset, std::move(options))),
       mode_(make_mode(*this)),
-      layout_(dataset.layout()),
+      mixer_(options_.mix.enabled() ? std::optional<BatchMixer>(
+                                          std::in_place, options_.mix, dataset.layout())
+                                    : std::nullopt),
+      layout_(mixer_ ? mixer_->layout() : dataset.layout()),
       base_seed_(*options_.seed),
       sampler_(make_sampler(dataset.size(), options_, base_seed_)),
       num_batches_(
@@ -224,6 +227,8 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
   fill_.seeding = options_.seeding;
   fill_.on_bad_sample = options_.on_bad_sample;
   fill_.base_seed = base_seed_;
+  fill_.rank = options_.rank;
+  fill_.mixer = mixer_ ? &*mixer_ : nullptr;
   slots_.resize(region_layout_.num_slots());
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "loader/batch_filler.h"
+#include "loader/batch_mixer.h"
 #include "loader/shared_layout.h"
 #include "loader/shared_region.h"
 #include "loader/slot_owner.h"
@@ -104,7 +105,8 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
 
   const Dataset& dataset_;
   LoaderOptions options_;
-  std::unique_ptr<Mode> mode_;  // before region_layout_, which asks it for rings
+  std::unique_ptr<Mode> mode_;       // before region_layout_, which asks it for rings
+  std::optional<BatchMixer> mixer_;  // before layout_, which it extends
   SampleLayout layout_;
   std::uint64_t base_seed_;
   std::unique_ptr<Sampler> sampler_;

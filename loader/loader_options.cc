@@ -1,6 +1,8 @@
 #include "seedloader/loader_options.h"
 
+#include <cmath>
 #include <string>
+#include <utility>
 
 #include "seedloader/error.h"
 
@@ -9,6 +11,8 @@ namespace seedloader {
 namespace {
 constexpr int kMaxWorkers = 1024;
 constexpr int kMaxPrefetch = 1024;
+// Soft targets take num_classes floats per sample.
+constexpr std::int64_t kMaxClasses = std::int64_t{1} << 24;
 
 [[noreturn]] void fail(const std::string& what) {
   throw ConfigError("LoaderOptions: " + what);
@@ -32,6 +36,21 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
   }
   if (o.timeout.count() < 0) fail("timeout must not be negative");
   if (dataset_size == 0) fail("the dataset is empty");
+  const BatchMix& m = o.mix;
+  for (const auto& [name, alpha] : {std::pair{"mixup_alpha", m.mixup_alpha},
+                                    std::pair{"cutmix_alpha", m.cutmix_alpha}}) {
+    if (!std::isfinite(alpha) || alpha < 0.0) {
+      fail(std::string(name) + " must be a finite number >= 0 (0: off), got " +
+           std::to_string(alpha));
+    }
+  }
+  if (!(m.cutmix_prob >= 0.0 && m.cutmix_prob <= 1.0)) {
+    fail("cutmix_prob must be in [0, 1], got " + std::to_string(m.cutmix_prob));
+  }
+  if (m.enabled() && (m.num_classes < 1 || m.num_classes > kMaxClasses)) {
+    fail("num_classes must be in [1, " + std::to_string(kMaxClasses) +
+         "] for MixUp or CutMix, got " + std::to_string(m.num_classes));
+  }
 }
 
 }  // namespace seedloader

@@ -87,7 +87,7 @@ void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
     }
     const std::uint64_t t0 = now_ns();
     std::byte* data = c.region->base() + layout.data(s);
-    FillResult r = fill_batch(c.fill, data, h.epoch, h.count, rng,
+    FillResult r = fill_batch(c.fill, data, h.epoch, h.batch, h.count, rng,
                               CancelWatch::on_change(control.generation, h.generation));
     stats.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);
     h.skipped = r.skipped;

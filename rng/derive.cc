@@ -21,6 +21,11 @@ std::vector<std::uint64_t> sample_key(std::uint64_t epoch, std::uint64_t index) 
   return {static_cast<std::uint64_t>(StreamPurpose::kSample), epoch, index};
 }
 
+std::vector<std::uint64_t> batch_key(std::uint64_t epoch, std::uint64_t rank,
+                                     std::uint64_t batch) {
+  return {static_cast<std::uint64_t>(StreamPurpose::kBatch), epoch, rank, batch};
+}
+
 Pcg64Stream stream_for_key(std::uint64_t base_seed,
                            const std::vector<std::uint64_t>& key) {
   return Pcg64Stream(SeedSequence(base_seed, key));
@@ -38,6 +43,11 @@ Pcg64Stream worker_stream(std::uint64_t base_seed, std::uint64_t epoch,
 Pcg64Stream sample_stream(std::uint64_t base_seed, std::uint64_t epoch,
                           std::uint64_t index) {
   return stream_for_key(base_seed, sample_key(epoch, index));
+}
+
+Pcg64Stream batch_stream(std::uint64_t base_seed, std::uint64_t epoch, std::uint64_t rank,
+                         std::uint64_t batch) {
+  return stream_for_key(base_seed, batch_key(epoch, rank, batch));
 }
 
 std::uint64_t draw_base_seed(const std::string& who) {

@@ -1,5 +1,7 @@
 #include "seedloader/random.h"
 
+#include <algorithm>
+
 namespace seedloader {
 namespace {
 
@@ -70,6 +72,53 @@ double normal(Rng& rng) {
     double v = 2.0 * uniform_double(rng) - 1.0;
     double s = u * u + v * v;
     if (s > 0.0 && s < 1.0) return u * std::sqrt(-2.0 * std::log(s) / s);
+  }
+}
+
+double standard_gamma(Rng& rng, double shape) {
+  if (shape < 1.0) {
+    // Gamma(shape) = Gamma(shape + 1) * U^(1/shape).
+    const double u = uniform_double(rng);
+    return standard_gamma(rng, shape + 1.0) * std::pow(u, 1.0 / shape);
+  }
+  const double d = shape - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x;
+    double v;
+    do {
+      x = normal(rng);
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = uniform_double(rng);
+    if (u < 1.0 - 0.0331 * (x * x) * (x * x)) return d * v;
+    if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
+
+double beta(Rng& rng, double a, double b) {
+  if (a > 1.0 || b > 1.0) {
+    const double ga = standard_gamma(rng, a);
+    const double gb = standard_gamma(rng, b);
+    return ga / (ga + gb);
+  }
+  for (;;) {
+    const double u = uniform_double(rng);
+    const double v = uniform_double(rng);
+    const double x = std::pow(u, 1.0 / a);
+    const double y = std::pow(v, 1.0 / b);
+    const double sum = x + y;
+    if (sum <= 1.0 && u + v > 0.0) {
+      if (sum > 0.0) return x / sum;
+      // Both powers underflowed: the same ratio in logarithms.
+      double log_x = std::log(u) / a;
+      double log_y = std::log(v) / b;
+      const double log_max = std::max(log_x, log_y);
+      log_x -= log_max;
+      log_y -= log_max;
+      return std::exp(log_x - std::log(std::exp(log_x) + std::exp(log_y)));
+    }
   }
 }
 

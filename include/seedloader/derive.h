@@ -4,6 +4,7 @@
 //   sampler shuffle   (0, epoch)
 //   worker stream     (1, epoch, rank, worker)
 //   per-sample stream (2, epoch, sample_index)
+//   batch stream      (3, epoch, rank, batch_index)  (MixUp / CutMix)
 // In numpy: PCG64(SeedSequence(base, spawn_key=KEY)) gives the same stream.
 #pragma once
 
@@ -15,18 +16,27 @@
 
 namespace seedloader {
 
-enum class StreamPurpose : std::uint64_t { kShuffle = 0, kWorker = 1, kSample = 2 };
+enum class StreamPurpose : std::uint64_t {
+  kShuffle = 0,
+  kWorker = 1,
+  kSample = 2,
+  kBatch = 3
+};
 
 std::vector<std::uint64_t> shuffle_key(std::uint64_t epoch);
 std::vector<std::uint64_t> worker_key(std::uint64_t epoch, std::uint64_t rank,
                                       std::uint64_t worker);
 std::vector<std::uint64_t> sample_key(std::uint64_t epoch, std::uint64_t index);
+std::vector<std::uint64_t> batch_key(std::uint64_t epoch, std::uint64_t rank,
+                                     std::uint64_t batch);
 
 Pcg64Stream shuffle_stream(std::uint64_t base_seed, std::uint64_t epoch);
 Pcg64Stream worker_stream(std::uint64_t base_seed, std::uint64_t epoch,
                           std::uint64_t rank, std::uint64_t worker);
 Pcg64Stream sample_stream(std::uint64_t base_seed, std::uint64_t epoch,
                           std::uint64_t index);
+Pcg64Stream batch_stream(std::uint64_t base_seed, std::uint64_t epoch, std::uint64_t rank,
+                         std::uint64_t batch);
 Pcg64Stream stream_for_key(std::uint64_t base_seed,
                            const std::vector<std::uint64_t>& key);
 

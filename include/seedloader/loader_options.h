@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 
+#include "seedloader/batch_mix.h"
 #include "seedloader/sampler.h"
 
 namespace seedloader {
@@ -41,6 +42,9 @@ struct LoaderOptions {
   std::uint64_t world_size = 1;  // > 1: DistributedSampler shards the dataset
   SeedScope seeding = SeedScope::kWorker;
   BadSample on_bad_sample = BadSample::kRaise;
+  // MixUp / CutMix over each batch, with soft targets (batch_mix.h); off unless
+  // an alpha is set.
+  BatchMix mix;
   // A batch not delivered within this time is a TimeoutError naming the worker;
   // zero waits indefinitely (a dead worker is still detected).
   std::chrono::milliseconds timeout{0};

@@ -7,7 +7,10 @@
 //   interval(rng, max)   == numpy's random_interval (masked rejection), which
 //                           Generator.shuffle and permutation use
 //   shuffle(rng, span)   == Generator(...).shuffle(array) / permutation(n)
-// normal() is a Marsaglia polar method, not numpy's ziggurat.
+//   beta(rng, a, b)      == Generator(...).beta(a, b)  for a <= 1 and b <= 1
+// normal() is a Marsaglia polar method, not numpy's ziggurat, so beta() with a
+// shape above 1 (gamma variates, which numpy draws with its ziggurat) follows
+// numpy's algorithm but not its draws.
 #pragma once
 
 #include <cmath>
@@ -46,6 +49,14 @@ inline bool bernoulli(Rng& rng, double p) { return uniform_double(rng) < p; }
 
 // A standard normal deviate.
 double normal(Rng& rng);
+
+// A Gamma(shape, 1) variate: Marsaglia and Tsang's method (shape >= 1), boosted
+// by U^(1/shape) below 1. REQUIRES: shape > 0.
+double standard_gamma(Rng& rng, double shape);
+
+// A Beta(a, b) variate in [0, 1]: Johnk's algorithm when a, b <= 1 (numpy's,
+// draw for draw), else the ratio of two gamma variates. REQUIRES: a, b > 0.
+double beta(Rng& rng, double a, double b);
 
 // Fisher-Yates shuffle in place, from the last element down.
 template <typename T>

@@ -89,6 +89,12 @@ class DataLoader:
     format: "torch" (default when torch imports) or "numpy".
     pin_memory: register the shared slots with CUDA once (default: when torch sees
       a GPU), so .to("cuda", non_blocking=True) copies asynchronously.
+    mixup_alpha, cutmix_alpha: > 0 mixes each batch in the worker as torchvision's
+      transforms.v2 MixUp / CutMix do (each sample with the one before it), lam ~
+      Beta(alpha, alpha) from the batch's own stream (seed, epoch, rank, batch);
+      with both on, a batch gets CutMix with probability cutmix_prob (0.5). The
+      batch gains "target": float32 [batch, num_classes] soft labels ("label" is
+      kept); its "image" must be a float output for MixUp (CutMix takes uint8).
 
     Batches are dicts {field: tensor} over the shared slot, valid for as long as
     you keep them; the slot is refilled once every tensor of the batch is freed.
@@ -104,7 +110,8 @@ class DataLoader:
                  drop_last=False, persistent_workers=False, prefetch_factor=None,
                  timeout=0, worker_init_fn=None, seed=None, seeding="worker",
                  on_bad_sample="raise", rank=None, world_size=None, format=None,
-                 pin_memory=None, order="numpy"):
+                 pin_memory=None, order="numpy", mixup_alpha=0.0, cutmix_alpha=0.0,
+                 cutmix_prob=0.5, num_classes=None):
         if rank is None or world_size is None:
             found_rank, found_size, source = distributed_context()
             rank = found_rank if rank is None else rank
@@ -134,7 +141,9 @@ class DataLoader:
                           persistent_workers=persistent_workers, rank=self.rank,
                           world_size=self.world_size, seeding=seeding,
                           on_bad_sample=on_bad_sample, timeout=float(timeout),
-                          worker_init_fn=worker_init_fn, format=format)
+                          worker_init_fn=worker_init_fn, format=format,
+                          mix=(float(mixup_alpha), float(cutmix_alpha), float(cutmix_prob),
+                               0 if num_classes is None else int(num_classes)))
         self._core = _core.Loader(seed=seed, **self._args)
         self._resume = None      # (epoch, batch) the next iteration starts at
         self._yielded = 0        # batches delivered in the current epoch

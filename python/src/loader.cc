@@ -15,6 +15,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <malloc.h>
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "python/src/arrays.h"
@@ -107,6 +109,9 @@ struct BatchHolder {
   nb::object loader_ref;
 };
 
+// (mixup_alpha, cutmix_alpha, cutmix_prob, num_classes): LoaderOptions::mix.
+using MixArgs = std::tuple<double, double, double, std::int64_t>;
+
 class Loader {
  public:
   Loader(nb::object dataset, std::uint64_t batch_size, int num_workers, int prefetch,
@@ -114,7 +119,7 @@ class Loader {
          bool drop_last, bool persistent_workers, std::uint64_t rank,
          std::uint64_t world_size, const std::string& seeding,
          const std::string& on_bad_sample, double timeout_s, nb::object worker_init_fn,
-         const std::string& format)
+         const std::string& format, const MixArgs& mix)
       : dataset_ref_(std::move(dataset)),
         worker_init_fn_(std::move(worker_init_fn)),
         format_(format_of(format)) {
@@ -136,6 +141,8 @@ class Loader {
     o.seeding = seeding_of(seeding);
     o.on_bad_sample = bad_sample_of(on_bad_sample);
     o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000.0));
+    std::tie(o.mix.mixup_alpha, o.mix.cutmix_alpha, o.mix.cutmix_prob,
+             o.mix.num_classes) = mix;
     fork_->runs_python =
         nb::isinstance<PythonDataset>(dataset_ref_) || !worker_init_fn_.is_none();
     fork_->worker_init_fn = worker_init_fn_.is_none() ? nullptr : worker_init_fn_.ptr();
@@ -229,13 +236,13 @@ void bind_loader(nb::module_& m) {
       .def(nb::init<nb::object, std::uint64_t, int, int, bool, const std::string&,
                     std::optional<std::uint64_t>, bool, bool, std::uint64_t,
                     std::uint64_t, const std::string&, const std::string&, double,
-                    nb::object, const std::string&>(),
+                    nb::object, const std::string&, const MixArgs&>(),
            nb::arg("dataset"), nb::arg("batch_size"), nb::arg("num_workers"),
            nb::arg("prefetch"), nb::arg("shuffle"), nb::arg("order"),
            nb::arg("seed").none(), nb::arg("drop_last"), nb::arg("persistent_workers"),
            nb::arg("rank"), nb::arg("world_size"), nb::arg("seeding"),
            nb::arg("on_bad_sample"), nb::arg("timeout"), nb::arg("worker_init_fn").none(),
-           nb::arg("format"))
+           nb::arg("format"), nb::arg("mix"))
       .def("next", [](nb::handle self) { return nb::cast<Loader&>(self).next(self); })
       .def("stop", &Loader::stop)
       .def("close", &Loader::close)

@@ -87,6 +87,36 @@ def test_half_and_bfloat16_outputs_are_the_float32_batches_rounded():
         batches("normalize:imagenet:bf16", "numpy")
 
 
+def test_mixup_and_cutmix_give_soft_targets_mixed_like_the_images():
+    def batches(**mix):
+        loader = sl.DataLoader(sl.Synthetic(40, 6, 6, 3, transform="totensor"),
+                               batch_size=8, num_workers=2, shuffle=True, seed=3, **mix)
+        return [{k: v.clone() for k, v in b.items()} for b in loader]
+    plain = batches()
+    mixed = batches(mixup_alpha=0.4, num_classes=10)
+    assert len(plain) == len(mixed) == 5
+    for p, m in zip(plain, mixed):
+        assert torch.equal(p["label"], m["label"])
+        t = m["target"]
+        assert t.dtype == torch.float32 and t.shape == (8, 10)
+        assert torch.allclose(t.sum(1), torch.ones(8))
+        # lam from a sample whose neighbour has another label, then the images.
+        i = next(i for i in range(8) if p["label"][i] != p["label"][i - 1])
+        lam = float(t[i, p["label"][i]])
+        want = p["image"] * lam + p["image"].roll(1, 0) * (1 - lam)
+        assert torch.allclose(m["image"], want, atol=1e-6)
+    cut = batches(cutmix_alpha=1.0, num_classes=10)
+    for p, c in zip(plain, cut):
+        changed = (c["image"] != p["image"]).any(1)  # [batch, H, W]: the pasted box
+        from_previous = (c["image"] == p["image"].roll(1, 0)).all(1)
+        assert torch.all(from_previous[changed])
+    with pytest.raises(sl.ConfigError, match="MixUp needs a floating image field"):
+        sl.DataLoader(sl.Synthetic(8, 4, 4, 1, transform="u8"), batch_size=4,
+                      mixup_alpha=0.2, num_classes=10)
+    with pytest.raises(sl.ConfigError, match="num_classes"):
+        sl.DataLoader(sl.Synthetic(8, 4, 4, 1), batch_size=4, cutmix_alpha=1.0)
+
+
 def test_a_kept_batch_keeps_its_slot_and_bytes():
     loader = sl.DataLoader(sl.Synthetic(64, 8, 8, 3), batch_size=4, num_workers=2,
                            prefetch_factor=2, seed=3)
