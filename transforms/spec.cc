@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "seedloader/error.h"
+#include "transforms/auto_augment.h"
 #include "transforms/blur.h"
 #include "transforms/color_jitter.h"
 #include "transforms/crop.h"
@@ -134,6 +135,16 @@ std::unique_ptr<Transform> image_step(const Step& s) {
     s.want_args(1, 1);
     return std::make_unique<RandomRotation>(s.number(0));
   }
+  if (n == "trivialaugment") {
+    s.want_args(0, 1);
+    return std::make_unique<TrivialAugmentWide>(s.args() == 1 ? s.integer(0) : 31);
+  }
+  if (n == "randaugment") {
+    s.want_args(0, 3);
+    return std::make_unique<RandAugment>(s.args() >= 1 ? s.integer(0) : 2,
+                                         s.args() >= 2 ? s.integer(1) : 9,
+                                         s.args() == 3 ? s.integer(2) : 31);
+  }
   if (n == "blur") {
     s.want_args(3, 3);
     return std::make_unique<GaussianBlur>(s.integer(0), s.number(1), s.number(2));
@@ -200,7 +211,8 @@ Compose parse_transform_spec(std::string_view spec) {
       if (!t) {
         step.fail("unknown transform '" + std::string(step.name()) +
                   "' (the steps are rrc, crop, centercrop, resize, hflip, vflip, jitter, "
-                  "rotate, blur, erase, then one of totensor, normalize, u8)");
+                  "rotate, blur, erase, trivialaugment, randaugment, then one of "
+                  "totensor, normalize, u8)");
       }
       steps.push_back(std::move(t));
     } catch (const ConfigError& e) {

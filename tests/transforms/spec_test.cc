@@ -60,7 +60,7 @@ TEST(TransformSpecTest, UnknownNameIsConfigErrorNamingTheToken) {
       names.push_back(word);
     at = end + 1;
   }
-  EXPECT_EQ(names.size(), 13u) << list;
+  EXPECT_EQ(names.size(), 15u) << list;
   for (const std::string& name : names) {
     EXPECT_EQ(config_error_of(name).find("unknown transform"), std::string::npos) << name;
   }
@@ -159,6 +159,34 @@ TEST(TransformSpecTest, ImageStepAfterTheOutputIsRejected) {
             std::string::npos);
   EXPECT_NE(config_error_of("totensor,u8").find("'u8'"), std::string::npos);
   EXPECT_NE(config_error_of("hflip,,vflip").find("empty step"), std::string::npos);
+}
+
+TEST(TransformSpecTest, AugmentPolicyTokensTakeTorchvisionsDefaults) {
+  const Compose chain = parse_transform_spec(
+      "trivialaugment,trivialaugment:11,randaugment,randaugment:3,randaugment:1:4,"
+      "randaugment:2:14:15,u8");
+  ASSERT_EQ(chain.steps().size(), 6u);
+  EXPECT_EQ(chain.steps()[0]->describe(), "TrivialAugmentWide(num_magnitude_bins=31)");
+  EXPECT_EQ(chain.steps()[1]->describe(), "TrivialAugmentWide(num_magnitude_bins=11)");
+  EXPECT_EQ(chain.steps()[2]->describe(),
+            "RandAugment(num_ops=2, magnitude=9, num_magnitude_bins=31)");
+  EXPECT_EQ(chain.steps()[3]->describe(),
+            "RandAugment(num_ops=3, magnitude=9, num_magnitude_bins=31)");
+  EXPECT_EQ(chain.steps()[5]->describe(),
+            "RandAugment(num_ops=2, magnitude=14, num_magnitude_bins=15)");
+}
+
+TEST(TransformSpecTest, BadAugmentPolicyTokensAreConfigErrorsNamingTheToken) {
+  for (const char* spec : {"trivialaugment:1", "trivialaugment:1025", "trivialaugment:x",
+                           "trivialaugment:3:4", "randaugment:-1", "randaugment:17",
+                           "randaugment:2:31", "randaugment:2:-1", "randaugment:2:9:1",
+                           "randaugment:2:9:31:1", "randaugment:2.5"}) {
+    const std::string what = config_error_of(spec);
+    EXPECT_NE(what.find(std::string("'") + spec + "'"), std::string::npos)
+        << spec << ": " << what;
+  }
+  EXPECT_NE(config_error_of("randaugment:2:31").find("magnitude must be in [0, 30]"),
+            std::string::npos);
 }
 
 }  // namespace

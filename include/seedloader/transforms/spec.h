@@ -16,6 +16,9 @@
 //   blur:K:SMIN:SMAX                   GaussianBlur, odd kernel K, sigma ~ U(SMIN, SMAX)
 //   erase[:P[:SMIN:SMAX[:RMIN:RMAX[:V]]]]  RandomErasing, P = 0.5, scale 0.02..0.33,
 //                                      ratio 0.3..3.3, fill V in pixel units (0)
+//   trivialaugment[:BINS]              TrivialAugmentWide, BINS = 31 (2..1024)
+//   randaugment[:N[:M[:BINS]]]         RandAugment, N = 2 ops (0..16) at bin M = 9
+//                                      of BINS = 31 (0 <= M < BINS)
 // Output (at most one, after every image step; default float32 in [0, 1]):
 //   totensor                           float32 in [0, 1]
 //   normalize:imagenet | normalize:M:S | normalize:M0:M1:M2:S0:S1:S2
