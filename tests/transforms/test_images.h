@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
 #include <random>
 
 #include "seedloader/pcg64_stream.h"
@@ -31,6 +32,15 @@ inline cv::Mat noise_image(int width, int height, std::uint32_t seed) {
     auto* row = image.ptr<std::uint8_t>(y);
     for (int i = 0; i < width * 3; ++i) row[i] = static_cast<std::uint8_t>(gen());
   }
+  return image;
+}
+
+// A smooth picture with edges: what photographs mostly are.
+inline cv::Mat scene_image(int width, int height) {
+  cv::Mat image = gradient_image(width, height);
+  cv::circle(image, {width / 3, height / 2}, height / 4, cv::Scalar(250, 40, 90), -1);
+  cv::rectangle(image, {width / 2, 2}, {width - 3, height / 3}, cv::Scalar(10, 200, 30),
+                -1);
   return image;
 }
 

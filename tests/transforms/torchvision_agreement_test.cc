@@ -28,15 +28,6 @@
 namespace seedloader {
 namespace {
 
-// A smooth picture with edges: what photographs mostly are.
-cv::Mat scene_image(int width, int height) {
-  cv::Mat image = testing::gradient_image(width, height);
-  cv::circle(image, {width / 3, height / 2}, height / 4, cv::Scalar(250, 40, 90), -1);
-  cv::rectangle(image, {width / 2, 2}, {width - 3, height / 3}, cv::Scalar(10, 200, 30),
-                -1);
-  return image;
-}
-
 struct Case {
   const char* name;
   std::function<cv::Mat(const cv::Mat&)> ours;
@@ -95,7 +86,7 @@ TEST(TorchvisionAgreementTest, EachTransformIsWithinItsStatedBound) {
        "F.gaussian_blur(img, [5, 5], [1.2, 1.2])", 1},
   };
   const std::vector<cv::Mat> images = {testing::noise_image(64, 48, 1),
-                                       scene_image(61, 47),
+                                       testing::scene_image(61, 47),
                                        testing::noise_image(33, 77, 2)};
   const std::string dir = testing_util::process_temp_dir() + "tv_agree/";
   ASSERT_EQ(std::system(("mkdir -p " + dir).c_str()), 0);
