@@ -21,6 +21,7 @@ TEST(PixelDispatchTest, EveryTransformGivesTheSameBytesAtEveryDispatchLevel) {
   const auto native = testing_util::run_command(std::string(SEEDLOADER_PIXEL_DUMP));
   ASSERT_EQ(native.exit_code, 0);
   ASSERT_NE(native.out.find("jitter:0:0:0:0.5 "), std::string::npos) << native.out;
+  ASSERT_NE(native.out.find("randaugment:4:30:31 "), std::string::npos) << native.out;
   for (const char* disabled : levels) {
     const auto r =
         testing_util::run_command(std::string("OPENCV_CPU_DISABLE=") + disabled + " " +

@@ -38,7 +38,11 @@ int main() {
                          "jitter:0.4:0.4:0.4:0",
                          "jitter:0:0:0:0.5",
                          "rotate:30",
-                         "blur:5:0.1:2"};
+                         "blur:5:0.1:2",
+                         "trivialaugment",
+                         "trivialaugment:5",
+                         "randaugment",
+                         "randaugment:4:30:31"};
   const cv::Mat images[] = {seedloader::testing::gradient_image(97, 83),
                             seedloader::testing::noise_image(96, 80, 1),
                             seedloader::testing::noise_image(131, 67, 2)};
