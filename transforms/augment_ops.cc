@@ -213,7 +213,9 @@ cv::Mat apply_augment_op(const cv::Mat& image, AugmentOp op, double magnitude) {
       if (image.cols <= 2 || image.rows <= 2) return image.clone();
       return blend_f32(image, sharpness_blur(image), 1.0 + magnitude);
     case AugmentOp::kPosterize:
-      return posterize(image, std::clamp(static_cast<int>(magnitude), 0, 8));
+      // int(magnitude), kept to the bits there are (NaN keeps none).
+      return posterize(image,
+                       magnitude >= 0 ? static_cast<int>(std::min(magnitude, 8.0)) : 0);
     case AugmentOp::kSolarize:
       return solarize(image, magnitude);
     case AugmentOp::kAutoContrast:
