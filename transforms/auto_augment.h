@@ -7,7 +7,9 @@
 //     the fixed bin M.
 // Magnitude tables are torchvision's float32 torch.linspace values, bit for bit
 // (see torch_linspace_at); RandAugment's translation is 150/331 of the image's
-// width or height. Immutable; safe to share across threads and processes.
+// width or height. Each op applied is logged as <step>.op (its index above) and
+// <step>.magnitude (signed), with step "trivialaugment" or "randaugment".
+// Immutable; safe to share across threads and processes.
 #pragma once
 
 #include "transforms/augment_ops.h"
