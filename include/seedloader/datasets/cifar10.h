@@ -1,12 +1,21 @@
-// Cifar10: the CIFAR-10 binary format — data_batch_1.bin .. data_batch_5.bin
-// (train) or test_batch.bin (test), each a run of 3073-byte records: one label
-// byte, then 3072 pixel bytes (1024 R, 1024 G, 1024 B, rows top to bottom).
-// The files are mapped read-only (page cache pages, shared by forked workers).
+// Cifar10: CIFAR-10 in either of its published layouts, found under `dir`:
+//  - binary (cifar-10-batches-bin): data_batch_1.bin .. data_batch_5.bin (train)
+//    or test_batch.bin (test), each a run of 3073-byte records: one label byte,
+//    then 3072 pixel bytes (1024 R, 1024 G, 1024 B, rows top to bottom);
+//  - pickled, as torchvision downloads it (cifar-10-batches-py): data_batch_1 ..
+//    data_batch_5 or test_batch, Python 2 pickles of {data: N x 3072 uint8 rows
+//    laid out as above, labels, ...}, and batches.meta; read by the strict
+//    reader of loader/datasets/cifar_pickle.h, never by a general unpickler.
+// `dir` is that folder itself or the folder holding it (the bin layout wins
+// when both are there). Samples are read with pread per row, so the page cache
+// is shared by forked workers and a file truncated in use is a DataError.
 // Fields: "image" [3, H, W] from the transform chain (empty chain: 3x32x32
 // float32 in [0, 1]), "label" int64.
-// A missing file or a size not a multiple of 3073 is a DataError naming the file;
-// a label byte above 9 is a DataError naming the file and sample.
-// Owns its mappings and transform chain (in a State defined in cifar10.cc).
+// A folder in neither layout is a DataError saying which layouts are accepted;
+// a missing file, a binary size not a multiple of 3073, or a pickle other than
+// the published structure is a DataError naming the file (and byte offset); a
+// label above 9 is a DataError naming the file and sample.
+// Owns its descriptors and transform chain (in a State defined in cifar10.cc).
 // Immutable after construction; get() is safe across threads and processes.
 #pragma once
 
