@@ -7,6 +7,7 @@
 // tests need. Used by the dataset tests and the fuzz corpus generator.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>

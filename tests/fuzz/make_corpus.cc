@@ -20,6 +20,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include "loader/datasets/safetensors.h"
+#include "tests/datasets/cifar_pickle_writer.h"
 
 namespace {
 
@@ -206,6 +207,14 @@ void cifar() {
   two.insert(two.end(), one.begin(), one.end());
   two[3073] = 9;
   put(t, "test_batch_2", two);  // even size: the float chain
+  // The pickled layout (cifar-10-batches-py), as Python 2's cPickle wrote it.
+  seedloader::testing::CifarPickleOptions o;
+  o.rows = 1;
+  put(t, "pickled_test_batch_1", seedloader::testing::cifar_pickle_batch(o));
+  o.rows = 2;
+  o.first = 5;
+  put(t, "pickled_test_batch_2", seedloader::testing::cifar_pickle_batch(o));
+  put(t, "pickled_batches_meta", seedloader::testing::cifar_pickle_meta());
 }
 
 void texts() {
