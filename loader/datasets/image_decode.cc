@@ -1,6 +1,7 @@
 #include "loader/datasets/image_decode.h"
 
 #include "loader/datasets/jpeg_region.h"
+#include "loader/datasets/pnm_tiff.h"
 
 #include <turbojpeg.h>
 #include <webp/decode.h>
@@ -58,6 +59,10 @@ const char* format_name(ImageFormat f) {
       return "PNG";
     case ImageFormat::kBmp:
       return "BMP";
+    case ImageFormat::kPnm:
+      return "PNM";
+    case ImageFormat::kTiff:
+      return "TIFF";
     default:
       return "WebP";
   }
@@ -157,8 +162,11 @@ bool is_image_extension(std::string_view ext) {
   if (!lower.empty() && lower[0] == '.') lower.erase(0, 1);
   for (char& c : lower)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower == "jpg" || lower == "jpeg" || lower == "png" || lower == "bmp" ||
-         lower == "webp";
+  for (const char* known :
+       {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp"}) {
+    if (lower == known) return true;
+  }
+  return false;
 }
 
 ImageHeader probe_image(std::span<const std::uint8_t> b, std::uint64_t max_pixels) {
@@ -189,8 +197,19 @@ ImageHeader probe_image(std::span<const std::uint8_t> b, std::uint64_t max_pixel
              std::memcmp(&b[8], "WEBP", 4) == 0) {
     h.format = ImageFormat::kWebp;
     probe_webp(b, h);
+  } else if (is_pnm(b)) {
+    h.format = ImageFormat::kPnm;
+    const cv::Size size = probe_pnm(b);
+    h.width = size.width;
+    h.height = size.height;
+  } else if (is_tiff(b)) {
+    h.format = ImageFormat::kTiff;
+    const cv::Size size = probe_tiff(b);
+    h.width = size.width;
+    h.height = size.height;
   } else {
-    throw DataError("not an image: unknown signature (JPEG, PNG, BMP, WebP expected)");
+    throw DataError(
+        "not an image: unknown signature (JPEG, PNG, BMP, WebP, PNM or TIFF expected)");
   }
   if (h.width <= 0 || h.height <= 0) {
     throw DataError(std::string(format_name(h.format)) + " header gives a zero size");
@@ -227,20 +246,27 @@ cv::Mat decode_image(std::span<const std::uint8_t> b, const ImageHeader& h, int 
   if (h.format == ImageFormat::kJpeg) return decode_jpeg(b, h, reduction, channels);
   if (h.format == ImageFormat::kPng) check_png_chunks(b);
   if (h.format == ImageFormat::kWebp) check_webp_features(b);
-  const cv::Mat raw(1, static_cast<int>(b.size()), CV_8UC1,
-                    const_cast<std::uint8_t*>(b.data()));
+  const bool pil_pixels = h.format == ImageFormat::kPnm || h.format == ImageFormat::kTiff;
   cv::Mat image;
-  try {
-    image = cv::imdecode(raw, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
-  } catch (const cv::Exception& e) {
-    // OpenCV asserts on some headers (e.g. a BMP height above its own limit)
-    // instead of returning an empty image.
-    throw DataError(std::string("corrupt ") + format_name(h.format) +
-                    ": OpenCV refuses it: " + e.err);
-  }
-  if (image.empty()) {
-    throw DataError(std::string("corrupt ") + format_name(h.format) +
-                    ": OpenCV cannot decode it");
+  if (h.format == ImageFormat::kPnm) {
+    image = decode_pnm(b, channels);
+  } else if (h.format == ImageFormat::kTiff) {
+    image = decode_tiff(b, channels);
+  } else {
+    const cv::Mat raw(1, static_cast<int>(b.size()), CV_8UC1,
+                      const_cast<std::uint8_t*>(b.data()));
+    try {
+      image = cv::imdecode(raw, channels == 1 ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
+    } catch (const cv::Exception& e) {
+      // OpenCV asserts on some headers (e.g. a BMP height above its own limit)
+      // instead of returning an empty image.
+      throw DataError(std::string("corrupt ") + format_name(h.format) +
+                      ": OpenCV refuses it: " + e.err);
+    }
+    if (image.empty()) {
+      throw DataError(std::string("corrupt ") + format_name(h.format) +
+                      ": OpenCV cannot decode it");
+    }
   }
   if (image.cols != h.width || image.rows != h.height) {
     throw DataError(std::string(format_name(h.format)) + " decoded to " +
@@ -248,7 +274,7 @@ cv::Mat decode_image(std::span<const std::uint8_t> b, const ImageHeader& h, int 
                     ", its header says " + std::to_string(h.width) + "x" +
                     std::to_string(h.height));
   }
-  if (channels == 3) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
+  if (channels == 3 && !pil_pixels) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
   if (reduction > 1) {
     cv::Mat small;
     cv::resize(image, small,

@@ -1,4 +1,5 @@
-// Decoding of encoded images (JPEG, PNG, BMP, WebP) from bytes in memory, with the
+// Decoding of encoded images (JPEG, PNG, BMP, WebP, and Netpbm and TIFF through
+// pnm_tiff.h) from bytes in memory, with the
 // size read from the header first so a pixel cap is enforced before any pixel
 // buffer is allocated.
 //
@@ -23,7 +24,7 @@
 
 namespace seedloader {
 
-enum class ImageFormat { kJpeg, kPng, kBmp, kWebp };
+enum class ImageFormat { kJpeg, kPng, kBmp, kWebp, kPnm, kTiff };
 
 struct ImageHeader {
   ImageFormat format;
@@ -32,8 +33,8 @@ struct ImageHeader {
   bool cmyk = false;  // a CMYK or YCCK JPEG (Adobe's inverted CMYK)
 };
 
-// True for the extensions taken as images: jpg, jpeg, png, bmp, webp (any case,
-// with or without the leading dot).
+// True for torchvision's IMG_EXTENSIONS: jpg, jpeg, png, ppm, bmp, pgm, tif,
+// tiff, webp (any case, with or without the leading dot).
 bool is_image_extension(std::string_view ext);
 
 // Reads the format and size from the first bytes. Throws DataError for an empty

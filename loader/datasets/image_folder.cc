@@ -120,7 +120,8 @@ ImageFolder::ImageFolder(std::string root, Compose transform,
     }
     if (found == 0) {
       throw DataError("ImageFolder: class folder " + dir.string() +
-                      " holds no image file (jpg, jpeg, png, bmp, webp) at any depth");
+                      " holds no image file (jpg, jpeg, png, ppm, bmp, pgm, tif, tiff, "
+                      "webp) at any depth");
     }
   }
   s->index.shrink_to_fit();

@@ -1,9 +1,9 @@
-// ImageFolder: root/<class>/**/<file>.{jpg,jpeg,png,bmp,webp} (any case), as
-// torchvision's. Classes are the sub-directories sorted by name (label =
-// position); each class folder is walked at every depth, following symbolic
-// links, in torchvision's order: directories sorted by path, then the files of
-// each sorted by name. (torchvision also lists .ppm, .pgm, .tif and .tiff, which
-// this loader does not decode: such files are not samples here.) The index is a PathIndex
+// ImageFolder: root/<class>/**/<file>.{jpg,jpeg,png,ppm,bmp,pgm,tif,tiff,webp}
+// (any case: torchvision's IMG_EXTENSIONS), as torchvision's. Classes are the
+// sub-directories sorted by name (label = position); each class folder is walked at every
+// depth, following symbolic links, in torchvision's order: directories sorted by path,
+// then the files of each sorted by name. PPM/PGM and TIFF decode to the pixels PIL's
+// convert("RGB") gives (see loader/datasets/pnm_tiff.h). The index is a PathIndex
 // (flat arrays, shared by forked workers); get() reads the file, checks the header
 // against the pixel cap, lets the transform chain plan its crop on the header's size,
 // decodes (at reduced scale when the crop allows) and writes fields
