@@ -313,6 +313,19 @@ class Parser {
     memo();
   }
 
+  // After a MARK: entries parsed by `entry` up to the `close` opcode (APPENDS,
+  // SETITEMS), at least one.
+  void batch(std::uint8_t close, const std::function<void()>& entry) {
+    in_.byte();
+    std::uint64_t count = 0;
+    while (in_.peek() != close) {
+      entry();
+      ++count;
+    }
+    if (count == 0) fail(in_.pos(), "empty MARK.." + op_name(close) + " batch");
+    in_.byte();
+  }
+
   // A list: EMPTY_LIST, a memo, then MARK..APPENDS batches or single APPENDs.
   // `item` parses one element; `skip_item` moves past one without effects, for
   // the look-ahead that tells a single APPENDed string from the dict key that
@@ -324,14 +337,7 @@ class Parser {
     while (in_.remaining() > 0) {
       const std::uint8_t op = in_.peek();
       if (op == kMark) {
-        in_.byte();
-        std::uint64_t count = 0;
-        while (in_.peek() != kAppends) {
-          item();
-          ++count;
-        }
-        if (count == 0) fail(in_.pos(), "empty MARK..APPENDS batch");
-        in_.byte();
+        batch(kAppends, item);
         continue;
       }
       if (!starts_item(op)) return;
@@ -369,8 +375,8 @@ class Parser {
     expect(kBuild, "setting the dtype's state");
   }
 
-  // The `data` array. Returns its rows; sets the batch's data_offset.
-  void ndarray(CifarPickleBatch& batch) {
+  // The `data` array: sets out's rows and data_offset.
+  void ndarray(CifarPickleBatch& out) {
     global("numpy.core.multiarray", "_reconstruct");
     global("numpy", "ndarray");
     integer_equal(0, "_reconstruct's shape argument");
@@ -409,8 +415,8 @@ class Parser {
     expect(kTuple, "closing the array's state");
     memo();
     expect(kBuild, "setting the array's state");
-    batch.rows = static_cast<std::uint64_t>(rows);
-    batch.data_offset = data.offset;
+    out.rows = static_cast<std::uint64_t>(rows);
+    out.data_offset = data.offset;
   }
 
   // PROTO 2, EMPTY_DICT, then key/value pairs until STOP at the end of the file.
@@ -430,14 +436,7 @@ class Parser {
       const std::uint8_t op = in_.peek();
       if (op == kStop) break;
       if (op == kMark) {
-        in_.byte();
-        std::uint64_t count = 0;
-        while (in_.peek() != kSetItems) {
-          pair();
-          ++count;
-        }
-        if (count == 0) fail(in_.pos(), "empty MARK..SETITEMS batch");
-        in_.byte();
+        batch(kSetItems, pair);
       } else {
         pair();
         expect(kSetItem, "after a dict item");

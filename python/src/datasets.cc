@@ -79,7 +79,8 @@ void bind_datasets(nb::module_& m) {
       .def_prop_ro("classes", &ImageFolder::classes);
 
   nb::class_<Cifar10, Dataset>(m, "Cifar10",
-                               "CIFAR-10's binary version (data_batch_*.bin).")
+                               "CIFAR-10, binary (cifar-10-batches-bin) or torchvision's "
+                               "pickled download (cifar-10-batches-py).")
       .def(
           "__init__",
           [](Cifar10* self, const std::string& dir, const std::string& split,

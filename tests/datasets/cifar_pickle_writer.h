@@ -66,6 +66,19 @@ class PickleWriter {
     }
     put();
   }
+  // PROTO 2, EMPTY_DICT and the MARK of its one SETITEMS batch.
+  void begin_dict() {
+    op(0x80);
+    op(2);
+    op('}');
+    put();
+    op('(');
+  }
+  // SETITEMS, STOP.
+  void end_dict() {
+    op('u');
+    op('.');
+  }
   // EMPTY_LIST, then `n` items written by item(i), batched as cPickle does.
   template <typename Item>
   void list(std::size_t n, Item item) {
@@ -108,11 +121,7 @@ inline int cifar_pickle_label(int s) { return (s * 3 + 1) % 10; }
 
 inline std::vector<std::uint8_t> cifar_pickle_batch(const CifarPickleOptions& o) {
   PickleWriter w;
-  w.op(0x80);
-  w.op(2);
-  w.op('}');
-  w.put();
-  w.op('(');
+  w.begin_dict();
   w.string("data");
   w.global("numpy.core.multiarray", "_reconstruct");
   w.global("numpy", "ndarray");
@@ -174,8 +183,7 @@ inline std::vector<std::uint8_t> cifar_pickle_batch(const CifarPickleOptions& o)
     w.string("extra");
     w.integer(7);
   }
-  w.op('u');
-  w.op('.');
+  w.end_dict();
   return w.bytes;
 }
 
@@ -185,19 +193,14 @@ inline std::vector<std::uint8_t> cifar_pickle_meta(std::size_t rows_per_batch = 
                                        "deer",     "dog",        "frog", "horse",
                                        "ship",     "truck"};
   PickleWriter w;
-  w.op(0x80);
-  w.op(2);
-  w.op('}');
-  w.put();
-  w.op('(');
+  w.begin_dict();
   w.string("num_cases_per_batch");
   w.integer(static_cast<std::int64_t>(rows_per_batch));
   w.string("label_names");
   w.list(10, [&](std::size_t i) { w.string(kNames[i]); });
   w.string("num_vis");
   w.integer(3072);
-  w.op('u');
-  w.op('.');
+  w.end_dict();
   return w.bytes;
 }
 

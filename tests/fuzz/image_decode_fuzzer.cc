@@ -1,7 +1,7 @@
 // Fuzzes image probing and decoding: probe_image, decode_image at a reduction
 // and channel count chosen from a hash of the input, and, for a JPEG that is
 // not CMYK, decode_jpeg_region over a window inside the probed size. The input
-// is a plain image file (JPEG, PNG, BMP or WebP).
+// is a plain image file (JPEG, PNG, BMP, WebP, PNM or TIFF).
 #include <algorithm>
 #include <cstdint>
 #include <span>

@@ -90,6 +90,15 @@ void images() {
   put(t, "rgba.png", encode(".png", pattern(4, 9, 4)));
   put(t, "rgb.bmp", encode(".bmp", pattern(5, 3, 3)));
   put(t, "rgb.webp", encode(".webp", pattern(8, 8, 3)));
+  put(t, "grey.pgm", encode(".pgm", pattern(6, 5, 1)));
+  put(t, "rgb.ppm", encode(".ppm", pattern(5, 4, 3)));
+  cv::Mat wide;
+  pattern(4, 3, 1).convertTo(wide, CV_16U, 257);
+  put(t, "grey16.pgm", encode(".pgm", wide));
+  const std::string plain = "P3\n# plain\n2 2\n1000\n0 1 2 999 500 3 7 1000 4 5 6 8\n";
+  put(t, "plain_1000.ppm", plain.data(), plain.size());
+  put(t, "rgb.tif", encode(".tiff", pattern(5, 4, 3)));
+  put(t, "grey16.tif", encode(".tiff", wide));
 }
 
 void safetensors() {
