@@ -334,10 +334,18 @@ class Parser {
             bool (*starts_item)(std::uint8_t)) {
     expect(kEmptyList, "opening a list");
     memo();
+    const std::uint64_t list_at = in_.pos();
+    std::uint64_t items = 0;
+    const std::function<void()> counted = [&] {
+      if (++items > kMaxPickleRows) {
+        fail(list_at, "a list of more than " + std::to_string(kMaxPickleRows) + " items");
+      }
+      item();
+    };
     while (in_.remaining() > 0) {
       const std::uint8_t op = in_.peek();
       if (op == kMark) {
-        batch(kAppends, item);
+        batch(kAppends, counted);
         continue;
       }
       if (!starts_item(op)) return;
@@ -346,7 +354,7 @@ class Parser {
       const bool appended = in_.remaining() > 0 && in_.peek() == kAppend;
       in_.seek(start);
       if (!appended) return;
-      item();
+      counted();
       expect(kAppend, "after a single list item");
     }
   }
@@ -394,9 +402,11 @@ class Parser {
     const std::int64_t cols = integer("as the array's column count");
     expect(kTuple2, "closing the array's shape (2 dimensions)");
     memo();
-    if (rows < 1 || cols != static_cast<std::int64_t>(kCifarRowBytes)) {
-      fail(shape_at, "the array's shape is (" + std::to_string(rows) + ", " +
-                         std::to_string(cols) + "), expected (N, 3072) with N >= 1");
+    if (rows < 1 || rows > static_cast<std::int64_t>(kMaxPickleRows) ||
+        cols != static_cast<std::int64_t>(kCifarRowBytes)) {
+      fail(shape_at,
+           "the array's shape is (" + std::to_string(rows) + ", " + std::to_string(cols) +
+               "), expected (N, 3072) with 1 <= N <= " + std::to_string(kMaxPickleRows));
     }
     dtype();
     const std::uint64_t order_at = in_.pos();

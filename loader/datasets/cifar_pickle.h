@@ -23,8 +23,8 @@
 // reader takes the files as published, not every pickle that loads the same.
 //
 // The pixel bytes are not read here: only their offset is kept, and a row is
-// read later with pread. Strings are bounded (kMaxPickleString), rows by the
-// file's size; a length beyond the end of the file is refused before anything
+// read later with pread. Strings are bounded (kMaxPickleString), rows and list
+// items by kMaxPickleRows; a length beyond the end of the file is refused before anything
 // is allocated. Every refusal is a DataError naming the file and the byte
 // offset of the opcode at fault. Pure functions of the file; thread-safe.
 #pragma once
@@ -40,6 +40,9 @@ namespace seedloader {
 inline constexpr std::uint64_t kCifarRowBytes = 3 * 32 * 32;
 // Longest key, label name, file name or batch label accepted.
 inline constexpr std::uint64_t kMaxPickleString = 4096;
+// Most rows, and most items in a list, accepted in one file (the published
+// files hold 10000).
+inline constexpr std::uint64_t kMaxPickleRows = std::uint64_t{1} << 24;
 
 struct CifarPickleBatch {
   std::uint64_t rows = 0;

@@ -244,6 +244,11 @@ TEST(Cifar10PickleTest, OtherDtypeShapeOrOrderIsRefused) {
   CifarPickleOptions shape;
   shape.columns = 3071;
   EXPECT_TRUE(contains(test_batch_error(dir, cifar_pickle_batch(shape)), "(3, 3071)"));
+  // 2^24 + 1 rows: above the bound, refused on the shape before the data.
+  auto many = cifar_pickle_batch({});
+  replace(many, std::string("K\x03M\x00\x0c", 5),
+          std::string("J\x01\x00\x00\x01M\x00\x0c", 8));
+  EXPECT_TRUE(contains(test_batch_error(dir, many), "(16777217, 3072)"));
   CifarPickleOptions fortran;
   fortran.fortran = true;
   EXPECT_TRUE(contains(test_batch_error(dir, cifar_pickle_batch(fortran)), "NEWTRUE"));
