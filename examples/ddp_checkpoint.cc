@@ -41,6 +41,9 @@ int main() {
   std::printf("rank %d: loaded %s, %zu weights, %s\n", comm.rank(), path.c_str(),
               after.size(), same ? "identical to rank 0's" : "DIFFERENT");
   comm.barrier();
-  if (comm.rank() == 0) std::filesystem::remove(path);
+  if (comm.rank() == 0) {
+    std::filesystem::remove(path);
+    std::filesystem::remove(train::optimizer_file(path));
+  }
   return same ? 0 : 1;
 }

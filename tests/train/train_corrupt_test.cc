@@ -1,4 +1,5 @@
-// Damaged or mismatched checkpoints: --resume stops with exit code 2 and a message
+// Damaged or mismatched checkpoints (the weights' file or its optimizer
+// companion): --resume stops with exit code 2 and a message
 // naming the file and what is wrong, before any training step.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -48,8 +49,13 @@ class TrainCorrupt : public TrainFixture {
     state_.dataset_size = data->size();
     state_.dataset_fingerprint = train::data_fingerprint(o.data, *data);
     train::save_checkpoint(path("good.safetensors"), model_->stages(), state_);
-    std::ifstream in(path("good.safetensors"), std::ios::binary);
-    good_.assign(std::istreambuf_iterator<char>(in), {});
+    good_ = read_all(path("good.safetensors"));
+    good_optim_ = read_all(path("good.safetensors.optim"));
+  }
+
+  static std::string read_all(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), {}};
   }
 
   std::string args_(const std::string& model = "mlp:10,10,5") const {
@@ -57,10 +63,16 @@ class TrainCorrupt : public TrainFixture {
            " --loss mse --batch-size 4 --workers 0 --seed 3 --momentum 0.9";
   }
 
-  // Writes `bytes` as bad.safetensors, resumes from it and returns the output.
+  // Writes `bytes` as bad.safetensors and `optim` as its companion, resumes from it
+  // and returns the output.
   std::string resume_from(const std::string& bytes,
                           const std::string& model = "mlp:10,10,5") {
+    return resume_from_pair(bytes, good_optim_, model);
+  }
+  std::string resume_from_pair(const std::string& bytes, const std::string& optim,
+                               const std::string& model = "mlp:10,10,5") {
     std::ofstream(path("bad.safetensors"), std::ios::binary) << bytes;
+    std::ofstream(path("bad.safetensors.optim"), std::ios::binary) << optim;
     auto r = train(args_(model) + " --steps 4 --resume " + path("bad.safetensors"));
     EXPECT_EQ(r.exit_code, 2) << r.out;
     EXPECT_NE(r.out.find(path("bad.safetensors")), std::string::npos) << r.out;
@@ -68,15 +80,19 @@ class TrainCorrupt : public TrainFixture {
     return r.out;
   }
 
-  // The good file with its JSON header edited by `edit`.
+  // The good file (or `file`) with its JSON header edited by `edit`.
   std::string with_header(const std::function<void(nlohmann::json&)>& edit) const {
+    return edit_header(good_, edit);
+  }
+  static std::string edit_header(const std::string& file,
+                                 const std::function<void(nlohmann::json&)>& edit) {
     std::uint64_t n = 0;
-    std::memcpy(&n, good_.data(), 8);
-    nlohmann::json h = nlohmann::json::parse(good_.substr(8, n));
+    std::memcpy(&n, file.data(), 8);
+    nlohmann::json h = nlohmann::json::parse(file.substr(8, n));
     edit(h);
     std::string text = h.dump();
     std::uint64_t m = text.size();
-    return std::string(reinterpret_cast<const char*>(&m), 8) + text + good_.substr(8 + n);
+    return std::string(reinterpret_cast<const char*>(&m), 8) + text + file.substr(8 + n);
   }
 
   // Saves good.safetensors' content to big.safetensors in a child process whose
@@ -115,7 +131,7 @@ class TrainCorrupt : public TrainFixture {
     });
   }
 
-  std::string data_, good_;
+  std::string data_, good_, good_optim_;
   std::unique_ptr<train::DataParallelModel> model_;
   train::CheckpointState state_;
 };
@@ -125,6 +141,73 @@ TEST_F(TrainCorrupt, UndamagedCheckpointResumes) {
   auto r = train(args_() + " --steps 4 --resume " + path("good.safetensors"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("(2 steps)"), std::string::npos) << r.out;
+}
+
+// PyTorch's strict load_state_dict sees exactly the model's parameters: the
+// optimizer state lives in the companion, the schedule in the metadata.
+TEST_F(TrainCorrupt, CheckpointHoldsTheWeightsAloneAndTheCompanionTheState) {
+  auto names = [](const std::string& p) {
+    std::vector<std::string> out;
+    const SafetensorsFile f(p);
+    for (const SafetensorsTensor& t : f.tensors()) out.push_back(t.name);
+    return out;
+  };
+  EXPECT_EQ(names(path("good.safetensors")),
+            (std::vector<std::string>{"0.bias", "0.weight", "2.bias", "2.weight"}));
+  EXPECT_EQ(names(path("good.safetensors.optim")),
+            (std::vector<std::string>{
+                "0.bias.momentum_buffer", "0.weight.momentum_buffer",
+                "2.bias.momentum_buffer", "2.weight.momentum_buffer", "step"}));
+  SafetensorsFile f(path("good.safetensors"));
+  EXPECT_EQ(f.find("0.weight")->shape, (std::vector<std::uint64_t>{10, 10}));
+  EXPECT_EQ(f.find("2.weight")->shape, (std::vector<std::uint64_t>{5, 10}));
+  EXPECT_EQ(f.metadata().at("optimizer_file"), "good.safetensors.optim");
+  SafetensorsFile o(path("good.safetensors.optim"));
+  EXPECT_EQ(o.metadata().at("params"), R"(["0.weight","0.bias","2.weight","2.bias"])");
+}
+
+TEST_F(TrainCorrupt, MissingCompanionIsRejectedByName) {
+  std::ofstream(path("alone.safetensors"), std::ios::binary) << good_;
+  auto r = train(args_() + " --steps 4 --resume " + path("alone.safetensors"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("checkpoint " + path("alone.safetensors.optim") + ": is missing"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("epoch 0:"), std::string::npos) << "trained anyway:\n" << r.out;
+}
+
+// A companion from a later save of the same run is a valid file on its own: only
+// the checksum the weights' file records tells them apart.
+TEST_F(TrainCorrupt, CompanionOfAnotherSaveIsRejected) {
+  std::vector<float> x(40, 0.5f), y(20, 0.25f);
+  model_->step(x.data(), {4, 10}, {.values = y.data()});
+  state_.epoch_samples = 12;
+  state_.global_step = 3;
+  train::save_checkpoint(path("later.safetensors"), model_->stages(), state_);
+  std::string out = resume_from_pair(good_, read_all(path("later.safetensors.optim")));
+  EXPECT_NE(out.find(path("bad.safetensors.optim") + ": belongs to another save than " +
+                     path("bad.safetensors")),
+            std::string::npos)
+      << out;
+}
+
+TEST_F(TrainCorrupt, FlippedCompanionByteFailsItsChecksum) {
+  std::string bad = good_optim_;
+  bad[bad.size() - 20] ^= 0x20;
+  std::string out = resume_from_pair(good_, bad);
+  EXPECT_NE(out.find(path("bad.safetensors.optim") + ": tensor '"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("fails its checksum"), std::string::npos) << out;
+}
+
+TEST_F(TrainCorrupt, EditedCompanionMetadataFailsItsChecksum) {
+  std::string out =
+      resume_from_pair(good_, edit_header(good_optim_, [](nlohmann::json& h) {
+                         h["__metadata__"]["global_step"] = "7";
+                       }));
+  EXPECT_NE(out.find(path("bad.safetensors.optim") + ": metadata fails its checksum"),
+            std::string::npos)
+      << out;
 }
 
 TEST_F(TrainCorrupt, TruncatedFileIsRejected) {
@@ -199,6 +282,9 @@ TEST_F(TrainCorrupt, OlderFormatVersionIsRefusedByName) {
   std::string out = resume_from(
       with_header([](nlohmann::json& h) { h["__metadata__"]["format_version"] = "1"; }));
   EXPECT_NE(out.find("format version 1"), std::string::npos) << out;
+  // Version 2 kept the optimizer state among the weights.
+  out = resume_from(with_metadata({{"format_version", "2"}}));
+  EXPECT_NE(out.find("format version 2 is not readable"), std::string::npos) << out;
 }
 
 TEST_F(TrainCorrupt, OtherWorldSizeIsRejected) {
@@ -247,17 +333,22 @@ TEST_F(TrainCorrupt, FailedSaveNamesTheReasonAndRemovesItsTemporary) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << status;
   std::ifstream in(path("msg.txt"));
   std::string msg((std::istreambuf_iterator<char>(in)), {});
-  EXPECT_NE(msg.find(path("big.safetensors.tmp")), std::string::npos) << msg;
+  EXPECT_NE(msg.find(path("big.safetensors")), std::string::npos) << msg;
+  EXPECT_NE(msg.find(".tmp"), std::string::npos) << msg;
   EXPECT_NE(msg.find("File too large"), std::string::npos) << msg;
-  EXPECT_FALSE(std::filesystem::exists(path("big.safetensors.tmp")));
-  EXPECT_FALSE(std::filesystem::exists(path("big.safetensors")));
+  for (const char* name : {"big.safetensors", "big.safetensors.optim"}) {
+    EXPECT_FALSE(std::filesystem::exists(path(name))) << name;
+    EXPECT_FALSE(std::filesystem::exists(path(std::string(name) + ".tmp"))) << name;
+  }
 }
 
 TEST_F(TrainCorrupt, SaveKilledBySignalRemovesItsTemporary) {
   const int status = save_over_the_limit(false);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) << status;
-  EXPECT_FALSE(std::filesystem::exists(path("big.safetensors.tmp")));
-  EXPECT_FALSE(std::filesystem::exists(path("big.safetensors")));
+  for (const char* name : {"big.safetensors", "big.safetensors.optim"}) {
+    EXPECT_FALSE(std::filesystem::exists(path(name))) << name;
+    EXPECT_FALSE(std::filesystem::exists(path(std::string(name) + ".tmp"))) << name;
+  }
 }
 
 // A w x h 24-bit BMP of one grey level.

@@ -25,7 +25,8 @@ class TrainResume : public TrainFixture {
                   path("part.safetensors") + " --save " + path("resumed.safetensors"),
               ranks);
     EXPECT_EQ(rest.exit_code, 0) << rest.out;
-    return same_bits(path("full.safetensors"), path("resumed.safetensors"));
+    return same_bits(path("full.safetensors"), path("resumed.safetensors")) &&
+           same_bits(path("full.safetensors.optim"), path("resumed.safetensors.optim"));
   }
 };
 
@@ -72,6 +73,8 @@ TEST_F(TrainResume, CheckpointingEveryFewStepsLeavesTrainingUnchanged) {
       train(args + "--checkpoint-every 3 --save " + path("every.safetensors"));
   ASSERT_EQ(periodic.exit_code, 0) << periodic.out;
   EXPECT_TRUE(same_bits(path("plain.safetensors"), path("every.safetensors")));
+  EXPECT_TRUE(
+      same_bits(path("plain.safetensors.optim"), path("every.safetensors.optim")));
   SafetensorsFile f(path("every.safetensors"));
   EXPECT_EQ(f.metadata().at("global_step"), "7");
   EXPECT_EQ(f.metadata().at("epoch"), "1");

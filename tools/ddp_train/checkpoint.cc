@@ -24,7 +24,9 @@ namespace {
 
 constexpr const char* kFormat = "seedloader.ddp-train";
 
-// One tensor of the checkpoint: where it comes from in the model.
+constexpr const char* kOptimizerFormat = "seedloader.ddp-train.optimizer";
+
+// One tensor of a checkpoint file: where it comes from in the model.
 struct Entry {
   std::string name;
   std::vector<std::uint64_t> shape;
@@ -33,31 +35,35 @@ struct Entry {
   std::size_t offset = 0, count = 0;
 };
 
-std::vector<Entry> entries(std::span<const Stage> stages, bool with_optimizer) {
+// The tensors of PATH (`optimizer` false: the weights, under their nn.Sequential
+// names) or of its companion (true: "<param>.<state>", in parameter order).
+std::vector<Entry> entries(std::span<const Stage> stages, bool optimizer) {
   std::vector<Entry> out;
   for (const Stage& st : stages) {
+    std::vector<std::pair<std::string, ddp::DeviceArray<float>*>> bufs{{"", nullptr}};
+    if (optimizer) bufs = st.optimizer->state();
     for (const ddp::ParamInfo& p : st.model->param_info()) {
-      Entry e{
-          shifted_name(p.name, st.name_shift), {}, st.model, nullptr, p.offset, p.count};
-      for (auto d : p.shape) e.shape.push_back(static_cast<std::uint64_t>(d));
-      out.push_back(e);
-    }
-    if (!with_optimizer) continue;
-    for (auto& [state_name, buf] : st.optimizer->state()) {
-      if (buf->size() == 0) continue;  // e.g. SGD without momentum keeps none
-      for (const ddp::ParamInfo& p : st.model->param_info()) {
-        Entry e{"optimizer." + shifted_name(p.name, st.name_shift) + "." + state_name,
-                {},
-                st.model,
-                buf,
-                p.offset,
-                p.count};
+      for (auto& [state_name, buf] : bufs) {
+        if (buf && buf->size() == 0) continue;  // e.g. SGD without momentum keeps none
+        Entry e{
+            shifted_name(p.name, st.name_shift), {}, st.model, buf, p.offset, p.count};
+        if (buf) e.name += "." + state_name;
         for (auto d : p.shape) e.shape.push_back(static_cast<std::uint64_t>(d));
         out.push_back(e);
       }
     }
   }
   return out;
+}
+
+// The whole model's parameter names, in the optimizer's (and nn.Sequential's
+// parameters()) order.
+nlohmann::json param_names(std::span<const Stage> stages) {
+  nlohmann::json names = nlohmann::json::array();
+  for (const Stage& st : stages)
+    for (const ddp::ParamInfo& p : st.model->param_info())
+      names.push_back(shifted_name(p.name, st.name_shift));
+  return names;
 }
 
 std::string hex(std::uint64_t v) {
@@ -98,16 +104,17 @@ void fsync_path(const std::string& path, int flags) {
   if (rc != 0) fail_sys("fsync", path);
 }
 
-// The temporary file of a save in progress, and the signals that would end the
-// process before it is renamed or removed. While one is armed, those signals
-// unlink the file and then take the action they had before (re-raised), so an
+// The temporary files of a save in progress, and the signals that would end the
+// process before they are renamed or removed. While one is armed, those signals
+// unlink the files and then take the action they had before (re-raised), so an
 // interrupted save leaves nothing behind. Signals the process ignores stay
-// ignored. One save at a time (rank 0's main thread); the path is a fixed buffer
+// ignored. One save at a time (rank 0's main thread); the paths are fixed buffers
 // because the handler may only use async-signal-safe calls (unlink, sigaction).
 class TempFileGuard {
  public:
-  explicit TempFileGuard(const std::string& path) {
-    std::snprintf(g_path, sizeof g_path, "%s", path.c_str());
+  explicit TempFileGuard(const std::array<std::string, 2>& paths) {
+    for (std::size_t f = 0; f < paths.size(); ++f)
+      std::snprintf(g_paths[f], sizeof g_paths[f], "%s", paths[f].c_str());
     for (std::size_t i = 0; i < kSignals.size(); ++i) {
       struct sigaction old {};
       ::sigaction(kSignals[i], nullptr, &old);
@@ -123,29 +130,34 @@ class TempFileGuard {
   ~TempFileGuard() {
     for (std::size_t i = 0; i < kSignals.size(); ++i)
       if (armed_[i]) ::sigaction(kSignals[i], &g_old[i], nullptr);
-    if (!committed_) ::unlink(g_path);
-    g_path[0] = '\0';
+    unlink_all();
   }
   TempFileGuard(const TempFileGuard&) = delete;
   TempFileGuard& operator=(const TempFileGuard&) = delete;
 
-  // The file was renamed: nothing to remove.
-  void commit() { committed_ = true; }
+  // File `f` was renamed: nothing to remove there.
+  void commit(std::size_t f) { g_paths[f][0] = '\0'; }
 
  private:
   static constexpr std::array<int, 4> kSignals{SIGINT, SIGTERM, SIGHUP, SIGXFSZ};
 
+  static void unlink_all() {
+    for (char* p : g_paths) {
+      if (p[0]) ::unlink(p);
+      p[0] = '\0';
+    }
+  }
+
   static void on_signal(int sig) {
-    if (g_path[0]) ::unlink(g_path);
+    unlink_all();
     for (std::size_t i = 0; i < kSignals.size(); ++i)
       if (kSignals[i] == sig) ::sigaction(sig, &g_old[i], nullptr);
     ::raise(sig);  // delivered, with the old action, when this handler returns
   }
 
-  static inline char g_path[4096];
+  static inline char g_paths[2][4096];
   static inline struct sigaction g_old[kSignals.size()];
   std::array<bool, kSignals.size()> armed_{};
-  bool committed_ = false;
 };
 
 // Bytes after the last tensor's data: the file's size less 8, the header length
@@ -198,20 +210,27 @@ std::vector<const SafetensorsTensor*> match(const SafetensorsFile& file,
   return found;
 }
 
+// Host copies of the flat buffers entries point into, fetched once each.
+using HostBuffers =
+    std::map<std::pair<ddp::Sequential*, ddp::DeviceArray<float>*>, std::vector<float>>;
+
+std::vector<float>& host_buffer(HostBuffers& host, const Entry& e) {
+  auto key = std::make_pair(e.model, e.state);
+  auto it = host.find(key);
+  if (it == host.end())
+    it = host.emplace(key, e.state ? e.state->to_host() : e.model->parameters_to_host())
+             .first;
+  return it->second;
+}
+
 // Copies validated tensors into the model, one flat buffer at a time.
 void apply(const SafetensorsFile& file, const std::vector<Entry>& want,
            const std::vector<const SafetensorsTensor*>& found) {
-  std::map<std::pair<ddp::Sequential*, ddp::DeviceArray<float>*>, std::vector<float>>
-      host;
+  HostBuffers host;
   for (std::size_t i = 0; i < want.size(); ++i) {
     const Entry& e = want[i];
-    auto key = std::make_pair(e.model, e.state);
-    auto it = host.find(key);
-    if (it == host.end())
-      it = host.emplace(key, e.state ? e.state->to_host() : e.model->parameters_to_host())
-               .first;
     file.read(*found[i], 0,
-              {reinterpret_cast<std::uint8_t*>(it->second.data() + e.offset),
+              {reinterpret_cast<std::uint8_t*>(host_buffer(host, e).data() + e.offset),
                e.count * sizeof(float)});
   }
   for (auto& [key, values] : host) {
@@ -247,6 +266,74 @@ SafetensorsFile open_weights(const std::string& path) {
            "weights with safetensors.torch.save_file(model.state_dict(), PATH)");
     throw;
   }
+}
+
+// A checkpoint file in the making: its tensors (viewing the caller's buffers), their
+// checksums, and metadata to seal.
+struct FileWrite {
+  std::vector<SafetensorsWrite> tensors;
+  nlohmann::json sums = nlohmann::json::object();
+  std::map<std::string, std::string> meta;
+
+  void add(const std::string& name, const char* dtype, std::vector<std::uint64_t> shape,
+           std::span<const std::uint8_t> bytes) {
+    tensors.push_back({name, dtype, std::move(shape), bytes});
+    sums[name] = hex(checksum(bytes));
+  }
+  // Adds the format, the checksums and metadata_checksum; returns the latter.
+  std::string seal(const char* format) {
+    meta["format"] = format;
+    meta["format_version"] = std::to_string(kCheckpointVersion);
+    meta["checksums"] = sums.dump();
+    meta["metadata_checksum"] = metadata_checksum(meta);
+    return meta["metadata_checksum"];
+  }
+};
+
+// `path` opened and checked whole: the format, its version, the metadata checksum,
+// no trailing bytes, a matching checksum for every tensor.
+SafetensorsFile open_sealed(const std::string& path, const char* format) {
+  SafetensorsFile file(path);
+  const auto& meta = file.metadata();
+  auto fmt = meta.find("format");
+  if (fmt == meta.end() || fmt->second != format)
+    fail(path, std::string("not a ") +
+                   (std::strcmp(format, kFormat) == 0 ? "ddp-train checkpoint"
+                                                      : "ddp-train optimizer file") +
+                   " (metadata 'format' is missing or not '" + format + "')");
+  const std::uint64_t version = meta_u64(path, meta, "format_version");
+  if (version != kCheckpointVersion)
+    fail(path, "format version " + std::to_string(version) +
+                   " is not readable: this ddp-train reads version " +
+                   std::to_string(kCheckpointVersion) +
+                   " only (the weights alone in the file, the optimizer state in its " +
+                   kOptimizerSuffix +
+                   " companion, XXH64 checksums over data and metadata); resume it "
+                   "with the ddp-train that wrote it");
+  auto sealed = meta.find("metadata_checksum");
+  if (sealed == meta.end() || sealed->second != metadata_checksum(meta))
+    fail(path, "metadata fails its checksum (edited or corrupted)");
+  if (const std::uint64_t extra = trailing_bytes(file); extra != 0)
+    fail(path, std::to_string(extra) + " trailing bytes after the data section");
+  nlohmann::json sums;
+  try {
+    sums = nlohmann::json::parse(meta.at("checksums"));
+  } catch (const std::exception&) {
+    fail(path, "metadata 'checksums' is missing or not JSON");
+  }
+  for (const SafetensorsTensor& t : file.tensors()) {
+    if (!sums.contains(t.name) || !sums[t.name].is_string())
+      fail(path, "no checksum for tensor '" + t.name + "'");
+    if (sums[t.name].get<std::string>() != hex(checksum(file.read(t))))
+      fail(path, "tensor '" + t.name + "' fails its checksum (the file is corrupted)");
+  }
+  return file;
+}
+
+// Writes `f` to `tmp` and fsyncs it.
+void write_synced(const std::string& tmp, const FileWrite& f) {
+  write_safetensors(tmp, f.tensors, f.meta);
+  fsync_path(tmp, O_RDONLY);
 }
 
 }  // namespace
@@ -287,93 +374,86 @@ void check_position(const std::string& path, const CheckpointState& s,
                    " an epoch)");
 }
 
+std::string optimizer_file(const std::string& path) { return path + kOptimizerSuffix; }
+
 void save_checkpoint(const std::string& path, std::span<const Stage> stages,
                      const CheckpointState& state) {
-  std::vector<Entry> want = entries(stages, true);
-  std::map<std::pair<ddp::Sequential*, ddp::DeviceArray<float>*>, std::vector<float>>
-      host;
-  for (const Entry& e : want) {
-    auto key = std::make_pair(e.model, e.state);
-    if (!host.count(key))
-      host.emplace(key, e.state ? e.state->to_host() : e.model->parameters_to_host());
-  }
+  const std::vector<Entry> weights = entries(stages, false),
+                           states = entries(stages, true);
+  HostBuffers host;
+  auto bytes = [&](const Entry& e) {
+    const float* p = host_buffer(host, e).data() + e.offset;
+    return std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(p),
+                                         e.count * sizeof(float));
+  };
   const std::int64_t steps = stages.empty() ? 0 : stages[0].optimizer->steps();
-  std::vector<SafetensorsWrite> writes;
-  nlohmann::json sums;
-  for (const Entry& e : want) {
-    const float* p = host.at({e.model, e.state}).data() + e.offset;
-    std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(p),
-                                        e.count * sizeof(float));
-    writes.push_back({e.name, "F32", e.shape, bytes});
-    sums[e.name] = hex(checksum(bytes));
-  }
-  std::span<const std::uint8_t> step_bytes(reinterpret_cast<const std::uint8_t*>(&steps),
-                                           sizeof steps);
-  writes.push_back({"optimizer.step", "I64", {1}, step_bytes});
-  sums["optimizer.step"] = hex(checksum(step_bytes));
+  const std::string companion = optimizer_file(path);
 
-  std::map<std::string, std::string> meta{
-      {"format", kFormat},
-      {"format_version", std::to_string(kCheckpointVersion)},
-      {"config", state.config},
-      {"base_seed", std::to_string(state.base_seed)},
-      {"epoch", std::to_string(state.epoch)},
-      {"epoch_samples", std::to_string(state.epoch_samples)},
-      {"global_step", std::to_string(state.global_step)},
-      {"world_size", std::to_string(state.world_size)},
-      {"workers", std::to_string(state.workers)},
-      {"dataset_size", std::to_string(state.dataset_size)},
-      {"dataset_fingerprint", hex(state.dataset_fingerprint)},
-      {"checksums", sums.dump()}};
-  meta["metadata_checksum"] = metadata_checksum(meta);
-  const std::string tmp = path + ".tmp";
+  FileWrite opt;
+  for (const Entry& e : states) opt.add(e.name, "F32", e.shape, bytes(e));
+  opt.add("step", "I64", {1},
+          {reinterpret_cast<const std::uint8_t*>(&steps), sizeof steps});
+  opt.meta = {{"optimizer", state.optimizer.empty() ? "{}" : state.optimizer},
+              {"params", param_names(stages).dump()},
+              {"global_step", std::to_string(state.global_step)}};
+  const std::string opt_checksum = opt.seal(kOptimizerFormat);
+
+  FileWrite model;
+  for (const Entry& e : weights) model.add(e.name, "F32", e.shape, bytes(e));
+  model.meta = {{"config", state.config},
+                {"base_seed", std::to_string(state.base_seed)},
+                {"epoch", std::to_string(state.epoch)},
+                {"epoch_samples", std::to_string(state.epoch_samples)},
+                {"global_step", std::to_string(state.global_step)},
+                {"world_size", std::to_string(state.world_size)},
+                {"workers", std::to_string(state.workers)},
+                {"dataset_size", std::to_string(state.dataset_size)},
+                {"dataset_fingerprint", hex(state.dataset_fingerprint)},
+                {"optimizer_file", std::filesystem::path(companion).filename().string()},
+                {"optimizer_checksum", opt_checksum}};
+  model.seal(kFormat);
+
+  const std::array<std::string, 2> tmp{companion + ".tmp", path + ".tmp"};
   {
     TempFileGuard guard(tmp);
-    write_safetensors(tmp, writes, meta);
-    fsync_path(tmp, O_RDONLY);
-    if (std::rename(tmp.c_str(), path.c_str()) != 0)
-      fail_sys("rename " + tmp + " to", path);
-    guard.commit();
+    write_synced(tmp[0], opt);
+    write_synced(tmp[1], model);
+    // The companion first: a PATH is never newer than the companion it names.
+    for (std::size_t f = 0; f < tmp.size(); ++f) {
+      const std::string& to = f == 0 ? companion : path;
+      if (std::rename(tmp[f].c_str(), to.c_str()) != 0)
+        fail_sys("rename " + tmp[f] + " to", to);
+      guard.commit(f);
+    }
   }
   std::string dir = std::filesystem::path(path).parent_path().string();
   fsync_path(dir.empty() ? "." : dir, O_RDONLY | O_DIRECTORY);
 }
 
 CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> stages) {
-  SafetensorsFile file(path);
+  const SafetensorsFile file = open_sealed(path, kFormat);
   const auto& meta = file.metadata();
-  auto format = meta.find("format");
-  if (format == meta.end() || format->second != kFormat)
-    fail(path, "not a ddp-train checkpoint (metadata 'format' is missing or wrong)");
-  const std::uint64_t version = meta_u64(path, meta, "format_version");
-  if (version != kCheckpointVersion)
-    fail(path, "format version " + std::to_string(version) +
-                   " is not readable: this ddp-train reads version " +
-                   std::to_string(kCheckpointVersion) +
-                   " only (XXH64 checksums over data and metadata); resume it with the "
-                   "ddp-train that wrote it");
-  auto sealed = meta.find("metadata_checksum");
-  if (sealed == meta.end() || sealed->second != metadata_checksum(meta))
-    fail(path, "metadata fails its checksum (edited or corrupted)");
-  if (const std::uint64_t extra = trailing_bytes(file); extra != 0)
-    fail(path, std::to_string(extra) + " trailing bytes after the data section");
-  nlohmann::json sums;
-  try {
-    sums = nlohmann::json::parse(meta.at("checksums"));
-  } catch (const std::exception&) {
-    fail(path, "metadata 'checksums' is missing or not JSON");
-  }
-  for (const SafetensorsTensor& t : file.tensors()) {
-    if (!sums.contains(t.name) || !sums[t.name].is_string())
-      fail(path, "no checksum for tensor '" + t.name + "'");
-    if (sums[t.name].get<std::string>() != hex(checksum(file.read(t))))
-      fail(path, "tensor '" + t.name + "' fails its checksum (the file is corrupted)");
-  }
-  std::vector<Entry> want = entries(stages, true);
-  std::vector<const SafetensorsTensor*> found = match(file, want);
-  const SafetensorsTensor* step = file.find("optimizer.step");
+  const std::string companion = optimizer_file(path);
+  std::error_code ec;
+  if (!std::filesystem::exists(companion, ec))
+    fail(companion, "is missing: checkpoint " + path +
+                        " keeps its optimizer state there (one save writes both; copy "
+                        "or move them together)");
+  const SafetensorsFile opt = open_sealed(companion, kOptimizerFormat);
+  auto recorded = meta.find("optimizer_checksum");
+  if (recorded == meta.end()) fail(path, "metadata has no 'optimizer_checksum'");
+  const std::string& opt_sealed = opt.metadata().at("metadata_checksum");
+  if (recorded->second != opt_sealed)
+    fail(companion, "belongs to another save than " + path + " (its metadata_checksum " +
+                        opt_sealed + " is not the " + recorded->second + " that " + path +
+                        " records)");
+  const std::vector<Entry> weights = entries(stages, false),
+                           states = entries(stages, true);
+  const std::vector<const SafetensorsTensor*> found_weights = match(file, weights);
+  const std::vector<const SafetensorsTensor*> found_states = match(opt, states);
+  const SafetensorsTensor* step = opt.find("step");
   if (!step || step->dtype != "I64" || step->shape != std::vector<std::uint64_t>{1})
-    fail(path, "no I64 [1] tensor 'optimizer.step'");
+    fail(companion, "no I64 [1] tensor 'step'");
   CheckpointState s;
   s.base_seed = meta_u64(path, meta, "base_seed");
   s.epoch = meta_u64(path, meta, "epoch");
@@ -392,9 +472,13 @@ CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> 
   auto config = meta.find("config");
   if (config == meta.end()) fail(path, "metadata has no 'config'");
   s.config = config->second;
+  auto hyper = opt.metadata().find("optimizer");
+  if (hyper != opt.metadata().end()) s.optimizer = hyper->second;
   std::int64_t steps = 0;
-  file.read(*step, 0, {reinterpret_cast<std::uint8_t*>(&steps), sizeof steps});
-  apply(file, want, found);
+  opt.read(*step, 0, {reinterpret_cast<std::uint8_t*>(&steps), sizeof steps});
+  if (steps < 0) fail(companion, "'step' is negative: " + std::to_string(steps));
+  apply(file, weights, found_weights);
+  apply(opt, states, found_states);
   for (const Stage& st : stages) st.optimizer->set_steps(steps);
   return s;
 }

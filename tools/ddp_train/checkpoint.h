@@ -1,24 +1,39 @@
-// Training checkpoints as safetensors files (readable by safetensors.torch.load_file):
-//   "0.weight", "0.bias", ...              the weights, nn.Sequential names, F32
-//   "optimizer.<param>.<state>"            momentum_buffer / exp_avg / exp_avg_sq, F32
-//   "optimizer.step"                       steps taken, I64 [1]
-//   __metadata__: format, format_version (2), config (JSON of the options a resume
-//   must share), base_seed, epoch, epoch_samples (samples this rank consumed in
-//   `epoch`), global_step, world_size, workers, dataset_size, dataset_fingerprint
-//   (train_data.h's data_fingerprint), checksums and metadata_checksum.
+// Training checkpoints as two safetensors files, written by one save:
+//   PATH          the model's weights only, under nn.Sequential's names ("0.weight",
+//                 "0.bias", ...) and PyTorch's layouts (Linear [out, in], Conv2d
+//                 [out, in, kh, kw]), F32, so that
+//                 model.load_state_dict(safetensors.torch.load_file(PATH), strict=True)
+//                 loads it. __metadata__ (which load_file ignores): format,
+//                 format_version (3), config (JSON of the options a resume must
+//                 share), base_seed, epoch, epoch_samples (samples this rank consumed
+//                 in `epoch`), global_step, world_size, workers, dataset_size,
+//                 dataset_fingerprint (train_data.h's data_fingerprint),
+//                 optimizer_file (the companion's file name), optimizer_checksum (the
+//                 companion's metadata_checksum), checksums and metadata_checksum.
+//   PATH.optim    the companion (optimizer_file()): "<param>.<state>" tensors
+//                 (momentum_buffer; exp_avg, exp_avg_sq), F32, and "step", I64 [1];
+//                 __metadata__: format (seedloader.ddp-train.optimizer),
+//                 format_version, optimizer (optimizer_json()), params (the parameter
+//                 names in the optimizer's order, JSON), global_step, checksums and
+//                 metadata_checksum.
 // Checksums are XXH64 (xxHash, libxxhash) with seed 0, written as 16 lowercase hex
 // digits (the value, most significant first: what `xxhsum -H1` prints). `checksums`
 // is a JSON object of one per tensor, over its data bytes; `metadata_checksum` is
 // over every other metadata entry, in ascending byte order of key, as key, NUL,
-// value, NUL. So a flipped data byte or an edited schedule is caught, not trained on.
-// Version 1 (a private 64-bit hash, metadata unchecked) is refused by name.
-// Writing: the caller's rank 0 writes `path`.tmp, fsyncs it, renames it over `path`
-// and fsyncs the directory; then every rank meets at a barrier and may read it. A
-// failed save, or one ended by SIGINT, SIGTERM, SIGHUP or SIGXFSZ, removes `path`.tmp.
-// Reading validates the whole file (safetensors.h's bounds checks, no trailing
-// bytes, the format, every checksum, every tensor's presence, dtype and shape)
-// before changing any weight; check_position() then checks the schedule against the
-// run. Errors are DataError naming the file and the problem.
+// value, NUL. So a flipped data byte or an edited schedule is caught, not trained on,
+// and since PATH's sealed metadata records its companion's checksum, a companion
+// from another save is refused too.
+// Versions 1 (a private 64-bit hash) and 2 (optimizer state inside PATH) are
+// refused by name.
+// Writing: the caller's rank 0 writes both as NAME.tmp and fsyncs them, renames the
+// companion and then PATH over the old files, and fsyncs the directory; then every
+// rank meets at a barrier and may read them. A failed save, or one ended by SIGINT,
+// SIGTERM, SIGHUP or SIGXFSZ, removes both .tmp files. A crash between the two
+// renames leaves a new companion beside the old PATH: resuming from it is refused.
+// Reading validates both files whole (safetensors.h's bounds checks, no trailing
+// bytes, the format, every checksum, the pairing, every tensor's presence, dtype and
+// shape) before changing any weight; check_position() then checks the schedule
+// against the run. Errors are DataError naming the file and the problem.
 // These live beside ddp-train rather than in ddp/ because they name parameters
 // through the model's stages (split models) and read files through loader/datasets.
 // Pure functions of their arguments; not thread-safe on one model.
@@ -33,7 +48,11 @@
 
 namespace seedloader::train {
 
-inline constexpr int kCheckpointVersion = 2;
+inline constexpr int kCheckpointVersion = 3;
+
+// The companion of checkpoint `path` (its optimizer state): `path` + kOptimizerSuffix.
+inline constexpr const char* kOptimizerSuffix = ".optim";
+std::string optimizer_file(const std::string& path);
 
 // Where training continues: the first batch not yet trained, as (epoch, batch in
 // that epoch). A finished epoch is the next one's batch 0, so batch is always less
@@ -59,6 +78,7 @@ struct CheckpointState {
   std::uint64_t dataset_size = 0;
   std::uint64_t dataset_fingerprint = 0;  // data_fingerprint()
   std::string config;                     // resume_config_json()
+  std::string optimizer;                  // optimizer_json(), for PyTorch
 
   // The file stores samples, not batches, so both need the run's batch size.
   Position position(std::uint64_t batch_size) const {
@@ -70,12 +90,13 @@ struct CheckpointState {
   }
 };
 
-// Writes the stages' weights and optimizer state and `state`, atomically.
-// Throws Error when the file cannot be written.
+// Writes the stages' weights to `path` and their optimizer state to its companion,
+// with `state`, atomically. Throws Error when a file cannot be written.
 void save_checkpoint(const std::string& path, std::span<const Stage> stages,
                      const CheckpointState& state);
 
-// Validates `path` against the stages, then loads weights and optimizer state.
+// Validates `path` and its companion against the stages and each other, then loads
+// weights and optimizer state. A missing companion is a DataError naming it.
 CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> stages);
 
 // Checks the schedule `s` (loaded from `path`) against the run resuming it, whose

@@ -1,6 +1,7 @@
 #include "tools/ddp_train/train_model.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "seedloader/ddp/loss.h"
 #include "seedloader/error.h"
@@ -13,19 +14,53 @@ std::string shifted_name(const std::string& local, int shift) {
   return std::to_string(std::stoi(local.substr(0, dot)) + shift) + local.substr(dot);
 }
 
-std::unique_ptr<ddp::Optimizer> make_optimizer(const TrainOptions& o,
-                                               ddp::Sequential& model) {
-  if (o.optimizer == Optimizer::kAdamW) {
-    ddp::AdamWOptions a;
-    a.lr = o.lr;
-    a.weight_decay = o.weight_decay;
-    return std::make_unique<ddp::AdamW>(model, a);
-  }
+namespace {
+
+ddp::SgdOptions sgd_options(const TrainOptions& o) {
   ddp::SgdOptions s;
   s.lr = o.lr;
   s.momentum = o.momentum;
   s.weight_decay = o.weight_decay;
-  return std::make_unique<ddp::Sgd>(model, s);
+  return s;
+}
+
+ddp::AdamWOptions adamw_options(const TrainOptions& o) {
+  ddp::AdamWOptions a;
+  a.lr = o.lr;
+  a.weight_decay = o.weight_decay;
+  return a;
+}
+
+}  // namespace
+
+std::unique_ptr<ddp::Optimizer> make_optimizer(const TrainOptions& o,
+                                               ddp::Sequential& model) {
+  if (o.optimizer == Optimizer::kAdamW)
+    return std::make_unique<ddp::AdamW>(model, adamw_options(o));
+  return std::make_unique<ddp::Sgd>(model, sgd_options(o));
+}
+
+std::string optimizer_json(const TrainOptions& o) {
+  nlohmann::json j;
+  if (o.optimizer == Optimizer::kAdamW) {
+    const ddp::AdamWOptions a = adamw_options(o);
+    j = {{"name", "adamw"},
+         {"lr", a.lr},
+         {"betas", {a.beta1, a.beta2}},
+         {"eps", a.eps},
+         {"weight_decay", a.weight_decay},
+         {"amsgrad", false}};
+  } else {
+    const ddp::SgdOptions s = sgd_options(o);
+    // Widened exactly: torch rounds a Python float back to the parameters' float32.
+    j = {{"name", "sgd"},
+         {"lr", static_cast<double>(s.lr)},
+         {"momentum", static_cast<double>(s.momentum)},
+         {"dampening", static_cast<double>(s.dampening)},
+         {"weight_decay", static_cast<double>(s.weight_decay)},
+         {"nesterov", s.nesterov}};
+  }
+  return j.dump();
 }
 
 StepStats apply_loss(Loss loss, const ddp::ExecContext& ctx, const float* y,

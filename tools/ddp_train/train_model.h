@@ -74,4 +74,8 @@ StepStats apply_loss(Loss loss, const ddp::ExecContext& ctx, const float* y,
 std::unique_ptr<ddp::Optimizer> make_optimizer(const TrainOptions& o,
                                                ddp::Sequential& model);
 
+// The hyperparameters make_optimizer() uses, as JSON under PyTorch's param_group
+// names plus "name" (sgd | adamw), for checkpoints that PyTorch continues from.
+std::string optimizer_json(const TrainOptions& o);
+
 }  // namespace seedloader::train

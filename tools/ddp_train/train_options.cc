@@ -95,11 +95,14 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--split", o.split, "ddp-mp: layers on the first device")
       ->check(CLI::PositiveNumber);
   app.add_option("--init", o.init, "Initial weights (safetensors, nn.Sequential names)");
-  app.add_option("--save", o.save, "Write a checkpoint here at the end");
+  app.add_option("--save", o.save,
+                 "Write a checkpoint here at the end (the weights; the optimizer "
+                 "state goes beside it, in FILE.optim)");
   app.add_option("--checkpoint-every", o.checkpoint_every,
                  "Also write --save every N steps")
       ->check(tools::non_negative_integer());
-  app.add_option("--resume", o.resume, "Continue exactly from this checkpoint");
+  app.add_option("--resume", o.resume,
+                 "Continue exactly from this checkpoint and its FILE.optim");
   app.add_option("--log-json", o.log_json, "Append one JSON line per epoch here");
   app.add_flag("--progress", o.progress,
                "Progress bar even when stderr is not a terminal");

@@ -456,6 +456,7 @@ void Run::save(Position next) {
   s.dataset_size = data_->size();
   s.dataset_fingerprint = data_fingerprint_;
   s.config = resume_config_json(o_);
+  s.optimizer = optimizer_json(o_);
   if (mpi_.rank() == 0) save_checkpoint(o_.save, model_->stages(), s);
   mpi_.barrier();
 }
