@@ -12,6 +12,9 @@ if [[ ! -x $venv/bin/python ]]; then
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
   "scikit-build-core>=0.10" "nanobind>=2.0"
+# seedloader.torch.load_checkpoint / save_checkpoint read and write ddp-train's
+# checkpoints with safetensors and check their XXH64 checksums with xxhash.
+"$venv/bin/python" -m pip install -q --disable-pip-version-check safetensors xxhash
 # --no-build-isolation: build with the tools just installed instead of downloading
 # them again into a throwaway environment.
 CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install -q \
