@@ -491,10 +491,11 @@ def _ddp_optimizer_tensors(kind, hyper, names, ids, torch_state, weights, traine
             raise ConfigError("save_checkpoint: AdamW's parameters have different step "
                               "counts %s; ddp-train keeps one" % sorted(steps))
         return out, steps.pop() if steps else 0
-    # torch's SGD counts no steps: its first step is the one without a momentum buffer.
+    # torch's SGD counts no steps: its first step is the one without a momentum
+    # buffer, and ddp-train's SGD uses its count only to tell that step apart.
     if hyper["momentum"] != 0 and not out:
         return out, 0
-    return out, int(trainer["global_step"])
+    return out, max(int(trainer["global_step"]), 1 if out else 0)
 
 
 def _seal(meta, tensors, fmt):

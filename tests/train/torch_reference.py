@@ -5,7 +5,8 @@ DATA holds x [N, 10] and y [N, 5]; INIT the initial weights of
 nn.Sequential(Linear(10, 10), ReLU(), Linear(10, 5)); CHECKPOINT is ddp-train's.
 Trains with SGD(lr) and MSE on batches of BATCH rows taken in order (wrapping at
 the end of the data), STEPS steps, and prints "max_abs_diff D" against the
-checkpoint's weights. Files are read with a small safetensors reader (numpy), so
+checkpoint's weights, which must load strictly into the same nn.Sequential (no
+tensor more or less). Files are read with a small safetensors reader (numpy), so
 the safetensors package is not needed.
 """
 import json
@@ -50,6 +51,9 @@ def main():
         torch.nn.functional.mse_loss(model(xb), yb).backward()
         opt.step()
     ours = read_safetensors(ckpt_path)
+    # The checkpoint holds this model's state dict and nothing else: strict loading.
+    twin = torch.nn.Sequential(torch.nn.Linear(10, 10), torch.nn.ReLU(), torch.nn.Linear(10, 5))
+    twin.load_state_dict({k: torch.tensor(v.copy()) for k, v in ours.items()}, strict=True)
     diff = max(float(np.abs(v.detach().numpy() - ours[k]).max())
                for k, v in model.state_dict().items())
     print("max_abs_diff %.3g" % diff)
