@@ -24,54 +24,13 @@ import sys
 import threading
 import time
 
-import numpy as np
-
 import pybench
 
 HERE = pybench.HERE
 ROOT = pybench.ROOT
-
-
-def make_image_folder(root, n_images, width=320, height=240, classes=10):
-    """Deterministic JPEGs: smooth gradients plus blocks, per-index seeds."""
-    from PIL import Image
-
-    marker = os.path.join(root, ".complete-%d-%dx%d" % (n_images, width, height))
-    if os.path.exists(marker):
-        return
-    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(2024)))
-    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
-    for i in range(n_images):
-        cls = i % classes
-        d = os.path.join(root, "class_%02d" % cls)
-        os.makedirs(d, exist_ok=True)
-        a, b, c = rng.random(3) * 255
-        img = np.stack([(xx / width) * a, (yy / height) * b,
-                        ((xx + yy) / (width + height)) * c], axis=-1)
-        noise = rng.integers(0, 40, size=(height // 8, width // 8, 3))
-        img += np.kron(noise, np.ones((8, 8, 1)))
-        Image.fromarray(np.clip(img, 0, 255).astype(np.uint8)).save(
-            os.path.join(d, "%06d.jpg" % i), quality=90)
-    open(marker, "w").close()
-
-
-def pss_bytes(pid):
-    try:
-        with open("/proc/%d/smaps_rollup" % pid) as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def children(pid):
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            return [int(p) for p in f.read().split()]
-    except OSError:
-        return []
+make_image_folder = pybench.make_image_folder
+pss_bytes = pybench.pss_bytes
+children = pybench.children
 
 
 class PeakMemory:

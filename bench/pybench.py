@@ -1,5 +1,6 @@
 """What the Python benchmarks share: the machine line, medians of alternating
-rounds, README-ready ratio lines, the results folder and seedloader's import.
+rounds, README-ready ratio lines, the results folder, seedloader's import, the
+generated JPEG folders and the peak PSS of a process tree.
 
 On a shared or noisy machine one measurement says little. Each bench runs every
 contender once per round, alternating, for several rounds, and reports medians;
@@ -10,7 +11,10 @@ import json
 import os
 import platform
 import statistics
+import threading
 import time
+
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -126,3 +130,132 @@ def measure(epoch_batches, warmup, batches=None, seconds=None):
     elapsed = time.perf_counter() - start
     return {"batches": timed, "samples": samples, "seconds": elapsed,
             "batches_per_s": timed / elapsed, "samples_per_s": samples / elapsed}
+
+
+def _photo_like(rng, width, height, grain):
+    """An RGB image whose JPEG costs about what a photograph's does (2 to 2.5 bits
+    per pixel at quality 90, against well under 1 for gradients alone): smooth
+    colour fields at four scales, sharp-edged shapes, and sensor-like grain (one
+    tile per folder, shifted per image, as drawing it per image costs more than
+    all the rest)."""
+    from PIL import Image, ImageDraw
+
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    a, b, c = rng.random(3) * 128
+    img = np.stack([(xx / width) * a, (yy / height) * b,
+                    ((xx + yy) / (width + height)) * c], axis=-1)
+    for cells, amplitude in ((4, 90), (16, 50), (64, 30), (max(width // 4, 1), 16)):
+        field = rng.integers(0, 256, size=(max(cells * height // width, 1), cells, 3),
+                             dtype=np.uint8)
+        up = Image.fromarray(field).resize((width, height), Image.BICUBIC)
+        img += (np.asarray(up, np.float32) - 128) * (amplitude / 128)
+    canvas = Image.fromarray(np.clip(img + 64, 0, 255).astype(np.uint8))
+    draw = ImageDraw.Draw(canvas)
+    for _ in range(12):
+        x0, y0 = rng.integers(0, width), rng.integers(0, height)
+        w, h = rng.integers(4, width // 3 + 5), rng.integers(4, height // 3 + 5)
+        fill = tuple(int(v) for v in rng.integers(0, 256, 3))
+        shape = draw.ellipse if rng.random() < 0.5 else draw.rectangle
+        shape([x0, y0, x0 + w, y0 + h], fill=fill)
+    dy, dx = rng.integers(0, height), rng.integers(0, width)
+    noisy = np.asarray(canvas, np.int16) + np.roll(grain, (dy, dx), axis=(0, 1))
+    return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8))
+
+
+def make_image_folder(root, n_images, width=320, height=240, classes=10, texture="blocks"):
+    """A deterministic ImageFolder of n_images JPEGs (quality 90), made once: a
+    marker file names what is there. texture "blocks": gradients plus 8x8 blocks
+    of noise, cheap to decode (what compare_torch.py's published figures used);
+    "photo": the entropy of a photograph (see _photo_like)."""
+    from PIL import Image
+
+    if texture not in ("blocks", "photo"):
+        raise ValueError("make_image_folder: texture is 'blocks' or 'photo', not %r" % texture)
+    suffix = "" if texture == "blocks" else "-" + texture
+    marker = os.path.join(root, ".complete-%d-%dx%d%s" % (n_images, width, height, suffix))
+    if os.path.exists(marker):
+        return
+    rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(2024)))
+    if texture == "photo":
+        grain = np.rint(rng.normal(0, 5, size=(height, width, 3))).astype(np.int16)
+    else:
+        yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    for i in range(n_images):
+        d = os.path.join(root, "class_%02d" % (i % classes))
+        os.makedirs(d, exist_ok=True)
+        if texture == "photo":
+            image = _photo_like(rng, width, height, grain)
+        else:
+            a, b, c = rng.random(3) * 255
+            img = np.stack([(xx / width) * a, (yy / height) * b,
+                            ((xx + yy) / (width + height)) * c], axis=-1)
+            noise = rng.integers(0, 40, size=(height // 8, width // 8, 3))
+            img += np.kron(noise, np.ones((8, 8, 1)))
+            image = Image.fromarray(np.clip(img, 0, 255).astype(np.uint8))
+        image.save(os.path.join(d, "%06d.jpg" % i), quality=90)
+    open(marker, "w").close()
+
+
+def pss_bytes(pid):
+    """The process's proportional set size (its private pages plus its share of
+    the pages it shares), 0 once it has gone."""
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def children(pid):
+    """The process's children, whichever of its threads started them."""
+    kids = []
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return kids
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, tid)) as f:
+                kids += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def process_tree(pid):
+    """pid and all its descendants alive now."""
+    tree, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        tree.append(p)
+        todo += children(p)
+    return tree
+
+
+class PeakPss:
+    """The peak, over the with-block, of the summed PSS of pid's process tree
+    (pid, its workers and theirs), sampled every 50 ms from a thread. Summing PSS
+    counts a page shared by the tree once, and a library page shared with
+    processes outside it only in part."""
+
+    def __init__(self, pid):
+        self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while True:
+            total = sum(pss_bytes(p) for p in process_tree(self.pid))
+            self.peak = max(self.peak, total)
+            if self._stop.wait(0.05):
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
