@@ -273,13 +273,18 @@ def run_tree(cmd, timeout):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True)
-    with pybench.PeakPss(proc.pid) as mem:
-        try:
+    try:
+        with pybench.PeakPss(proc.pid) as mem:
             out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired:
+        raise RuntimeError("no result within %d s (killed)" % timeout)
+    finally:
+        # Whatever the way out (a timeout, ^C), nothing of the tree outlives its run.
+        try:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise RuntimeError("no result within %d s (killed)" % timeout)
+        except ProcessLookupError:
+            pass
+        proc.wait()
     if proc.returncode != 0:
         lines = [l for l in err.strip().splitlines() if l.strip()]
         how = ("signal %d" % -proc.returncode if proc.returncode < 0
@@ -298,7 +303,7 @@ class Contender:
 
     def __init__(self, name, args, folder):
         self.name, self.args, self.folder = name, args, folder
-        self.missing = None  # once not installed, not tried again
+        self.missing = None  # why it has no figure; once set, it is not tried again
         self.version = None
 
     def command(self, w):
@@ -313,9 +318,9 @@ class Contender:
 
     def measure(self, w):
         if self.missing:
-            return {"samples_per_s": math.nan, "status": "not installed: " + self.missing}
+            return {"samples_per_s": math.nan, "status": self.missing}
         if self.name == "seedloader_cpp" and not os.path.exists(self.args.binary):
-            self.missing = "%s not built (scripts/build.sh)" % self.args.binary
+            self.missing = "not built: %s (scripts/build.sh)" % self.args.binary
             return self.measure(w)
         try:
             result, peak = run_tree(self.command(w), self.args.timeout)
@@ -323,7 +328,7 @@ class Contender:
             print("  %s W=%d failed: %s" % (self.name, w, e), file=sys.stderr, flush=True)
             return {"samples_per_s": math.nan, "status": "error: %s" % e}
         if "not_installed" in result:
-            self.missing = result["not_installed"]
+            self.missing = "not installed: " + result["not_installed"]
             return self.measure(w)
         self.version = result.get("version", self.version)
         return {"samples_per_s": result["samples_per_s"], "peak_pss_bytes": peak,
