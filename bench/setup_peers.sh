@@ -8,9 +8,9 @@
 # Usage: bench/setup_peers.sh [--with-torch]
 #   --with-torch  also install torch and torchvision from PyPI into the environment
 #                 (shadowing Debian's 1.13/0.14), which brings torchvision.transforms.v2
-#                 and so the decode_jpeg + v2 contender. Only PyPI is reachable, and its
-#                 Linux torch wheel is the CUDA build: about 4 GB installed with its
-#                 nvidia-* libraries, for a bench that runs on the CPU. Off by default.
+#                 and so the decode_jpeg + v2 contender. PyPI's Linux torch wheel is the
+#                 CUDA build: it adds about 5.5 GB with its nvidia-* libraries, for a
+#                 bench that runs on the CPU. Off by default.
 #
 # Safe to run again: pip skips what is already installed at the pinned version, and
 # the seedloader build in build/pip (shared with scripts/python_env.sh) is
