@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import pybench
@@ -29,30 +28,11 @@ import pybench
 HERE = pybench.HERE
 ROOT = pybench.ROOT
 make_image_folder = pybench.make_image_folder
-pss_bytes = pybench.pss_bytes
-children = pybench.children
 
 
-class PeakMemory:
-    """Samples main RSS-equivalent PSS plus the workers' PSS every 50 ms."""
-
-    def __init__(self, pid):
-        self.pid, self.peak, self._stop = pid, 0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            total = pss_bytes(self.pid) + sum(pss_bytes(c) for c in children(self.pid))
-            self.peak = max(self.peak, total)
-            time.sleep(0.05)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+# The peak PSS of this process and its workers (the same tree the other benches
+# measure).
+PeakMemory = pybench.PeakPss
 
 
 def _timed(epoch_batches, warmup, batches):
