@@ -149,10 +149,12 @@ class TempFileGuard {
   }
 
   static void on_signal(int sig) {
+    const int saved_errno = errno;  // unlink() may change it under the interrupted code
     unlink_all();
     for (std::size_t i = 0; i < kSignals.size(); ++i)
       if (kSignals[i] == sig) ::sigaction(sig, &g_old[i], nullptr);
     ::raise(sig);  // delivered, with the old action, when this handler returns
+    errno = saved_errno;
   }
 
   static inline char g_paths[2][4096];
