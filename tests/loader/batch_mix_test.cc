@@ -127,6 +127,29 @@ TEST(BatchMixTest, SameBatchesForAnyWorkerCount) {
   EXPECT_NE(other_rank[0].targets, none[0].targets);
 }
 
+TEST(BatchMixTest, ResumingMidEpochMixesTheRestAlike) {
+  const InMemoryDataset data = make_dataset(DType::kF32);
+  LoaderOptions o = mix_options(0.4, 1.0, 2);
+  o.world_size = 1;
+  o.rank = 0;
+  const auto whole = run(data, o, 5);
+  ASSERT_EQ(whole.size(), 5u);
+  DataLoader loader(data, o);
+  loader.resume(5, 2);
+  std::size_t k = 2;
+  for (const Batch& b : loader) {
+    ASSERT_LT(k, whole.size());
+    auto t = b.tensor("target").values<float>();
+    EXPECT_EQ(std::vector<float>(t.begin(), t.end()), whole[k].targets) << "batch " << k;
+    auto image = b.tensor("image");
+    EXPECT_EQ(std::vector<std::byte>(image.data, image.data + image.bytes()),
+              whole[k].images)
+        << "batch " << k;
+    ++k;
+  }
+  EXPECT_EQ(k, whole.size());
+}
+
 TEST(BatchMixTest, BetaFollowsNumpyAndItsMoments) {
   SL_REQUIRE_PYTHON_MODULE("numpy");
   std::string expect;
