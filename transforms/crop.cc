@@ -8,6 +8,7 @@
 
 #include "seedloader/error.h"
 #include "seedloader/random.h"
+#include "transforms/resample.h"
 
 namespace seedloader {
 namespace {
@@ -53,10 +54,19 @@ void require_nonempty(const cv::Mat& image, const char* what) {
 
 cv::Mat resize_to(const cv::Mat& image, cv::Size size) {
   if (image.size() == size) return image;
-  const bool shrinking = size.width <= image.cols && size.height <= image.rows;
   cv::Mat out;
-  cv::resize(image, out, size, 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+  thread_resampler().resize(
+      image, ResampleBox{0, 0, double(image.cols), double(image.rows)}, size, out);
   return out;
+}
+
+cv::Mat window_pixels(const cv::Mat& decoded, cv::Rect2d window, ResampleBox* box) {
+  const cv::Rect outer = enclosing_rect(window, decoded.size());
+  if (outer.empty()) throw DataError("RandomResizedCrop: empty window");
+  *box =
+      ResampleBox{window.x - outer.x, window.y - outer.y,
+                  window.x + window.width - outer.x, window.y + window.height - outer.y};
+  return decoded(outer);
 }
 
 cv::Rect draw_resized_crop(cv::Size source, std::pair<double, double> scale,
@@ -127,13 +137,17 @@ int RandomResizedCrop::max_reduction(cv::Rect region) const {
   return 1;
 }
 
-cv::Mat RandomResizedCrop::apply_region(const cv::Mat& decoded, cv::Rect region) const {
-  return resize_to(decoded(region), size_);
+cv::Mat RandomResizedCrop::apply_region(const cv::Mat& decoded, cv::Rect2d region) const {
+  ResampleBox box;
+  const cv::Mat pixels = window_pixels(decoded, region, &box);
+  cv::Mat out;
+  thread_resampler().resize(pixels, box, size_, out);
+  return out;
 }
 
 cv::Mat RandomResizedCrop::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
   require_nonempty(image, "RandomResizedCrop");
-  return apply_region(image, plan_region(image.size(), rng, log));
+  return apply_region(image, cv::Rect2d(plan_region(image.size(), rng, log)));
 }
 
 std::string RandomResizedCrop::describe() const {

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "seedloader/transforms/transform.h"
+#include "transforms/resample.h"
 
 namespace seedloader {
 
@@ -35,7 +36,8 @@ class RandomResizedCrop final : public Transform {
   // 2, 4 or 8 when the region is at least that many times the output size in both
   // dimensions, else 1.
   int max_reduction(cv::Rect region) const override;
-  cv::Mat apply_region(const cv::Mat& decoded, cv::Rect region) const override;
+  cv::Mat apply_region(const cv::Mat& decoded, cv::Rect2d region) const override;
+  cv::Size size() const { return size_; }
 
  private:
   cv::Size size_;
@@ -76,8 +78,8 @@ class CenterCrop final : public Transform {
 // Resize to an exact size, or (shorter_side form) so that the shorter side is
 // `shorter_side` and the aspect is kept (the longer side rounded down); a
 // shorter-side result above kMaxTransformPixels is a DataError (a 1x65000 image
-// resized to 224 would be 224x14560000). Area interpolation when shrinking,
-// bilinear when enlarging.
+// resized to 224 would be 224x14560000). Pillow's antialiased bilinear filter
+// (resample.h), as torchvision's Resize does to PIL images.
 class Resize final : public Transform {
  public:
   explicit Resize(cv::Size size);
@@ -92,8 +94,15 @@ class Resize final : public Transform {
   int shorter_ = 0;
 };
 
-// Resizes `image` to `size` with area interpolation when shrinking, bilinear
-// otherwise.
+// Resizes `image` (CV_8UC1 or CV_8UC3) to `size` with Pillow's antialiased
+// bilinear filter, through this thread's Resampler.
 cv::Mat resize_to(const cv::Mat& image, cv::Size size);
+
+// The whole-pixel part of `decoded` that `window` (decoded coordinates, maybe
+// fractional) needs, and in *box the window's place within it: what
+// RandomResizedCrop resamples. Pixels outside the enclosing rectangle never weigh
+// in, as in torchvision, which crops before it resizes. Throws DataError for an
+// empty window.
+cv::Mat window_pixels(const cv::Mat& decoded, cv::Rect2d window, ResampleBox* box);
 
 }  // namespace seedloader

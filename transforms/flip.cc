@@ -9,11 +9,15 @@ RandomFlip::RandomFlip(Axis axis, double p) : axis_(axis), p_(p) {
   if (!(p >= 0.0 && p <= 1.0)) throw ConfigError("flip: p must be in [0, 1]");
 }
 
-cv::Mat RandomFlip::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
+bool RandomFlip::draw(Rng& rng, TransformLog* log) const {
   const bool flip = bernoulli(rng, p_);
   const char* name = axis_ == Axis::kHorizontal ? "hflip" : "vflip";
   if (log) log->record(name, "flip", flip ? 1.0 : 0.0);
-  if (!flip) return image;
+  return flip;
+}
+
+cv::Mat RandomFlip::apply(cv::Mat image, Rng& rng, TransformLog* log) const {
+  if (!draw(rng, log)) return image;
   cv::Mat out;
   cv::flip(image, out, axis_ == Axis::kHorizontal ? 1 : 0);
   return out;

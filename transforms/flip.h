@@ -14,6 +14,9 @@ class RandomFlip final : public Transform {
   RandomFlip(Axis axis, double p);
   cv::Mat apply(cv::Mat image, Rng& rng, TransformLog* log) const override;
   std::string describe() const override;
+  // apply()'s one draw (and its log entry): whether to mirror.
+  bool draw(Rng& rng, TransformLog* log) const;
+  Axis axis() const { return axis_; }
 
  private:
   Axis axis_;

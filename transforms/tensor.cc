@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <sstream>
+#include <type_traits>
 
 #include "seedloader/error.h"
 
@@ -93,53 +94,95 @@ DType ToTensor::dtype() const {
 }
 
 void ToTensor::write(const cv::Mat& image, std::span<float> out) const {
-  write_planes(image, out, Output::kFloat32, [](float v) { return v; });
+  write_planes(image, out);
 }
 
 void ToTensor::write(const cv::Mat& image, std::span<Float16> out) const {
-  write_planes(image, out, Output::kFloat16, [](float v) { return to_float16(v); });
+  write_planes(image, out);
 }
 
 void ToTensor::write(const cv::Mat& image, std::span<BFloat16> out) const {
-  write_planes(image, out, Output::kBFloat16, [](float v) { return to_bfloat16(v); });
+  write_planes(image, out);
 }
 
-template <typename T, typename Convert>
-void ToTensor::write_planes(const cv::Mat& image, std::span<T> out, Output want,
-                            Convert convert) const {
-  if (output_ != want) {
-    throw DataError("ToTensor: configured for " + std::string(output_name(output_)) +
-                    ", asked to write " + output_name(want));
-  }
-  check_image(image, out.size());
-  const int channels = image.channels();
-  if (channels > 4) throw DataError("ToTensor: more than 4 channels");
-  // y = pixel * scale[c] + shift[c]: scaling and normalisation in one multiply-add.
-  std::array<float, 4> scale{};
-  std::array<float, 4> shift{};
-  for (int c = 0; c < channels; ++c) {
-    float mean = 0.0f;
-    float sd = 1.0f;
-    if (normalize_) {
-      const auto& m = normalize_->mean();
-      if (m.size() != 1 && static_cast<int>(m.size()) != channels) {
-        throw DataError("ToTensor: Normalize has " + std::to_string(m.size()) +
-                        " entries for a " + std::to_string(channels) + "-channel image");
-      }
-      mean = m.size() == 1 ? m[0] : m[c];
-      sd = normalize_->std().size() == 1 ? normalize_->std()[0] : normalize_->std()[c];
+namespace {
+
+template <typename T>
+struct TableOf;
+template <>
+struct TableOf<float> {
+  static constexpr ToTensor::Output kOutput = ToTensor::Output::kFloat32;
+  static float convert(float v) { return v; }
+};
+template <>
+struct TableOf<Float16> {
+  static constexpr ToTensor::Output kOutput = ToTensor::Output::kFloat16;
+  static Float16 convert(float v) { return to_float16(v); }
+};
+template <>
+struct TableOf<BFloat16> {
+  static constexpr ToTensor::Output kOutput = ToTensor::Output::kBFloat16;
+  static BFloat16 convert(float v) { return to_bfloat16(v); }
+};
+
+}  // namespace
+
+template <typename T>
+void ToTensor::fill_table(std::array<std::array<T, 256>, 4>& table, int channels) const {
+  if (channels < 1 || channels > 4) throw DataError("ToTensor: more than 4 channels");
+  if constexpr (std::is_same_v<T, std::uint8_t>) {
+    if (output_ != Output::kUint8)
+      throw DataError(std::string("ToTensor: configured for ") + output_name(output_) +
+                      ", asked to write uint8");
+    for (int c = 0; c < channels; ++c) {
+      for (int v = 0; v < 256; ++v) table[c][v] = static_cast<std::uint8_t>(v);
     }
-    scale[c] = 1.0f / (255.0f * sd);
-    shift[c] = -mean / sd;
+  } else {
+    if (output_ != TableOf<T>::kOutput) {
+      throw DataError("ToTensor: configured for " + std::string(output_name(output_)) +
+                      ", asked to write " + output_name(TableOf<T>::kOutput));
+    }
+    for (int c = 0; c < channels; ++c) {
+      const auto [scale, shift] = affine(c, channels);
+      for (int v = 0; v < 256; ++v)
+        table[c][v] = TableOf<T>::convert(static_cast<float>(v) * scale + shift);
+    }
   }
+}
+
+// y = pixel * scale[c] + shift[c]: scaling and normalisation in one multiply-add
+// (two roundings: this file is compiled without contraction into an FMA, so the
+// resampler's vector code, which multiplies then adds, gives the same floats).
+std::pair<float, float> ToTensor::affine(int c, int channels) const {
+  float mean = 0.0f;
+  float sd = 1.0f;
+  if (normalize_) {
+    const auto& m = normalize_->mean();
+    if (m.size() != 1 && static_cast<int>(m.size()) != channels) {
+      throw DataError("ToTensor: Normalize has " + std::to_string(m.size()) +
+                      " entries for a " + std::to_string(channels) + "-channel image");
+    }
+    mean = m.size() == 1 ? m[0] : m[c];
+    sd = normalize_->std().size() == 1 ? normalize_->std()[0] : normalize_->std()[c];
+  }
+  return {1.0f / (255.0f * sd), -mean / sd};
+}
+
+template void ToTensor::fill_table(std::array<std::array<float, 256>, 4>&, int) const;
+template void ToTensor::fill_table(std::array<std::array<Float16, 256>, 4>&, int) const;
+template void ToTensor::fill_table(std::array<std::array<BFloat16, 256>, 4>&, int) const;
+template void ToTensor::fill_table(std::array<std::array<std::uint8_t, 256>, 4>&,
+                                   int) const;
+
+template <typename T>
+void ToTensor::write_planes(const cv::Mat& image, std::span<T> out) const {
+  const int channels = image.channels();
   // A 256-entry table per channel turns the multiply-add into one load, and the
   // HWC -> CHW scatter happens in the same pass: one read of each pixel, one
   // write of each value, no temporary image.
   std::array<std::array<T, 256>, 4> lut;
-  for (int c = 0; c < channels; ++c) {
-    for (int v = 0; v < 256; ++v)
-      lut[c][v] = convert(static_cast<float>(v) * scale[c] + shift[c]);
-  }
+  fill_table(lut, channels);
+  check_image(image, out.size());
   const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;
   for (int y = 0; y < image.rows; ++y) {
     const std::uint8_t* src = image.ptr<std::uint8_t>(y);

@@ -1,6 +1,7 @@
 #include "seedloader/transforms/transform.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "seedloader/error.h"
@@ -30,8 +31,8 @@ cv::Rect Transform::plan_region(cv::Size source, Rng&, TransformLog*) const {
 
 int Transform::max_reduction(cv::Rect) const { return 1; }
 
-cv::Mat Transform::apply_region(const cv::Mat& decoded, cv::Rect region) const {
-  return decoded(region).clone();
+cv::Mat Transform::apply_region(const cv::Mat& decoded, cv::Rect2d region) const {
+  return decoded(enclosing_rect(region, decoded.size())).clone();
 }
 
 cv::Mat ImageSource::decode_region(int reduction, cv::Rect region, cv::Rect* crop) const {
@@ -50,6 +51,26 @@ cv::Rect scale_region(cv::Rect region, int reduction, cv::Size decoded) {
   x1 = std::clamp(x1, x0 + 1, std::max(decoded.width, x0 + 1));
   y1 = std::clamp(y1, y0 + 1, std::max(decoded.height, y0 + 1));
   return cv::Rect(x0, y0, x1 - x0, y1 - y0);
+}
+
+cv::Rect2d exact_region(cv::Rect region, int reduction, cv::Rect scaled) {
+  if (reduction == 1) return cv::Rect2d(scaled);
+  const double r = reduction;
+  const double x = scaled.x + (region.x / r - region.x / reduction);
+  const double y = scaled.y + (region.y / r - region.y / reduction);
+  const double x1 = std::min(x + region.width / r, double(scaled.x + scaled.width));
+  const double y1 = std::min(y + region.height / r, double(scaled.y + scaled.height));
+  return cv::Rect2d(x, y, x1 - x, y1 - y);
+}
+
+cv::Rect enclosing_rect(cv::Rect2d window, cv::Size bounds) {
+  const int x0 = std::max(0, static_cast<int>(std::floor(window.x)));
+  const int y0 = std::max(0, static_cast<int>(std::floor(window.y)));
+  const int x1 =
+      std::min(bounds.width, static_cast<int>(std::ceil(window.x + window.width)));
+  const int y1 =
+      std::min(bounds.height, static_cast<int>(std::ceil(window.y + window.height)));
+  return cv::Rect(x0, y0, std::max(x1 - x0, 0), std::max(y1 - y0, 0));
 }
 
 }  // namespace seedloader

@@ -19,6 +19,7 @@ ImageOutput::ImageOutput(Compose transform, int channels, cv::Size input,
     throw ConfigError(who + ": channels must be 1 or 3");
   }
   size_ = transform_.output_size(input);
+  fused_ = transform_.fuses();
   if (size_.width <= 0 || size_.height <= 0) {
     throw ConfigError(who +
                       ": the transform chain does not fix the image size; end it with a "
@@ -61,7 +62,17 @@ void ImageOutput::write(cv::Mat image, Rng& rng, TransformLog* log, SampleWriter
 
 void ImageOutput::write(const ImageSource& source, Rng& rng, TransformLog* log,
                         SampleWriter& out, std::size_t f) const {
-  store(transform_.apply(source, rng, log), out, f);
+  if (!fused_) return store(transform_.apply(source, rng, log), out, f);
+  switch (transform_.output().dtype()) {
+    case DType::kU8:
+      return transform_.write_fused(source, rng, log, out.field<std::uint8_t>(f));
+    case DType::kF16:
+      return transform_.write_fused(source, rng, log, out.field<Float16>(f));
+    case DType::kBF16:
+      return transform_.write_fused(source, rng, log, out.field<BFloat16>(f));
+    default:
+      return transform_.write_fused(source, rng, log, out.field<float>(f));
+  }
 }
 
 void rethrow_as_data_error(const std::string& where) {

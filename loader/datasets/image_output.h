@@ -36,6 +36,7 @@ class ImageOutput {
   void store(const cv::Mat& image, SampleWriter& out, std::size_t f) const;
 
   Compose transform_;
+  bool fused_ = false;  // transform_.fuses(), asked once
   int channels_;
   cv::Size size_;
 };

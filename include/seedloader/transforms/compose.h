@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,18 @@ class Compose {
   cv::Mat apply(const ImageSource& source, Rng& rng, TransformLog* log,
                 int* reduction_used = nullptr) const;
 
+  // True for the chains write() fuses: a RandomResizedCrop, alone or followed by
+  // a horizontal RandomFlip.
+  bool fuses() const;
+  // For a chain that fuses(): decodes `source` as apply() does, then resamples,
+  // mirrors and converts through output() in one pass straight into `out` (CHW,
+  // T is output().dtype()'s element type), with no image of the output size in
+  // between. The bytes and the draws equal apply() followed by output().write().
+  // Throws DataError as they do, and when out does not fit C x H x W.
+  template <typename T>
+  void write_fused(const ImageSource& source, Rng& rng, TransformLog* log,
+                   std::span<T> out) const;
+
   const ToTensor& output() const { return output_; }
   const std::vector<std::unique_ptr<Transform>>& steps() const { return steps_; }
   // The final image size for an input of size `in` ({0, 0} = unknown); {0, 0}
@@ -51,6 +64,11 @@ class Compose {
   std::string describe() const;
 
  private:
+  // Plans the first step, decodes, and returns the decoded image with the
+  // planned region's place in it (the whole image when nothing plans a region).
+  cv::Mat decode_planned(const ImageSource& source, Rng& rng, TransformLog* log,
+                         int* reduction_used, cv::Rect2d* region) const;
+
   std::vector<std::unique_ptr<Transform>> steps_;
   ToTensor output_;
 };

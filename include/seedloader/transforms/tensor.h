@@ -7,10 +7,12 @@
 // normalise on the device. Immutable; safe to share across threads and processes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <opencv2/core.hpp>
@@ -60,13 +62,23 @@ class ToTensor {
   void write(const cv::Mat& image, std::span<Float16> out) const;
   void write(const cv::Mat& image, std::span<BFloat16> out) const;
   void write(const cv::Mat& image, std::span<std::uint8_t> out) const;
+
+  // What write() stores for value v of channel c, as table[c][v], for an image of
+  // `channels` channels: T is dtype()'s element type (the identity for u8).
+  // Throws DataError as write() does for a mismatched type or Normalize.
+  template <typename T>
+  void fill_table(std::array<std::array<T, 256>, 4>& table, int channels) const;
+  // The floating outputs' map for channel c of a `channels`-channel image:
+  // value = pixel * scale + shift, the product and the sum each rounded to
+  // float32 (never fused), before any conversion to float16 or bfloat16.
+  // Throws DataError when a Normalize does not fit `channels`.
+  std::pair<float, float> affine(int c, int channels) const;
   std::string describe() const;
 
  private:
-  // The float path, each value converted by `convert` from its float32.
-  template <typename T, typename Convert>
-  void write_planes(const cv::Mat& image, std::span<T> out, Output want,
-                    Convert convert) const;
+  // The float paths, through fill_table().
+  template <typename T>
+  void write_planes(const cv::Mat& image, std::span<T> out) const;
 
   Output output_ = Output::kFloat32;
   std::optional<Normalize> normalize_;

@@ -82,13 +82,14 @@ class Transform {
   // is decoded (RandomResizedCrop), so the decoder can work at reduced scale.
   // plan_region() draws exactly what apply() would draw for a source of that size;
   // apply_region() then finishes on an image decoded at 1/reduction scale, where
-  // `region` is already mapped into the decoded image's coordinates.
+  // `region` is the planned region mapped into the decoded image's coordinates:
+  // divided by the reduction, so its edges may fall between pixels.
   virtual bool plans_region() const { return false; }
   virtual cv::Rect plan_region(cv::Size source, Rng& rng, TransformLog* log) const;
   // The largest reduction (1, 2, 4 or 8) at which `region` can still be decoded
   // without upscaling the result.
   virtual int max_reduction(cv::Rect region) const;
-  virtual cv::Mat apply_region(const cv::Mat& decoded, cv::Rect region) const;
+  virtual cv::Mat apply_region(const cv::Mat& decoded, cv::Rect2d region) const;
 };
 
 // An encoded image whose size is known from its header before any pixel is
@@ -112,5 +113,14 @@ class ImageSource {
 // Maps a region of the full-size source into an image decoded at 1/reduction of
 // it: floor the start, ceil the end, clip to `decoded`.
 cv::Rect scale_region(cv::Rect region, int reduction, cv::Size decoded);
+
+// The region's exact place in an image decoded at 1/reduction, given `scaled`,
+// where decode_region() put its scale_region() mapping: region / reduction,
+// shifted by the same offset, and kept within `scaled`.
+cv::Rect2d exact_region(cv::Rect region, int reduction, cv::Rect scaled);
+
+// The pixels a window needs: the smallest whole-pixel rectangle around it,
+// within `bounds`.
+cv::Rect enclosing_rect(cv::Rect2d window, cv::Size bounds);
 
 }  // namespace seedloader
