@@ -1,7 +1,9 @@
 #include "loader/datasets/jpeg_region.h"
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -111,6 +113,22 @@ class Decompressor {
   ErrorManager err_{};
 };
 
+// This thread's pixel buffer, `bytes` long, as one continuous row. Reused from
+// call to call, except while a caller still holds the last result (its
+// reference count says so): then a new one is made and the old one left alone.
+cv::Mat thread_buffer(std::size_t bytes) {
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw DataError("a decoded window of " + std::to_string(bytes) +
+                    " bytes is above what one buffer holds");
+  }
+  thread_local cv::Mat store;
+  if (store.u && store.u->refcount > 1) store = cv::Mat();
+  if (store.empty() || store.total() < bytes) {
+    store.create(1, static_cast<int>(std::max<std::size_t>(bytes, 1)), CV_8U);
+  }
+  return store.colRange(0, static_cast<int>(bytes));
+}
+
 }  // namespace
 
 JpegRegion decode_jpeg_region(std::span<const std::uint8_t> bytes, int reduction,
@@ -119,9 +137,10 @@ JpegRegion decode_jpeg_region(std::span<const std::uint8_t> bytes, int reduction
   Window w;
   if (!start(d.cinfo(), d.err(), bytes, reduction, channels, region, &w)) d.fail();
   JpegRegion result;
-  result.pixels.create(static_cast<int>(w.height), static_cast<int>(w.out_width),
-                       channels == 1 ? CV_8UC1 : CV_8UC3);
-  std::vector<unsigned char> scratch(result.pixels.step);
+  const std::size_t stride = std::size_t(w.out_width) * channels;
+  result.pixels = thread_buffer(stride * w.height).reshape(channels, int(w.height));
+  thread_local std::vector<unsigned char> scratch;
+  scratch.resize(stride);
   if (!read_rows(d.cinfo(), d.err(), w, result.pixels.data, result.pixels.step,
                  scratch.data())) {
     d.fail();

@@ -6,7 +6,9 @@
 // skipped through to the end of the image, so a truncated or corrupt file is an
 // error even when the damage lies outside the window: every libjpeg warning is
 // treated as an error, as in image_decode.cc.
-// Stateless; safe across threads and fork.
+// The pixels land in a buffer of the calling thread that the next call reuses
+// once no cv::Mat refers to it any more, so decoding allocates nothing once the
+// buffer has grown. Safe across threads and fork.
 #pragma once
 
 #include <cstdint>
