@@ -1,5 +1,6 @@
 // seedloader-bench: throughput of one loader configuration — samples/s,
-// batches/s, bytes/s, each worker's busy fraction and peak memory.
+// batches/s, bytes/s, each worker's busy fraction, the main process's CPU per
+// batch and peak memory.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -21,6 +22,8 @@ using seedloader::bench::Measurement;
 
 void print(const BenchArgs& a, const Measurement& m) {
   const double s = m.seconds > 0 ? m.seconds : 1e-9;
+  const double cpu_per_batch = m.batches ? m.main_cpu_seconds / m.batches : 0.0;
+  const double cpu_share = m.main_cpu_seconds / s;
   if (a.json) {
     nlohmann::json j = {{"data", a.data},
                         {"transform", a.transform},
@@ -32,7 +35,9 @@ void print(const BenchArgs& a, const Measurement& m) {
                         {"batches_per_s", m.batches / s},
                         {"bytes_per_s", m.bytes / s},
                         {"worker_busy", m.worker_busy},
-                        {"peak_memory_bytes", m.peak_memory_bytes}};
+                        {"peak_memory_bytes", m.peak_memory_bytes},
+                        {"main_cpu_s_per_batch", cpu_per_batch},
+                        {"main_cpu_share", cpu_share}};
     if (a.device) {
       j["device_bytes_per_s"] = m.device_bytes_per_s;
       j["pinned_memcpy_bytes_per_s"] = m.pinned_memcpy_bytes_per_s;
@@ -51,6 +56,8 @@ void print(const BenchArgs& a, const Measurement& m) {
   std::printf("%s\n", m.worker_busy.empty() ? " (no workers)" : "");
   std::printf("  peak memory (main RSS + workers' PSS): %.1f MB\n",
               m.peak_memory_bytes / 1e6);
+  std::printf("  main process: %.0f us CPU per batch (%.1f%% of one core)\n",
+              cpu_per_batch * 1e6, 100 * cpu_share);
   if (a.device) {
     std::printf(
         "  H2D through DevicePrefetcher: %.2f GB/s; plain pinned cudaMemcpyAsync: "

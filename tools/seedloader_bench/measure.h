@@ -28,22 +28,19 @@ struct Measurement {
   std::uint64_t bytes = 0;
   double seconds = 0;
   std::vector<double> worker_busy;      // fraction of the timed interval, per worker
-  std::uint64_t peak_memory_bytes = 0;  // main RSS + workers' PSS, sampled per batch
+  std::uint64_t peak_memory_bytes = 0;  // main RSS + workers' PSS, see PeakMemory
+  // CPU time of the consuming thread over the timed loop (CLOCK_THREAD_CPUTIME_ID):
+  // what the main process spends per batch. Workers are other processes and the
+  // memory sampler another thread, so neither is in it.
+  double main_cpu_seconds = 0;
   // --device only: H2D rate of the prefetcher and of a plain pinned cudaMemcpyAsync
   // of the same batch size, in bytes/s.
   double device_bytes_per_s = 0;
   double pinned_memcpy_bytes_per_s = 0;
 };
 
-// Samples the main process's RSS plus every worker's PSS; keeps the maximum.
-class PeakMemory {
- public:
-  void sample(const DataLoader& loader);
-  std::uint64_t peak() const { return peak_; }
-
- private:
-  std::uint64_t peak_ = 0;
-};
+// CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID).
+double thread_cpu_seconds();
 
 // Iterates `warmup` untimed then `batches` timed batches, across epochs as needed.
 Measurement measure_host(DataLoader& loader, const BenchArgs& args);

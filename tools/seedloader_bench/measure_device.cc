@@ -5,6 +5,7 @@
 #include "base/cuda_check.h"
 #include "seedloader/device_prefetcher.h"
 #include "tools/seedloader_bench/measure.h"
+#include "tools/seedloader_bench/peak_memory.h"
 
 namespace seedloader::bench {
 namespace {
@@ -47,9 +48,14 @@ Measurement measure_device(DataLoader& loader, const BenchArgs& args) {
   std::uint64_t done = 0, slot_bytes = 0;
   const std::uint64_t total = args.warmup + args.batches;
   Clock::time_point start = Clock::now();
+  double cpu_start = thread_cpu_seconds();
   for (std::uint64_t epoch = 0; done < total; ++epoch) {
     prefetcher.start_epoch(epoch);
+    bool first = true;
     while (const DeviceBatch* b = prefetcher.next()) {
+      // Once per epoch, after the epoch's start has forked any workers.
+      if (first) memory.watch(loader.worker_pids());
+      first = false;
       slot_bytes = b->host.slot_bytes().size();
       if (done >= args.warmup) {
         m.samples += b->host.size();
@@ -59,14 +65,15 @@ Measurement measure_device(DataLoader& loader, const BenchArgs& args) {
       if (++done == args.warmup) {
         SL_CHECK_CUDA(cudaDeviceSynchronize());
         start = Clock::now();
+        cpu_start = thread_cpu_seconds();
       }
-      memory.sample(loader);
       if (done >= total) break;
     }
   }
   SL_CHECK_CUDA(cudaDeviceSynchronize());
   m.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  m.peak_memory_bytes = memory.peak();
+  m.main_cpu_seconds = thread_cpu_seconds() - cpu_start;
+  m.peak_memory_bytes = memory.finish();
   m.device_bytes_per_s = m.seconds > 0 ? m.bytes / m.seconds : 0;
   m.pinned_memcpy_bytes_per_s = pinned_memcpy_rate(slot_bytes, 20);
   return m;
