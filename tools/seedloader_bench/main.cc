@@ -1,6 +1,6 @@
 // seedloader-bench: throughput of one loader configuration — samples/s,
 // batches/s, bytes/s, each worker's busy fraction, the main process's CPU per
-// batch and peak memory.
+// batch and peak memory; optionally beside the full-size JPEG decode-only rate.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -13,17 +13,22 @@
 #include "tools/common/data_spec.h"
 #include "tools/common/error_text.h"
 #include "tools/common/loader_flags.h"
+#include "tools/seedloader_bench/decode_reference.h"
 #include "tools/seedloader_bench/measure.h"
 
 namespace {
 
 using seedloader::bench::BenchArgs;
+using seedloader::bench::DecodeReference;
 using seedloader::bench::Measurement;
 
-void print(const BenchArgs& a, const Measurement& m) {
+void print(const BenchArgs& a, const Measurement& m, const DecodeReference& ref) {
   const double s = m.seconds > 0 ? m.seconds : 1e-9;
   const double cpu_per_batch = m.batches ? m.main_cpu_seconds / m.batches : 0.0;
   const double cpu_share = m.main_cpu_seconds / s;
+  // 0 workers: the calling thread is the one worker.
+  const double per_worker = m.samples / s / (a.workers > 0 ? a.workers : 1);
+  const double vs_decode = ref.per_s > 0 ? per_worker / ref.per_s : 0.0;
   if (a.json) {
     nlohmann::json j = {{"data", a.data},
                         {"transform", a.transform},
@@ -38,6 +43,11 @@ void print(const BenchArgs& a, const Measurement& m) {
                         {"peak_memory_bytes", m.peak_memory_bytes},
                         {"main_cpu_s_per_batch", cpu_per_batch},
                         {"main_cpu_share", cpu_share}};
+    if (ref.per_s > 0) {
+      j["decode_reference_images"] = ref.images;
+      j["decode_only_per_s"] = ref.per_s;
+      j["per_worker_vs_decode"] = vs_decode;
+    }
     if (a.device) {
       j["device_bytes_per_s"] = m.device_bytes_per_s;
       j["pinned_memcpy_bytes_per_s"] = m.pinned_memcpy_bytes_per_s;
@@ -58,6 +68,12 @@ void print(const BenchArgs& a, const Measurement& m) {
               m.peak_memory_bytes / 1e6);
   std::printf("  main process: %.0f us CPU per batch (%.1f%% of one core)\n",
               cpu_per_batch * 1e6, 100 * cpu_share);
+  if (ref.per_s > 0) {
+    std::printf(
+        "  full-size decode only, this core: %.1f images/s (%llu JPEGs); pipeline per "
+        "worker: %.1f samples/s = %.2fx\n",
+        ref.per_s, static_cast<unsigned long long>(ref.images), per_worker, vs_decode);
+  }
   if (a.device) {
     std::printf(
         "  H2D through DevicePrefetcher: %.2f GB/s; plain pinned cudaMemcpyAsync: "
@@ -85,6 +101,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", a.seed, "Base seed")->capture_default_str();
   app.add_flag("--device", a.device, "Copy every batch to GPU 0 (CUDA builds)");
   app.add_flag("--json", a.json, "Print one JSON object");
+  app.add_option("--decode-reference", a.decode_reference,
+                 "Before the timed loop, decode the first N JPEGs of an imagefolder "
+                 "at full size on this thread for >= 1 s, and report samples/s per "
+                 "worker against that rate (0: off)")
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -107,9 +128,15 @@ int main(int argc, char** argv) {
     if (loader.num_batches() == 0) {
       throw seedloader::ConfigError("the dataset has fewer samples than one batch");
     }
+    // Before the loop and with no worker forked yet (they start at the first
+    // begin()), so the reference has this core to itself.
+    DecodeReference ref;
+    if (a.decode_reference > 0) {
+      ref = seedloader::bench::measure_decode_reference(*dataset, a.decode_reference);
+    }
     Measurement m = a.device ? seedloader::bench::measure_device(loader, a)
                              : seedloader::bench::measure_host(loader, a);
-    print(a, m);
+    print(a, m, ref);
     return 0;
   } catch (const seedloader::ConfigError& e) {
     std::fprintf(stderr, "seedloader-bench: %s\n", e.what());

@@ -20,6 +20,7 @@ struct BenchArgs : tools::LoaderFlags {
   std::uint64_t seed = 0;
   bool device = false;
   bool json = false;
+  std::uint64_t decode_reference = 0;  // JPEGs to decode once for the reference; 0: off
 };
 
 struct Measurement {
