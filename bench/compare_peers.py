@@ -9,6 +9,9 @@ W = 1 and 2 workers or threads:
 
   seedloader        seedloader.DataLoader from Python, W worker processes; NCHW
   seedloader_cpp    the same engine timed by seedloader-bench (no Python); NCHW
+  seedloader_cpp_u8, _f16, _bf16
+                    seedloader-bench with the output as uint8 (no normalise), float16
+                    and bfloat16: seedloader-only rows, no ratio to a peer
   torch_pil         torchvision ImageFolder + PIL transforms, DataLoader(num_workers=W);
                     NCHW
   torch_v2          torchvision.io.decode_jpeg + transforms.v2 in the DataLoader;
@@ -30,7 +33,10 @@ the per-round ratios of seedloader (the Python row) to the peer. Peak PSS is tha
 of the contender's whole process tree (interpreter, imports, workers), sampled
 every 50 ms from outside it. For reference, each folder's full-size decode rate on
 one core is measured with PIL (Image.open(path).load(), no draft mode, so
-libjpeg-turbo decodes every pixel).
+libjpeg-turbo decodes every pixel) and, in the seedloader_cpp runs, by
+seedloader-bench --decode-reference (the loader's own libturbojpeg decoder, the
+folder's first 200 images); those runs also give the main process's CPU time
+per batch (its consuming thread; the workers are other processes).
 
 Prints a README-ready markdown table, writes bench/results/compare_peers.json and
 compare_peers.png (when matplotlib imports). Run it with the environment
@@ -54,11 +60,22 @@ MEAN = (0.485, 0.456, 0.406)
 STD = (0.229, 0.224, 0.225)
 SPEC = "rrc:224,hflip,normalize:imagenet"  # seedloader's name for the pipeline
 WORKERS = (1, 2)
+DECODE_REFERENCE = 200  # JPEGs seedloader-bench --decode-reference decodes
+# The seedloader-bench rows: name -> transform spec (the output dtype differs).
+CPP_SPECS = {
+    "seedloader_cpp": SPEC,
+    "seedloader_cpp_u8": "rrc:224,hflip,u8",
+    "seedloader_cpp_f16": SPEC + ":f16",
+    "seedloader_cpp_bf16": SPEC + ":bf16",
+}
 
 # name -> (label, output layout); the order is the table's.
 CONTENDERS = {
     "seedloader": ("seedloader (Python)", "NCHW"),
     "seedloader_cpp": ("seedloader (C++ bench)", "NCHW"),
+    "seedloader_cpp_u8": ("seedloader (C++ bench), uint8", "NCHW u8"),
+    "seedloader_cpp_f16": ("seedloader (C++ bench), float16", "NCHW f16"),
+    "seedloader_cpp_bf16": ("seedloader (C++ bench), bfloat16", "NCHW bf16"),
     "torch_pil": ("PyTorch DataLoader, PIL", "NCHW"),
     "torch_v2": ("PyTorch DataLoader, decode_jpeg + v2", "NCHW"),
     "dali": ("DALI CPU pipeline", "NCHW"),
@@ -308,10 +325,13 @@ class Contender:
 
     def command(self, w):
         a = self.args
-        if self.name == "seedloader_cpp":
-            return [a.binary, "--data", "imagefolder:" + self.folder, "--transform", SPEC,
-                    "--batch-size", str(a.batch_size), "--workers", str(w), "--batches",
-                    str(a.batches), "--warmup", str(a.warmup), "--json"]
+        if self.name in CPP_SPECS:
+            cmd = [a.binary, "--data", "imagefolder:" + self.folder, "--transform",
+                   CPP_SPECS[self.name], "--batch-size", str(a.batch_size), "--workers",
+                   str(w), "--batches", str(a.batches), "--warmup", str(a.warmup), "--json"]
+            if self.name == "seedloader_cpp":  # once per run is enough (>= 1 s each)
+                cmd += ["--decode-reference", str(DECODE_REFERENCE)]
+            return cmd
         return [sys.executable, os.path.abspath(__file__), "--run", self.name, "--data",
                 self.folder, "--workers", str(w), "--batch-size", str(a.batch_size),
                 "--batches", str(a.batches), "--warmup", str(a.warmup)]
@@ -319,7 +339,7 @@ class Contender:
     def measure(self, w):
         if self.missing:
             return {"samples_per_s": math.nan, "status": self.missing}
-        if self.name == "seedloader_cpp" and not os.path.exists(self.args.binary):
+        if self.name in CPP_SPECS and not os.path.exists(self.args.binary):
             self.missing = "not built: %s (scripts/build.sh)" % self.args.binary
             return self.measure(w)
         try:
@@ -331,8 +351,17 @@ class Contender:
             self.missing = "not installed: " + result["not_installed"]
             return self.measure(w)
         self.version = result.get("version", self.version)
-        return {"samples_per_s": result["samples_per_s"], "peak_pss_bytes": peak,
-                "status": "ok"}
+        r = {"samples_per_s": result["samples_per_s"], "peak_pss_bytes": peak,
+             "status": "ok"}
+        for k in CPP_FIELDS:  # seedloader-bench's own figures
+            if k in result:
+                r[k] = result[k]
+        return r
+
+
+# Fields of seedloader-bench's JSON kept per run (medians in the summary).
+CPP_FIELDS = ("main_cpu_s_per_batch", "main_cpu_share", "decode_only_per_s",
+              "per_worker_vs_decode")
 
 
 def folder_bits_per_pixel(folder, width, height):
@@ -356,11 +385,14 @@ def summarise(name, runs):
         if ok:
             cell["samples_per_s"] = pybench.median([r["samples_per_s"] for r in ok])
             cell["peak_pss_bytes"] = pybench.median([r["peak_pss_bytes"] for r in ok])
+            for k in CPP_FIELDS:
+                if all(k in r for r in ok):
+                    cell[k] = pybench.median([r[k] for r in ok])
             if len(ok) < len(rs):
                 cell["failed_rounds"] = [r["status"] for r in rs if r["status"] != "ok"]
         else:
             cell["status"] = rs[-1]["status"]
-        if name != "seedloader":
+        if name != "seedloader" and (name == "seedloader_cpp" or name not in CPP_SPECS):
             ratios = finite_ratios(runs["seedloader", w], rs)
             if ratios:
                 cell["seedloader_over_this"] = pybench.median(ratios)
@@ -375,6 +407,7 @@ def table(folders):
     head += ["samples/s W=%d" % w for w in WORKERS]
     head += ["seedloader Python / it, W=%d" % w for w in WORKERS]
     head += ["peak PSS MB, W=%d" % w for w in WORKERS]
+    head += ["main CPU/batch, W=%d" % w for w in WORKERS]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for f in folders:
         for name, c in f["contenders"].items():
@@ -390,6 +423,9 @@ def table(folders):
                     else "" for x in cells]
             row += ["%.0f" % (x["peak_pss_bytes"] / 2**20) if "peak_pss_bytes" in x else ""
                     for x in cells]
+            row += ["%.0f us (%.1f%%)" % (x["main_cpu_s_per_batch"] * 1e6,
+                                          100 * x["main_cpu_share"])
+                    if "main_cpu_share" in x else "" for x in cells]
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -412,7 +448,10 @@ def plot(folders, path):
             ax.bar([j + (i - (len(WORKERS) - 1) / 2) * width for j in range(len(names))], ys,
                    width, label="W=%d" % w)
         ax.axhline(f["decode_only"]["images_per_s"], color="grey", linestyle="--",
-                   label="full decode only, 1 core")
+                   label="full decode only, 1 core (PIL)")
+        if f.get("decode_only_cpp"):
+            ax.axhline(f["decode_only_cpp"]["images_per_s"], color="black", linestyle=":",
+                       label="full decode only, 1 core (seedloader)")
         ax.set_xticks(range(len(names)))
         ax.set_xticklabels([f["contenders"][n]["label"] for n in names], rotation=30,
                            ha="right", fontsize=8)
@@ -472,6 +511,13 @@ def parent(args):
         f["decode_only"] = {"images_per_s": pybench.median(decodes), "rounds": decodes,
                             "how": "PIL Image.open(path).load() from memory, one process"}
         f["contenders"] = {n: summarise(n, runs) for n in CONTENDERS}
+        cpp = [r["decode_only_per_s"] for w in WORKERS for r in runs["seedloader_cpp", w]
+               if "decode_only_per_s" in r]
+        if cpp:
+            f["decode_only_cpp"] = {
+                "images_per_s": pybench.median(cpp), "runs": cpp,  # every round and W
+                "how": "seedloader-bench --decode-reference %d: the loader's libturbojpeg "
+                       "decoder, full size, from memory, one thread" % DECODE_REFERENCE}
         for n, c in contenders.items():
             if c.version:
                 versions[n] = c.version
@@ -481,9 +527,17 @@ def parent(args):
     print(table(folders))
     print()
     for f in folders:
-        print("%s (%.2f bits/pixel): full-size decode only, one core, %s: %.0f images/s" % (
-            f["name"], f["bits_per_pixel"], versions.get("decode_only", "PIL"),
-            f["decode_only"]["images_per_s"]))
+        cpp = f.get("decode_only_cpp")
+        print("%s (%.2f bits/pixel): full-size decode only, one core, %s: %.0f images/s; "
+              "seedloader (libturbojpeg): %s" % (
+                  f["name"], f["bits_per_pixel"], versions.get("decode_only", "PIL"),
+                  f["decode_only"]["images_per_s"],
+                  "%.0f images/s" % cpp["images_per_s"] if cpp else "no figure"))
+        for w in WORKERS:
+            cell = f["contenders"]["seedloader_cpp"]["W=%d" % w]
+            if "per_worker_vs_decode" in cell:
+                print("  seedloader C++ W=%d: %.2fx the decode-only rate per worker" % (
+                    w, cell["per_worker_vs_decode"]))
     for n, v in versions.items():
         print("version %s: %s" % (n, v))
     print("\nmachine: " + machine)

@@ -6,6 +6,9 @@ On a shared or noisy machine one measurement says little. Each bench runs every
 contender once per round, alternating, for several rounds, and reports medians;
 a ratio is the median of the per-round ratios, each taken between measurements
 made seconds apart.
+
+From the shell, for scripts that need a JPEG folder (PIL and numpy required):
+  python3 bench/pybench.py make_image_folder DIR N [WIDTH HEIGHT]
 """
 import json
 import os
@@ -259,3 +262,11 @@ class PeakPss:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) not in (4, 6) or sys.argv[1] != "make_image_folder":
+        sys.exit("usage: pybench.py make_image_folder DIR N [WIDTH HEIGHT]")
+    make_image_folder(sys.argv[2], int(sys.argv[3]), *map(int, sys.argv[4:]))
