@@ -37,6 +37,18 @@ fi
 run seedloader-bench "$build/tools/seedloader_bench/seedloader-bench" \
   --data synthetic:512 --transform rrc:64,hflip,normalize:imagenet --batch-size 32 \
   --workers 2 --batches 4 --warmup 1 --json
+# The decode-only reference needs JPEGs: 64 small ones from bench/pybench.py.
+jpegs=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$jpegs"' EXIT
+if /usr/bin/python3 -c "import PIL, numpy" 2>/dev/null &&
+  /usr/bin/python3 bench/pybench.py make_image_folder "$jpegs" 64 64 48; then
+  run seedloader-bench-decode-reference "$build/tools/seedloader_bench/seedloader-bench" \
+    --data "imagefolder:$jpegs" --transform rrc:32,hflip,u8 --batch-size 16 \
+    --workers 1 --batches 4 --warmup 1 --decode-reference 16 --json
+else
+  echo "bench-smoke: seedloader-bench --decode-reference skipped (no PIL/numpy for" \
+    "/usr/bin/python3)"
+fi
 
 # The Python package's benches, from the installed package (build/venv).
 [[ -x build/venv/bin/python ]] || bash scripts/python_env.sh

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_check.sh: on a machine with an NVIDIA GPU, build seedloader with CUDA in
 # build/gpu, run the GPU-labelled tests (loader prefetch, ddp layers, NCCL), the
-# loader and NCCL all-reduce benchmarks and seedloader-bench --device, and write
+# loader and NCCL all-reduce benchmarks and seedloader-bench --device (synthetic
+# data, then a generated JPEG folder with uint8 and float32 output), and write
 # everything to $OUT/gpu_check.log (default: build/gpu_check_out/).
 #
 #   OUT=/some/dir scripts/gpu_check.sh          # whole project
@@ -29,6 +30,18 @@ step() {  # step NAME COMMAND...: runs and records the outcome, never aborts
     echo "=== $name: FAILED (exit $?, $((SECONDS - t0)) s)"
     failed+=("$name")
   fi
+}
+
+# make_jpeg_folder DIR N: N 320x240 JPEGs in DIR (kept for the next run) with
+# bench/pybench.py, through the first python that has PIL and numpy.
+make_jpeg_folder() {
+  local py
+  for py in "$ROOT/build/venv/bin/python" /usr/bin/python3 python3; do
+    if command -v "$py" >/dev/null && "$py" -c "import PIL, numpy" 2>/dev/null; then
+      "$py" "$ROOT/bench/pybench.py" make_image_folder "$1" "$2" 320 240 && return 0
+    fi
+  done
+  return 1
 }
 
 main() {
@@ -78,6 +91,20 @@ main() {
     step device-copy-json "$SL_BENCH" --data synthetic:4096 \
       --transform rrc:224,normalize:imagenet --batch-size 64 --workers 4 --batches 100 \
       --warmup 10 --device --json
+    # The same from decoded JPEGs, uint8 and float32 out: the device GB/s of each
+    # beside the plain pinned cudaMemcpyAsync rate seedloader-bench prints with it.
+    local jpegs=$OUT/jpeg-folder data
+    if make_jpeg_folder "$jpegs" 1024; then
+      data=imagefolder:$jpegs
+    else
+      echo "=== device-jpeg: no JPEG folder (no python3 with PIL and numpy); synthetic data"
+      data=synthetic:4096
+    fi
+    step device-jpeg-u8 "$SL_BENCH" --data "$data" --transform rrc:224,hflip,u8 \
+      --batch-size 64 --workers 4 --batches 100 --warmup 10 --device
+    step device-jpeg-float "$SL_BENCH" --data "$data" \
+      --transform rrc:224,hflip,normalize:imagenet --batch-size 64 --workers 4 \
+      --batches 100 --warmup 10 --device
   fi
   if /usr/bin/python3 -c "import torch" 2>/dev/null; then
     step torch-overhead /usr/bin/python3 "$ROOT/bench/torch_overhead.py"
