@@ -2,7 +2,8 @@
 // positioned reads. All failures throw DataError naming the path. Only regular
 // files are opened: a FIFO, socket or device is rejected before anything waits
 // on it. Descriptors are opened O_CLOEXEC; pread never moves a shared offset, so
-// forked workers can read through inherited descriptors at the same time.
+// forked workers can read through inherited descriptors at the same time. They
+// keep O_NONBLOCK from the open, which Linux ignores for regular files.
 // Datasets read with pread rather than mapping their files: a file truncated
 // while in use then gives a short read (a DataError naming it) instead of
 // SIGBUS, and the page cache is still shared between workers.
@@ -44,7 +45,11 @@ class FileHandle {
   std::string path_;
 };
 
-// Reads the whole file into out (resized; its capacity is reused).
-void read_whole_file(const std::string& path, std::vector<std::uint8_t>& out);
+// Reads the whole regular file at `path` into out (resized). Per sample of an
+// image folder, so it costs open, fstat, one read and close, and allocates
+// nothing once out's capacity exceeds the file's size: the path is copied only
+// into the message of a DataError. Also throws DataError when the file is
+// shorter or longer than its size at open (it changed while being read).
+void read_whole_file(const char* path, std::vector<std::uint8_t>& out);
 
 }  // namespace seedloader
