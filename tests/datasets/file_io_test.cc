@@ -4,10 +4,13 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "seedloader/error.h"
@@ -123,6 +126,37 @@ TEST(FileIoTest, FileLongerThanItsSizeIsADataErrorNotATruncatedRead) {
   EXPECT_TRUE(
       contains(error, "longer than the " + std::to_string(f.stat_size) + " bytes"))
       << error;
+}
+
+TEST(FileIoTest, FileResizedDuringReadsGivesItsSizeOrADataError) {
+  TempDir dir;
+  const std::string path = dir / "resized.bin";
+  constexpr std::uint64_t kSmall = 20000, kLarge = 40000;
+  testing::write_file(path, pattern(kSmall, 3));
+  std::atomic<bool> stop{false};
+  std::thread resizer([&] {
+    // Relaxed: a stop flag only; nothing is published through it.
+    for (std::uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+      ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(i % 2 ? kLarge : kSmall)), 0);
+    }
+  });
+  std::vector<std::uint8_t> out;
+  for (int i = 0; i < 2000; ++i) {
+    try {
+      read_whole_file(path.c_str(), out);
+      EXPECT_TRUE(out.size() == kSmall || out.size() == kLarge) << out.size();
+    } catch (const DataError& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(contains(what, path)) << what;
+      // Shrunk mid-read, a read can end on the page past the new end.
+      EXPECT_TRUE((contains(what, "file ends at byte ") &&
+                   contains(what, "expected " + std::to_string(kLarge) + " bytes")) ||
+                  contains(what, "longer than the " + std::to_string(kSmall) + " bytes"))
+          << what;
+    }
+  }
+  stop = true;
+  resizer.join();
 }
 
 TEST(FileIoTest, HandleReadsRangesOfARegularFile) {
