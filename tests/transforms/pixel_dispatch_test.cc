@@ -1,6 +1,8 @@
 // The same stream gives the same pixels on any x86-64 CPU: every transform's
-// output (pixel_dump) is identical with OpenCV's AVX-512, AVX2 and AVX paths
-// disabled in turn, down to its SSE2 baseline. (Hue jitter differed before it
+// output and the fused chain's samples from JPEGs (pixel_dump) are identical
+// with OpenCV's AVX-512, AVX2 and AVX paths disabled in turn, down to its SSE2
+// baseline, with libjpeg-turbo's SIMD off, and with the resampler's SSE4.1
+// kernels off. (Hue jitter differed before it
 // left OpenCV's HSV conversion.)
 #include <gtest/gtest.h>
 
@@ -22,12 +24,25 @@ TEST(PixelDispatchTest, EveryTransformGivesTheSameBytesAtEveryDispatchLevel) {
   ASSERT_EQ(native.exit_code, 0);
   ASSERT_NE(native.out.find("jitter:0:0:0:0.5 "), std::string::npos) << native.out;
   ASSERT_NE(native.out.find("randaugment:4:30:31 "), std::string::npos) << native.out;
+  ASSERT_NE(native.out.find("fused rrc:224,hflip,normalize:imagenet "), std::string::npos)
+      << native.out;
   for (const char* disabled : levels) {
     const auto r =
         testing_util::run_command(std::string("OPENCV_CPU_DISABLE=") + disabled + " " +
                                   SEEDLOADER_PIXEL_DUMP + " 2>/dev/null");
     ASSERT_EQ(r.exit_code, 0) << disabled;
     EXPECT_EQ(r.out, native.out) << "with " << disabled << " disabled";
+  }
+  // libjpeg-turbo's SIMD and the resampler's vector kernels, off one at a time
+  // and then together with every OpenCV level above SSE2.
+  const std::string all = std::string("OPENCV_CPU_DISABLE=") + levels[3];
+  for (const std::string env :
+       {std::string("JSIMD_FORCENONE=1"), std::string("SEEDLOADER_SIMD=off"),
+        "JSIMD_FORCENONE=1 SEEDLOADER_SIMD=off " + all}) {
+    const auto r =
+        testing_util::run_command(env + " " + SEEDLOADER_PIXEL_DUMP + " 2>/dev/null");
+    ASSERT_EQ(r.exit_code, 0) << env;
+    EXPECT_EQ(r.out, native.out) << "with " << env;
   }
 }
 
