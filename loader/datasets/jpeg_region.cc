@@ -43,10 +43,11 @@ struct Window {
 // Phase 1: header, scaling, start, and the column crop. Returns false on error.
 bool start(jpeg_decompress_struct* cinfo, ErrorManager* err,
            std::span<const std::uint8_t> bytes, int reduction, int channels,
-           cv::Rect region, Window* w) {
+           cv::Rect region, Window* w, std::size_t* scan_start) {
   if (setjmp(err->jump)) return false;
   jpeg_mem_src(cinfo, bytes.data(), static_cast<unsigned long>(bytes.size()));
   jpeg_read_header(cinfo, TRUE);
+  *scan_start = bytes.size() - cinfo->src->bytes_in_buffer;
   cinfo->scale_num = 1;
   cinfo->scale_denom = static_cast<unsigned>(reduction);
   cinfo->out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
@@ -64,27 +65,29 @@ bool start(jpeg_decompress_struct* cinfo, ErrorManager* err,
   return true;
 }
 
-// Phase 2: skip to the window, read its rows into `out`, skip to the end, finish.
-// `scratch` holds one output row (out_width pixels).
+// Whether an end-of-image marker (FF D9) follows the first scan's data. Scan
+// data stuffs every FF it holds (FF 00) or follows it with a restart marker
+// (FF D0-D7), so it cannot hold one; a file cut short has none, unless the cut
+// falls after it. Bytes after the marker are allowed, as libjpeg allows them.
+// Searched from the end, where a whole file has it.
+bool ends_its_scans(std::span<const std::uint8_t> bytes, std::size_t scan_start) {
+  for (std::size_t i = bytes.size(); i >= scan_start + 2; --i) {
+    if (bytes[i - 2] == 0xFF && bytes[i - 1] == 0xD9) return true;
+  }
+  return false;
+}
+
+// Phase 2: skip to the window, read its rows into `out`, stop.
 bool read_rows(jpeg_decompress_struct* cinfo, ErrorManager* err, const Window& w,
-               unsigned char* out, std::size_t stride, unsigned char* scratch) {
+               unsigned char* out, std::size_t stride) {
   if (setjmp(err->jump)) return false;
   if (w.y > 0) jpeg_skip_scanlines(cinfo, w.y);
   while (cinfo->output_scanline < w.y + w.height) {
     JSAMPROW row = out + (cinfo->output_scanline - w.y) * stride;
     jpeg_read_scanlines(cinfo, &row, 1);
   }
-  // Skipping straight to the end would mark the image finished without reading
-  // its data, so skip to the last row and decode that one: the entropy-coded data
-  // is then read to the end and truncation is noticed.
-  if (cinfo->output_scanline + 1 < cinfo->output_height) {
-    jpeg_skip_scanlines(cinfo, cinfo->output_height - 1 - cinfo->output_scanline);
-  }
-  if (cinfo->output_scanline < cinfo->output_height) {
-    JSAMPROW row = scratch;
-    jpeg_read_scanlines(cinfo, &row, 1);
-  }
-  jpeg_finish_decompress(cinfo);
+  // The rows below the window are not needed: stop here.
+  jpeg_abort_decompress(cinfo);
   return true;
 }
 
@@ -135,14 +138,18 @@ JpegRegion decode_jpeg_region(std::span<const std::uint8_t> bytes, int reduction
                               cv::Rect region, int channels) {
   Decompressor d;
   Window w;
-  if (!start(d.cinfo(), d.err(), bytes, reduction, channels, region, &w)) d.fail();
+  std::size_t scan_start = 0;
+  if (!start(d.cinfo(), d.err(), bytes, reduction, channels, region, &w, &scan_start)) {
+    d.fail();
+  }
+  if (!ends_its_scans(bytes, scan_start)) {
+    throw DataError(
+        "corrupt or truncated JPEG: no end-of-image marker after its scan data");
+  }
   JpegRegion result;
   const std::size_t stride = std::size_t(w.out_width) * channels;
   result.pixels = thread_buffer(stride * w.height).reshape(channels, int(w.height));
-  thread_local std::vector<unsigned char> scratch;
-  scratch.resize(stride);
-  if (!read_rows(d.cinfo(), d.err(), w, result.pixels.data, result.pixels.step,
-                 scratch.data())) {
+  if (!read_rows(d.cinfo(), d.err(), w, result.pixels.data, result.pixels.step)) {
     d.fail();
   }
   result.crop = cv::Rect(static_cast<int>(w.x - w.xoffset), 0, static_cast<int>(w.width),

@@ -2,10 +2,14 @@
 // and columns a crop needs go through the IDCT and colour conversion.
 // jpeg_skip_scanlines passes over rows above the window, jpeg_crop_scanline
 // narrows each row to the window (widened left to an iMCU boundary), and DCT
-// scaling decodes at 1/2, 1/4 or 1/8 size. Rows below the window are still
-// skipped through to the end of the image, so a truncated or corrupt file is an
-// error even when the damage lies outside the window: every libjpeg warning is
-// treated as an error, as in image_decode.cc.
+// scaling decodes at 1/2, 1/4 or 1/8 size. Decoding stops after the window's
+// last row: the entropy-coded rows below it (a tenth of the work for an average
+// crop of a small image, more for a large one) are never read. A truncated file
+// is still an error whatever the window, because one must end its scan data
+// with the end-of-image marker (which entropy-coded data cannot contain) and
+// the check looks for it first; damage inside the scan data below the window,
+// which no decoded pixel depends on, goes unnoticed. Every libjpeg warning
+// within what is decoded is an error, as in image_decode.cc.
 // The pixels land in a buffer of the calling thread that the next call reuses
 // once no cv::Mat refers to it any more, so decoding allocates nothing once the
 // buffer has grown. Safe across threads and fork.

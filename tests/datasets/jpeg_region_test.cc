@@ -67,6 +67,34 @@ TEST(JpegRegionTest, TruncationBelowTheWindowIsStillAnError) {
   }
 }
 
+TEST(JpegRegionTest, EveryCutBeforeTheEndMarkerIsAnErrorForATopWindow) {
+  const auto whole = noisy_jpeg(320, 240);
+  for (std::size_t cut : {std::size_t{1}, std::size_t{2}, whole.size() / 2}) {
+    const std::vector<std::uint8_t> bytes(whole.begin(), whole.end() - cut);
+    EXPECT_THROW(decode_jpeg_region(bytes, 1, cv::Rect(0, 0, 16, 16), 3), DataError)
+        << cut;
+  }
+}
+
+TEST(JpegRegionTest, BytesAfterTheEndMarkerAreAllowed) {
+  auto bytes = noisy_jpeg(320, 240);
+  const JpegRegion plain = decode_jpeg_region(bytes, 1, cv::Rect(8, 8, 64, 64), 3);
+  const cv::Mat want = plain.pixels.clone();
+  bytes.insert(bytes.end(), {0x00, 0x12, 0xFF, 0x00});
+  const JpegRegion padded = decode_jpeg_region(bytes, 1, cv::Rect(8, 8, 64, 64), 3);
+  EXPECT_EQ(cv::norm(padded.pixels, want, cv::NORM_INF), 0);
+}
+
+TEST(JpegRegionTest, AResultStillHeldIsNotOverwrittenByTheNextDecode) {
+  const auto a = noisy_jpeg(320, 240);
+  const auto b = noisy_jpeg(200, 100);
+  const JpegRegion first = decode_jpeg_region(a, 1, cv::Rect(0, 0, 64, 64), 3);
+  const cv::Mat copy = first.pixels.clone();
+  const JpegRegion second = decode_jpeg_region(b, 1, cv::Rect(0, 0, 64, 64), 3);
+  EXPECT_NE(first.pixels.data, second.pixels.data);
+  EXPECT_EQ(cv::norm(first.pixels, copy, cv::NORM_INF), 0);
+}
+
 TEST(JpegRegionTest, EncodedImageDecodesOnlyTheWindowForJpeg) {
   const auto bytes = noisy_jpeg(640, 480);
   const EncodedImage source(bytes, kDefaultMaxPixels, 3);

@@ -2,7 +2,10 @@
 // from /proc/PID/smaps_rollup by a background thread every `period` and once
 // more in finish(). Reading smaps_rollup walks every mapping in the kernel: done
 // per batch on the consuming thread it cost about 8% of a run and stalled the
-// workers it read, so the timed loop must not do it.
+// workers it read, so the timed loop must not do it. Even every 50 ms it took
+// about 6% of a core (the main process maps every slot); every 200 ms it stays
+// near 1.5%, and memory, which grows to its plateau and stays, is still seen at
+// its peak (finish() reads once more at the end).
 //
 // The sampler never calls into the DataLoader, which is not thread-safe (its pid
 // list changes when workers start or stop): the consuming thread hands it a
@@ -24,7 +27,7 @@ namespace seedloader::bench {
 
 class PeakMemory {
  public:
-  explicit PeakMemory(std::chrono::milliseconds period = std::chrono::milliseconds(50))
+  explicit PeakMemory(std::chrono::milliseconds period = std::chrono::milliseconds(200))
       : period_(period) {}
   ~PeakMemory() { stop(); }
   PeakMemory(const PeakMemory&) = delete;
