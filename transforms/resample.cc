@@ -443,9 +443,13 @@ void Resampler::resize_planes(const cv::Mat& src, ResampleBox box, cv::Size size
     const std::uint8_t* planes = vertical_row(y, row_elems);
     for (int c = 0; c < channels; ++c) {
       const std::uint8_t* in = planes + c * size.width;
-      const std::array<T, 256>& to = table[c];
       T* row = out.data() + c * plane + static_cast<std::size_t>(y) * size.width;
-      for (int x = 0; x < size.width; ++x) row[x] = to[in[x]];
+      if constexpr (std::is_same_v<T, std::uint8_t>) {
+        std::memcpy(row, in, size.width);  // u8's table is the identity
+      } else {
+        const std::array<T, 256>& to = table[c];
+        for (int x = 0; x < size.width; ++x) row[x] = to[in[x]];
+      }
     }
   }
 }
