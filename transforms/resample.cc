@@ -416,9 +416,9 @@ void Resampler::resize_planes(const cv::Mat& src, ResampleBox box, cv::Size size
                     " output does not fit a row of " + std::to_string(out.size()) +
                     " elements");
   }
-  std::array<std::array<T, 256>, 4> table;
-  output.fill_table(table, channels);
-  // float32 rows go straight from the sums to the planes.
+  output.require_dtype(dtype_of<T>());
+  // float32 rows go straight from the sums to the planes, uint8 rows are copied;
+  // the table is built only for the rows that look values up in it.
   bool direct = false;
   float scale[4];
   float shift[4];
@@ -427,6 +427,10 @@ void Resampler::resize_planes(const cv::Mat& src, ResampleBox box, cv::Size size
     for (int c = 0; direct && c < channels; ++c) {
       std::tie(scale[c], shift[c]) = output.affine(c, channels);
     }
+  }
+  std::array<std::array<T, 256>, 4> table;
+  if constexpr (!std::is_same_v<T, std::uint8_t>) {
+    if (!direct) output.fill_table(table, channels);
   }
   horizontal(src, box, size, mirror);
   const int row_elems = size.width * channels;

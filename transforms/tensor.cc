@@ -3,7 +3,6 @@
 #include <array>
 #include <cmath>
 #include <sstream>
-#include <type_traits>
 
 #include "seedloader/error.h"
 
@@ -111,42 +110,38 @@ template <typename T>
 struct TableOf;
 template <>
 struct TableOf<float> {
-  static constexpr ToTensor::Output kOutput = ToTensor::Output::kFloat32;
   static float convert(float v) { return v; }
 };
 template <>
 struct TableOf<Float16> {
-  static constexpr ToTensor::Output kOutput = ToTensor::Output::kFloat16;
   static Float16 convert(float v) { return to_float16(v); }
 };
 template <>
 struct TableOf<BFloat16> {
-  static constexpr ToTensor::Output kOutput = ToTensor::Output::kBFloat16;
   static BFloat16 convert(float v) { return to_bfloat16(v); }
 };
 
 }  // namespace
 
+void ToTensor::require_dtype(DType want) const {
+  if (dtype() == want) return;
+  const char* asked = want == DType::kU8     ? "uint8"
+                      : want == DType::kF16  ? "float16"
+                      : want == DType::kBF16 ? "bfloat16"
+                      : want == DType::kF32  ? "float32"
+                                             : "another type";
+  throw DataError(std::string("ToTensor: configured for ") + output_name(output_) +
+                  ", asked to write " + asked);
+}
+
 template <typename T>
 void ToTensor::fill_table(std::array<std::array<T, 256>, 4>& table, int channels) const {
   if (channels < 1 || channels > 4) throw DataError("ToTensor: more than 4 channels");
-  if constexpr (std::is_same_v<T, std::uint8_t>) {
-    if (output_ != Output::kUint8)
-      throw DataError(std::string("ToTensor: configured for ") + output_name(output_) +
-                      ", asked to write uint8");
-    for (int c = 0; c < channels; ++c) {
-      for (int v = 0; v < 256; ++v) table[c][v] = static_cast<std::uint8_t>(v);
-    }
-  } else {
-    if (output_ != TableOf<T>::kOutput) {
-      throw DataError("ToTensor: configured for " + std::string(output_name(output_)) +
-                      ", asked to write " + output_name(TableOf<T>::kOutput));
-    }
-    for (int c = 0; c < channels; ++c) {
-      const auto [scale, shift] = affine(c, channels);
-      for (int v = 0; v < 256; ++v)
-        table[c][v] = TableOf<T>::convert(static_cast<float>(v) * scale + shift);
-    }
+  require_dtype(dtype_of<T>());
+  for (int c = 0; c < channels; ++c) {
+    const auto [scale, shift] = affine(c, channels);
+    for (int v = 0; v < 256; ++v)
+      table[c][v] = TableOf<T>::convert(static_cast<float>(v) * scale + shift);
   }
 }
 
@@ -171,8 +166,6 @@ std::pair<float, float> ToTensor::affine(int c, int channels) const {
 template void ToTensor::fill_table(std::array<std::array<float, 256>, 4>&, int) const;
 template void ToTensor::fill_table(std::array<std::array<Float16, 256>, 4>&, int) const;
 template void ToTensor::fill_table(std::array<std::array<BFloat16, 256>, 4>&, int) const;
-template void ToTensor::fill_table(std::array<std::array<std::uint8_t, 256>, 4>&,
-                                   int) const;
 
 template <typename T>
 void ToTensor::write_planes(const cv::Mat& image, std::span<T> out) const {
@@ -206,9 +199,7 @@ void ToTensor::write_planes(const cv::Mat& image, std::span<T> out) const {
 }
 
 void ToTensor::write(const cv::Mat& image, std::span<std::uint8_t> out) const {
-  if (output_ != Output::kUint8)
-    throw DataError(std::string("ToTensor: configured for ") + output_name(output_) +
-                    ", asked to write uint8");
+  require_dtype(DType::kU8);
   check_image(image, out.size());
   const int channels = image.channels();
   const std::size_t plane = static_cast<std::size_t>(image.rows) * image.cols;

@@ -63,9 +63,11 @@ class ToTensor {
   void write(const cv::Mat& image, std::span<BFloat16> out) const;
   void write(const cv::Mat& image, std::span<std::uint8_t> out) const;
 
+  // Throws DataError unless write() produces `want` (dtype()).
+  void require_dtype(DType want) const;
   // What write() stores for value v of channel c, as table[c][v], for an image of
-  // `channels` channels: T is dtype()'s element type (the identity for u8).
-  // Throws DataError as write() does for a mismatched type or Normalize.
+  // `channels` channels: T is dtype()'s floating element type. Throws DataError as
+  // write() does for a mismatched type or Normalize.
   template <typename T>
   void fill_table(std::array<std::array<T, 256>, 4>& table, int channels) const;
   // The floating outputs' map for channel c of a `channels`-channel image:
