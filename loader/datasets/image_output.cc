@@ -34,6 +34,20 @@ FieldSpec ImageOutput::field(std::string name) const {
                    false};
 }
 
+template <typename Fn>
+void ImageOutput::with_image_field(SampleWriter& out, std::size_t f, Fn&& fn) const {
+  switch (transform_.output().dtype()) {
+    case DType::kU8:
+      return fn(out.field<std::uint8_t>(f));
+    case DType::kF16:
+      return fn(out.field<Float16>(f));
+    case DType::kBF16:
+      return fn(out.field<BFloat16>(f));
+    default:
+      return fn(out.field<float>(f));
+  }
+}
+
 void ImageOutput::store(const cv::Mat& image, SampleWriter& out, std::size_t f) const {
   if (image.cols != size_.width || image.rows != size_.height ||
       image.channels() != channels_) {
@@ -42,17 +56,7 @@ void ImageOutput::store(const cv::Mat& image, SampleWriter& out, std::size_t f) 
                     " image; the layout expects " + std::to_string(channels_) + "x" +
                     std::to_string(size_.height) + "x" + std::to_string(size_.width));
   }
-  const ToTensor& t = transform_.output();
-  switch (t.dtype()) {
-    case DType::kU8:
-      return t.write(image, out.field<std::uint8_t>(f));
-    case DType::kF16:
-      return t.write(image, out.field<Float16>(f));
-    case DType::kBF16:
-      return t.write(image, out.field<BFloat16>(f));
-    default:
-      return t.write(image, out.field<float>(f));
-  }
+  with_image_field(out, f, [&](auto row) { transform_.output().write(image, row); });
 }
 
 void ImageOutput::write(cv::Mat image, Rng& rng, TransformLog* log, SampleWriter& out,
@@ -63,16 +67,8 @@ void ImageOutput::write(cv::Mat image, Rng& rng, TransformLog* log, SampleWriter
 void ImageOutput::write(const ImageSource& source, Rng& rng, TransformLog* log,
                         SampleWriter& out, std::size_t f) const {
   if (!fused_) return store(transform_.apply(source, rng, log), out, f);
-  switch (transform_.output().dtype()) {
-    case DType::kU8:
-      return transform_.write_fused(source, rng, log, out.field<std::uint8_t>(f));
-    case DType::kF16:
-      return transform_.write_fused(source, rng, log, out.field<Float16>(f));
-    case DType::kBF16:
-      return transform_.write_fused(source, rng, log, out.field<BFloat16>(f));
-    default:
-      return transform_.write_fused(source, rng, log, out.field<float>(f));
-  }
+  with_image_field(out, f,
+                   [&](auto row) { transform_.write_fused(source, rng, log, row); });
 }
 
 void rethrow_as_data_error(const std::string& where) {

@@ -34,6 +34,9 @@ class ImageOutput {
 
  private:
   void store(const cv::Mat& image, SampleWriter& out, std::size_t f) const;
+  // Calls fn with field f's row typed as the chain's ToTensor writes it.
+  template <typename Fn>
+  void with_image_field(SampleWriter& out, std::size_t f, Fn&& fn) const;
 
   Compose transform_;
   bool fused_ = false;  // transform_.fuses(), asked once
