@@ -1,24 +1,14 @@
 #include "tools/seedloader_bench/decode_reference.h"
 
 #include <chrono>
-#include <fstream>
-#include <iterator>
 #include <vector>
 
+#include "loader/datasets/file_io.h"
 #include "loader/datasets/image_decode.h"
 #include "seedloader/datasets/image_folder.h"
 #include "seedloader/error.h"
 
 namespace seedloader::bench {
-namespace {
-
-std::vector<std::uint8_t> read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError("--decode-reference: cannot open " + path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-}  // namespace
 
 DecodeReference measure_decode_reference(const Dataset& dataset, std::uint64_t count,
                                          double min_seconds) {
@@ -31,8 +21,13 @@ DecodeReference measure_decode_reference(const Dataset& dataset, std::uint64_t c
   std::vector<ImageHeader> headers;
   for (std::uint64_t i = 0; i < folder->size() && files.size() < count; ++i) {
     const std::string path = folder->path(i);
-    std::vector<std::uint8_t> bytes = read_bytes(path);
+    std::vector<std::uint8_t> bytes;
     ImageHeader header;
+    try {
+      read_whole_file(path.c_str(), bytes);  // its errors name the file
+    } catch (const DataError& e) {
+      throw DataError(std::string("--decode-reference: ") + e.what());
+    }
     try {
       header = probe_image(bytes, kDefaultMaxPixels);
     } catch (const DataError& e) {
