@@ -7,6 +7,8 @@ namespace seedloader {
 std::size_t dtype_size(DType dtype) {
   switch (dtype) {
     case DType::kU8:
+    case DType::kBool:
+    case DType::kI8:
       return 1;
     case DType::kI32:
       return 4;
@@ -18,6 +20,7 @@ std::size_t dtype_size(DType dtype) {
       return 8;
     case DType::kF16:
     case DType::kBF16:
+    case DType::kI16:
       return 2;
   }
   return 0;
@@ -39,6 +42,12 @@ const char* dtype_name(DType dtype) {
       return "f16";
     case DType::kBF16:
       return "bf16";
+    case DType::kBool:
+      return "bool";
+    case DType::kI8:
+      return "i8";
+    case DType::kI16:
+      return "i16";
   }
   return "?";
 }

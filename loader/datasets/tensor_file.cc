@@ -8,6 +8,9 @@ namespace {
 
 DType layout_dtype(const SafetensorsTensor& t, const std::string& path) {
   if (t.dtype == "U8") return DType::kU8;
+  if (t.dtype == "BOOL") return DType::kBool;
+  if (t.dtype == "I8") return DType::kI8;
+  if (t.dtype == "I16") return DType::kI16;
   if (t.dtype == "I32") return DType::kI32;
   if (t.dtype == "I64") return DType::kI64;
   if (t.dtype == "F32") return DType::kF32;
@@ -15,7 +18,8 @@ DType layout_dtype(const SafetensorsTensor& t, const std::string& path) {
   if (t.dtype == "F16") return DType::kF16;
   if (t.dtype == "BF16") return DType::kBF16;
   throw DataError("TensorFile(" + path + "): tensor '" + t.name + "' has dtype " +
-                  t.dtype + "; U8, I32, I64, F32, F64, F16 or BF16 expected");
+                  t.dtype +
+                  "; BOOL, U8, I8, I16, I32, I64, F32, F64, F16 or BF16 expected");
 }
 
 }  // namespace

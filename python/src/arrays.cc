@@ -40,18 +40,27 @@ nb::dlpack::dtype dlpack_dtype(DType dtype) {
       return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
     case DType::kBF16:
       return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+    // Bytes of 0 or 1: the Python side views them as bool (torch 1.13 takes no
+    // DLPack bool).
+    case DType::kBool:
+      return nb::dtype<std::uint8_t>();
+    case DType::kI8:
+      return nb::dtype<std::int8_t>();
+    case DType::kI16:
+      return nb::dtype<std::int16_t>();
   }
   throw ConfigError("unknown dtype");
 }
 
 DType dtype_from_name(const std::string& name) {
-  for (DType d :
-       {DType::kU8, DType::kI32, DType::kI64, DType::kF32, DType::kF64, DType::kF16}) {
+  for (DType d : {DType::kBool, DType::kU8, DType::kI8, DType::kI16, DType::kI32,
+                  DType::kI64, DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
     if (name == numpy_name(d)) return d;
   }
-  throw ConfigError("dtype '" + name +
-                    "' is not one a batch field can hold (uint8, int32, int64, float32, "
-                    "float64, float16)");
+  throw ConfigError(
+      "dtype '" + name +
+      "' is not one a batch field can hold (bool, uint8, int8, int16, int32, "
+      "int64, float16, bfloat16, float32, float64)");
 }
 
 const char* numpy_name(DType dtype) {
@@ -70,6 +79,12 @@ const char* numpy_name(DType dtype) {
       return "float16";
     case DType::kBF16:
       return "bfloat16";
+    case DType::kBool:
+      return "bool";
+    case DType::kI8:
+      return "int8";
+    case DType::kI16:
+      return "int16";
   }
   return "unknown";
 }
@@ -83,9 +98,15 @@ nb::object export_view(const TensorView& view, nb::handle owner, ArrayFormat for
   std::vector<std::size_t> shape(view.shape.begin(), view.shape.end());
   std::vector<std::int64_t> strides;  // DLPack counts strides in elements
   for (std::int64_t s : view.strides) strides.push_back(s / item);
-  return format == ArrayFormat::kTorch
-             ? make_array<nb::pytorch>(view, owner, shape, strides)
-             : make_array<nb::numpy>(view, owner, shape, strides);
+  nb::object array = format == ArrayFormat::kTorch
+                         ? make_array<nb::pytorch>(view, owner, shape, strides)
+                         : make_array<nb::numpy>(view, owner, shape, strides);
+  if (view.dtype == DType::kBool) {  // uint8 bytes over DLPack; the same bytes as bool
+    const bool torch = format == ArrayFormat::kTorch;
+    nb::object module = nb::module_::import_(torch ? "torch" : "numpy");
+    array = array.attr("view")(module.attr(torch ? "bool" : "bool_"));
+  }
+  return array;
 }
 
 }  // namespace seedloader::python

@@ -16,8 +16,9 @@ namespace seedloader::python {
 
 enum class ArrayFormat { kTorch, kNumpy };
 
-// "uint8", "int32", "int64", "float32", "float64", "float16" (and "bfloat16" for
-// numpy_name). Throws ConfigError otherwise.
+// numpy's names ("bool", "uint8", "int8", "int16", "int32", "int64", "float16",
+// "float32", "float64") and torch's "bfloat16". Throws ConfigError otherwise.
+// A bool field crosses DLPack as uint8 bytes; the Python side views it as bool.
 DType dtype_from_name(const std::string& name);
 const char* numpy_name(DType dtype);
 

@@ -211,7 +211,8 @@ TEST(TensorFileTest, DisagreeingRowsUnknownNamesAndDtypesAreRejected) {
   const SafetensorsWrite rows[] = {{"x", "F32", {3, 2}, as_bytes(x)},
                                    {"y", "I64", {4}, as_bytes(y)},
                                    {"h", "F16", {3}, as_bytes(h)},
-                                   {"s", "I16", {3}, as_bytes(h)}};
+                                   {"s", "U16", {3}, as_bytes(h)},
+                                   {"b", "BOOL", {3, 2}, as_bytes(h)}};
   write_safetensors(dir / "r.safetensors", rows);
   EXPECT_THROW(TensorFile(dir / "r.safetensors", {"x", "y"}), DataError);
   EXPECT_THROW(TensorFile(dir / "r.safetensors", {"z"}), ConfigError);
@@ -219,11 +220,14 @@ TEST(TensorFileTest, DisagreeingRowsUnknownNamesAndDtypesAreRejected) {
     TensorFile(dir / "r.safetensors", {"s"});
     FAIL() << "no error";
   } catch (const DataError& e) {
-    EXPECT_NE(std::string(e.what()).find("'s' has dtype I16"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("'s' has dtype U16"), std::string::npos);
   }
-  // Half and bfloat16 tensors are fields like any other.
+  // Half, bfloat16 and bool tensors are fields like any other.
   EXPECT_EQ(TensorFile(dir / "r.safetensors", {"x", "h"}).layout().field(1).dtype,
             DType::kF16);
+  const TensorFile flags(dir / "r.safetensors", {"b"});
+  EXPECT_EQ(flags.layout().field(0).dtype, DType::kBool);
+  EXPECT_EQ(flags.layout().field(0).bytes(), 2u);
 }
 
 TEST(TensorFileTest, FifoIsADataErrorNotAWait) {
