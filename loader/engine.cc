@@ -108,6 +108,7 @@ class Engine::InThreadMode final : public Engine::Mode {
 
   void begin_epoch(std::uint64_t epoch) override {
     rng_ = worker_stream(e_.base_seed_, epoch, e_.options_.rank, 0);
+    e_.skip_held_slots();
   }
 
   void hand_over(SlotHeader&) override {}  // complete() fills it
@@ -151,7 +152,10 @@ class Engine::ForkedMode final : public Engine::Mode {
   int rings() const override { return e_.workers(); }
 
   void begin_epoch(std::uint64_t) override {
-    // Workers reseed themselves from each task's epoch.
+    // Workers reseed themselves from each task's epoch. A running worker's ring
+    // cannot move past a slot the consumer still holds from an earlier epoch
+    // (the worker waits on that slot), so such workers are forked afresh.
+    if (e_.pool_.running() && e_.next_slot_held()) e_.stop_workers(kStopGrace);
     if (!e_.pool_.running()) e_.start_workers();
   }
 
@@ -242,7 +246,27 @@ std::byte* Engine::data(int slot) const {
   return region_.base() + region_layout_.data(slot);
 }
 
+bool Engine::next_slot_held() const {
+  for (int w = 0; w < ring_.workers(); ++w) {
+    if (slots_[ring_.worker_slot(w, ring_.tasks_issued(w))].held) return true;
+  }
+  return false;
+}
+
+void Engine::skip_held_slots() {
+  for (int w = 0; w < ring_.workers(); ++w) {
+    // Stop after a full turn: every slot held is the consumer's overrun, which
+    // fetch() reports.
+    for (int n = 0;
+         n < ring_.prefetch() && slots_[ring_.worker_slot(w, ring_.tasks_issued(w))].held;
+         ++n) {
+      ring_.skip_task(w);
+    }
+  }
+}
+
 void Engine::start_workers() {
+  skip_held_slots();
   auto& control = *region_.at<ControlBlock>(region_layout_.control());
   // Relaxed: no worker exists yet; fork() orders everything before it.
   control.stop.store(0, std::memory_order_relaxed);
@@ -333,6 +357,7 @@ void Engine::pump() noexcept {
     h.error_stage = ErrorStage::kGet;
     h.error[0] = '\0';
     slots_[s].batch = static_cast<std::int64_t>(next_issue_);
+    slots_[s].generation = generation_;
     ring_.issued(s);
     ++next_issue_;
     mode_->hand_over(h);
@@ -407,7 +432,10 @@ Batch Engine::fetch(std::uint64_t k) {
   if (!active_) throw Error("DataLoader: no epoch in progress (begin iterating first)");
   pump();
   const int s = ring_.slot_of(k);
-  if (slots_[s].batch != static_cast<std::int64_t>(k)) {
+  // The generation too: a batch of an earlier epoch still held there may have
+  // the same number.
+  if (slots_[s].batch != static_cast<std::int64_t>(k) ||
+      slots_[s].generation != generation_) {
     throw Error("DataLoader: batch " + std::to_string(k) +
                 " cannot be loaded: its slot is still held by an earlier batch. The "
                 "loader has " +

@@ -78,8 +78,9 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
 
  private:
   struct SlotUse {
-    std::int64_t batch = -1;  // issued and not yet released, or -1
-    bool held = false;        // delivered to the consumer
+    std::int64_t batch = -1;       // issued and not yet released, or -1
+    std::uint64_t generation = 0;  // the engine's generation when it was issued
+    bool held = false;             // delivered to the consumer
   };
 
   // Who fills the slots: the consumer's own thread or forked workers. Each
@@ -93,6 +94,12 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   SlotHeader& header(int slot) const;
   std::byte* data(int slot) const;
   void start_workers();
+  // Whether some filler's next slot holds a batch the consumer still has.
+  bool next_slot_held() const;
+  // Moves each filler's ring past the held slots its next tasks would land on,
+  // so a batch kept from an earlier epoch is never handed out again or
+  // overwritten. REQUIRES: no worker runs (a worker forked later starts there).
+  void skip_held_slots();
   // ConfigError (after reaping them) when persistent workers were killed because
   // the thread that forked them has exited; see WorkerPool::forking_thread_alive.
   void check_forking_thread();

@@ -60,6 +60,11 @@ class SlotRing {
     return worker_slot(w, base_[w] + r / static_cast<std::uint64_t>(workers_));
   }
 
+  // Main side: worker w's next task number is not used (its slot is taken).
+  // REQUIRES: no process serves worker w's ring now; one forked later starts
+  // after the skipped number.
+  void skip_task(int w) { ++issued_[w]; }
+
   // Main side: the task in `slot` was issued to its owner.
   // REQUIRES: slot == slot_of(k) for the next batch k not yet issued.
   void issued(int slot) { ++issued_[owner(slot)]; }

@@ -507,5 +507,37 @@ TEST(DataLoaderTest, SlotsHoldNoMoreRowsThanTheDatasetCanFill) {
   }
 }
 
+TEST(DataLoaderTest, ABatchKeptFromAnAbandonedEpochIsNeverReusedOrOverwritten) {
+  // The first epoch fills every slot before the consumer breaks off, so each
+  // worker's ring comes round to the slot of the batch still kept.
+  StreamProbeDataset ds(30, 2);
+  for (int workers : {0, 1, 2}) {
+    for (bool persistent : {false, true}) {
+      LoaderOptions o = base_options(workers);
+      o.batch_size = 3;
+      o.persistent_workers = persistent && workers > 0;
+      DataLoader reference(ds, o);
+      const auto expected = run_epoch(reference, 1);
+      DataLoader loader(ds, o);
+      loader.set_epoch(0);
+      auto it = loader.begin();
+      Batch kept = it.take();
+      const BatchCopy kept_copy = copy_of(kept);
+      // As `b = next(iter(loader)); for b in loader: ...` does: the kept batch
+      // goes once the next epoch's first batch has arrived.
+      loader.set_epoch(1);
+      std::vector<BatchCopy> got;
+      for (auto b = loader.begin(); b != loader.end(); ++b) {
+        got.push_back(copy_of(*b));
+        if (!kept.empty()) {
+          EXPECT_TRUE(copy_of(kept) == kept_copy) << workers << " workers";
+          kept.reset();
+        }
+      }
+      EXPECT_EQ(got, expected) << workers << " workers, persistent " << persistent;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace seedloader
