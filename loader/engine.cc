@@ -60,8 +60,35 @@ LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
 // Samples one slot must hold: a batch never has more than the sampler yields in
 // an epoch, so a batch size beyond the (per-rank) dataset must not size the
 // shared region (batch_size 10^6 over 10 samples would map 10^6 rows).
-std::uint64_t slot_capacity(std::uint64_t epoch_samples, std::uint64_t batch_size) {
-  return std::max<std::uint64_t>(1, std::min(batch_size, epoch_samples));
+// Under a batch plan a batch may repeat indices (a sampler drawing with
+// replacement), so only batch_size bounds it.
+std::uint64_t slot_capacity(std::uint64_t epoch_samples, const LoaderOptions& o) {
+  if (o.batch_plan) return o.batch_size;
+  return std::max<std::uint64_t>(1, std::min(o.batch_size, epoch_samples));
+}
+
+// The epoch's batches from options.batch_plan, checked against the slot and the
+// dataset.
+BatchSampler planned_batches(const LoaderOptions& o, std::uint64_t epoch,
+                             std::uint64_t dataset_size) {
+  const std::vector<std::vector<Index>> batches = o.batch_plan(epoch);
+  const std::string where = "DataLoader: the batch plan's epoch " + std::to_string(epoch);
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    const std::vector<Index>& b = batches[k];
+    if (b.empty() || b.size() > o.batch_size) {
+      throw ConfigError(where + " batch " + std::to_string(k) + " holds " +
+                        std::to_string(b.size()) + " indices; a batch holds 1 to " +
+                        std::to_string(o.batch_size));
+    }
+    for (Index i : b) {
+      if (i >= dataset_size) {
+        throw ConfigError(where + " batch " + std::to_string(k) + " names sample " +
+                          std::to_string(i) + ", beyond the dataset's " +
+                          std::to_string(dataset_size) + " samples");
+      }
+    }
+  }
+  return BatchSampler(batches);
 }
 
 }  // namespace
@@ -212,9 +239,11 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
       base_seed_(*options_.seed),
       sampler_(make_sampler(dataset.size(), options_, base_seed_)),
       num_batches_(
-          count_batches(sampler_->size(), options_.batch_size, options_.drop_last)),
-      region_layout_(layout_, slot_capacity(sampler_->size(), options_.batch_size),
-                     mode_->rings(), options_.prefetch),
+          options_.batch_plan
+              ? 0
+              : count_batches(sampler_->size(), options_.batch_size, options_.drop_last)),
+      region_layout_(layout_, slot_capacity(sampler_->size(), options_), mode_->rings(),
+                     options_.prefetch),
       ring_(region_layout_.workers(), region_layout_.prefetch()),
       region_(region_layout_.total_bytes()) {
   // Start the lifetime of the shared structs (the mapping is zero-filled;
@@ -323,9 +352,14 @@ void Engine::stop_workers(milliseconds grace) noexcept {
 void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
   check_forking_thread();
   abandon_epoch();
+  if (options_.batch_plan) {
+    batches_.emplace(planned_batches(options_, epoch, dataset_.size()));
+    num_batches_ = batches_->num_batches();
+  } else {
+    batches_.emplace(sampler_->indices(epoch), options_.batch_size, options_.drop_last);
+  }
   epoch_ = epoch;
   first_batch_ = std::min(first_batch, num_batches_);
-  batches_.emplace(sampler_->indices(epoch), options_.batch_size, options_.drop_last);
   mode_->begin_epoch(epoch);
   ring_.begin_epoch(first_batch_);
   ++generation_;

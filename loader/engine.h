@@ -47,6 +47,8 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // Batches in the current epoch; under a batch plan, 0 before the first
+  // epoch begins (each epoch's plan sets it).
   std::uint64_t num_batches() const { return num_batches_; }
   std::uint64_t base_seed() const { return base_seed_; }
   const LoaderOptions& options() const { return options_; }

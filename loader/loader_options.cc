@@ -35,6 +35,9 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
          std::to_string(o.world_size));
   }
   if (o.timeout.count() < 0) fail("timeout must not be negative");
+  if (o.batch_plan && o.shuffle) {
+    fail("shuffle must be false when batch_plan gives the order");
+  }
   if (dataset_size == 0) fail("the dataset is empty");
   const BatchMix& m = o.mix;
   for (const auto& [name, alpha] : {std::pair{"mixup_alpha", m.mixup_alpha},

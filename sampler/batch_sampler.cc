@@ -15,7 +15,22 @@ BatchSampler::BatchSampler(std::vector<Index> indices, std::uint64_t batch_size,
   num_batches_ = drop_last ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
 }
 
+BatchSampler::BatchSampler(const std::vector<std::vector<Index>>& batches)
+    : batch_size_(0), num_batches_(batches.size()) {
+  starts_.reserve(batches.size() + 1);
+  starts_.push_back(0);
+  for (const std::vector<Index>& b : batches) {
+    indices_.insert(indices_.end(), b.begin(), b.end());
+    starts_.push_back(indices_.size());
+    batch_size_ = std::max<std::uint64_t>(batch_size_, b.size());
+  }
+}
+
 std::span<const Index> BatchSampler::batch(std::uint64_t k) const {
+  if (!starts_.empty()) {
+    return std::span<const Index>(indices_).subspan(starts_[k],
+                                                    starts_[k + 1] - starts_[k]);
+  }
   const std::uint64_t begin = k * batch_size_;
   const std::uint64_t end = std::min<std::uint64_t>(begin + batch_size_, indices_.size());
   return std::span<const Index>(indices_).subspan(begin, end - begin);

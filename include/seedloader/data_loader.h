@@ -58,7 +58,8 @@ class DataLoader {
     start_batch_ = start_batch;
   }
   std::uint64_t epoch() const { return epoch_; }
-  // Batches per epoch on this rank.
+  // Batches per epoch on this rank (under LoaderOptions::batch_plan: in the
+  // epoch begin() last started, 0 before).
   std::uint64_t num_batches() const;
   // The base seed every stream derives from (drawn and announced if not given).
   std::uint64_t base_seed() const;

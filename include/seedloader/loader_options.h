@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include "seedloader/batch_mix.h"
 #include "seedloader/sampler.h"
@@ -40,6 +41,13 @@ struct LoaderOptions {
   bool persistent_workers = false;
   std::uint64_t rank = 0;
   std::uint64_t world_size = 1;  // > 1: DistributedSampler shards the dataset
+  // Set: each epoch's batches come from here, called once in the main process
+  // when the epoch begins, instead of from the built-in samplers (shuffle and
+  // world_size then play no part in the order): e.g. a user's sampler in
+  // Python. Each batch holds 1 to batch_size indices below the dataset size;
+  // the count of batches may differ between epochs. A batch that breaks this
+  // is a ConfigError when the epoch begins, naming the epoch and the batch.
+  std::function<std::vector<std::vector<std::uint64_t>>(std::uint64_t epoch)> batch_plan;
   SeedScope seeding = SeedScope::kWorker;
   BadSample on_bad_sample = BadSample::kRaise;
   // MixUp / CutMix over each batch, with soft targets (batch_mix.h); off unless

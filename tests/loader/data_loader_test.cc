@@ -539,5 +539,72 @@ TEST(DataLoaderTest, ABatchKeptFromAnAbandonedEpochIsNeverReusedOrOverwritten) {
   }
 }
 
+TEST(DataLoaderTest, ABatchPlanGivesEachEpochsBatchesAsDrawn) {
+  StreamProbeDataset ds(12, 1);
+  for (int workers : {0, 2}) {
+    LoaderOptions o;
+    o.batch_size = 4;
+    o.num_workers = workers;
+    o.seed = 3;
+    o.seeding = SeedScope::kSample;
+    o.persistent_workers = true;
+    std::vector<std::uint64_t> drawn;
+    // Repeats and uneven sizes, as a sampler drawing with replacement and a
+    // user's batch sampler give them; epoch 1 has one batch more.
+    o.batch_plan = [&drawn](std::uint64_t epoch) {
+      drawn.push_back(epoch);
+      std::vector<std::vector<std::uint64_t>> b = {{5, 5, 0}, {11}, {2, 3, 4, 1}};
+      if (epoch == 1) b.push_back({7, 7, 7, 7});
+      return b;
+    };
+    DataLoader loader(ds, o);
+    EXPECT_EQ(loader.num_batches(), 0u);  // nothing drawn before an epoch begins
+    for (std::uint64_t epoch : {0, 1}) {
+      auto batches = run_epoch(loader, epoch);
+      ASSERT_EQ(batches.size(), epoch == 0 ? 3u : 4u) << workers << " workers";
+      EXPECT_EQ(loader.num_batches(), batches.size());
+      EXPECT_EQ(batches[0].indices, (std::vector<std::uint64_t>{5, 5, 0}));
+      EXPECT_EQ(batches[1].indices, (std::vector<std::uint64_t>{11}));
+      EXPECT_EQ(batches[2].indices, (std::vector<std::uint64_t>{2, 3, 4, 1}));
+      // A repeated index gets the same per-sample stream both times.
+      EXPECT_EQ(batches[0].fingerprints[0], batches[0].fingerprints[1]);
+      EXPECT_EQ(batches[0].fingerprints[0], sample_stream(3, epoch, 5).fingerprint());
+    }
+    EXPECT_EQ(drawn, (std::vector<std::uint64_t>{0, 1}));
+  }
+}
+
+TEST(DataLoaderTest, ABatchPlanOutsideTheSlotOrTheDatasetIsAConfigErrorNamingIt) {
+  StreamProbeDataset ds(12, 1);
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.seed = 1;
+  std::vector<std::vector<std::uint64_t>> plan;
+  o.batch_plan = [&plan](std::uint64_t) { return plan; };
+  DataLoader loader(ds, o);
+  auto error_of = [&] {
+    try {
+      loader.begin();
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  plan = {{0, 1}, {2, 3, 4}};
+  EXPECT_NE(error_of().find("epoch 0 batch 1 holds 3 indices; a batch holds 1 to 2"),
+            std::string::npos)
+      << error_of();
+  plan = {{0}, {12}};
+  EXPECT_NE(error_of().find("batch 1 names sample 12, beyond the dataset's 12 samples"),
+            std::string::npos)
+      << error_of();
+  plan = {{0}, {}};
+  EXPECT_NE(error_of().find("batch 1 holds 0 indices"), std::string::npos);
+  plan = {{3}};
+  EXPECT_EQ(run_epoch(loader, 0).size(), 1u);  // the loader is still usable
+  o.shuffle = true;
+  EXPECT_THROW(DataLoader(ds, o), ConfigError);
+}
+
 }  // namespace
 }  // namespace seedloader
