@@ -6,6 +6,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 
+#include <cstring>
 #include <memory>
 #include <opencv2/core.hpp>
 
@@ -20,7 +21,19 @@ namespace nb = nanobind;
 namespace seedloader::python {
 namespace {
 
-using ImageIn = nb::ndarray<const std::uint8_t, nb::c_contig, nb::device::cpu>;
+std::string describe_dtype(nb::dlpack::dtype d) {
+  const char* kind =
+      d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float) ? "float"
+      : d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::Int) ? "int"
+      : d.code == static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt)
+          ? "uint"
+          : "a non-numeric type of ";
+  return kind + std::to_string(d.bits);
+}
+
+// Any CPU array: the dtype is checked here, so that a float image is refused
+// with a message instead of being converted to uint8 behind the caller's back.
+using ImageIn = nb::ndarray<nb::device::cpu>;
 
 class PyTransform {
  public:
@@ -34,16 +47,39 @@ class PyTransform {
       throw DataError("Transform(" + spec_ + "): the image must be HxW or HxWxC, not " +
                       std::to_string(image.ndim()) + "-dimensional");
     }
+    if (image.dtype() != nb::dtype<std::uint8_t>()) {
+      throw DataError("Transform(" + spec_ +
+                      "): the image must be uint8 (HxWxC, RGB, 0-255), not " +
+                      describe_dtype(image.dtype()) +
+                      "; the chain itself converts to "
+                      "float with totensor or normalize");
+    }
     const int channels = image.ndim() == 3 ? static_cast<int>(image.shape(2)) : 1;
     if (channels != 1 && channels != 3) {
       throw DataError("Transform(" + spec_ + "): the image has " +
                       std::to_string(channels) + " channels; 1 or 3 are supported");
     }
-    // A copy: steps such as flips work in place, and the caller's array stays as it was.
-    cv::Mat in =
-        cv::Mat(static_cast<int>(image.shape(0)), static_cast<int>(image.shape(1)),
-                CV_8UC(channels), const_cast<std::uint8_t*>(image.data()))
-            .clone();
+    // A copy (which also makes a strided view contiguous): steps such as flips
+    // work in place, and the caller's array stays as it was.
+    cv::Mat in(static_cast<int>(image.shape(0)), static_cast<int>(image.shape(1)),
+               CV_8UC(channels));
+    const auto* src = static_cast<const std::uint8_t*>(image.data());
+    const bool contiguous =
+        (image.ndim() == 2 || image.stride(2) == 1) && image.stride(1) == channels &&
+        image.stride(0) == static_cast<std::int64_t>(in.cols) * channels;
+    if (contiguous) {
+      std::memcpy(in.data, src, in.total() * channels);
+    }
+    for (int y = 0; !contiguous && y < in.rows; ++y) {
+      auto* dst = in.ptr<std::uint8_t>(y);
+      for (int x = 0; x < in.cols; ++x) {
+        for (int c = 0; c < channels; ++c) {
+          const std::int64_t at = y * image.stride(0) + x * image.stride(1) +
+                                  (image.ndim() == 3 ? c * image.stride(2) : 0);
+          dst[x * channels + c] = src[at];
+        }
+      }
+    }
     Pcg64Stream rng = stream_of(generator);
     cv::Mat out = chain_.apply(std::move(in), rng, nullptr);
     set_generator_state(generator, rng.raw_state());
