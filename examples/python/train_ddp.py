@@ -77,7 +77,7 @@ def train(args):
         model.module.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         loader.load_state_dict(ckpt["loader"])  # every rank is at the same position
-        start = ckpt["loader"]["epoch"] + 1
+        start = loader.epoch  # the saved epoch was finished: the one after it
         if rank == 0:
             print("resumed from %s after epoch %d" % (args.checkpoint, start - 1))
 

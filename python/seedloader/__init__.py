@@ -15,16 +15,18 @@ shared memory and reach Python as tensors over that memory (DLPack). Every rando
 stream is numpy's PCG64(SeedSequence(seed, spawn_key=KEY)) for a key of (epoch,
 rank, worker) or (epoch, sample): see DESIGN.md, "Randomness contract".
 """
+import importlib
 import importlib.util
 import os
 import sys
+import threading
 
 from seedloader._errors import (CommError, ConfigError, DataError, Error, TimeoutError,
                                 WorkerError)
 from seedloader import _core
 from seedloader._core import (Cifar10, Dataset, ImageFolder, Mnist, Synthetic, TarShards,
                               TensorFile, Transform)
-from seedloader import _dataset
+from seedloader import _dataset, _samples
 
 __all__ = [
     "Cifar10", "CommError", "ConfigError", "DataError", "DataLoader", "Dataset", "Error",
@@ -32,6 +34,18 @@ __all__ = [
     "Transform", "WorkerError", "distributed_context", "transform",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """seedloader.torch and seedloader.audit, imported on first use, so that
+    `import seedloader as sl; sl.torch.seed_worker` works without importing torch
+    up front."""
+    if name in _SUBMODULES:
+        return importlib.import_module("seedloader." + name)
+    raise AttributeError("module 'seedloader' has no attribute %r" % name)
+
+
+_SUBMODULES = ("audit", "torch")
 
 
 def transform(spec):
@@ -67,51 +81,79 @@ def _torch_available():
     return importlib.util.find_spec("torch") is not None
 
 
-class DataLoader:
-    """PyTorch's DataLoader arguments, seedloader's engine.
+_UNSET = object()
 
-    dataset: a seedloader dataset (ImageFolder, ...) or any object with __len__ and
-      __getitem__(index, rng) / __getitem__(index) returning {field: array}.
-    batch_size, shuffle, num_workers, drop_last, persistent_workers, timeout
-      (seconds, 0 = none), worker_init_fn(worker_id): as PyTorch's.
-    prefetch_factor: batch slots per worker (default 2), as PyTorch's.
-    seed: the base seed of every stream (None: drawn once and printed).
-    order: the shuffle's generator. "numpy" (default): numpy's PCG64 shuffle stream
-      of the seed. "torch": exactly the order of torch's DistributedSampler(
-      shuffle=True, seed=seed) after set_epoch(epoch), i.e. torch.randperm(n,
-      generator=torch.Generator().manual_seed(seed + epoch)) sharded the same way,
-      for any world size (1 included): for comparing with a PyTorch run.
-    seeding: "worker" (one stream per worker and epoch) or "sample" (one per sample
-      and epoch: batches identical for any num_workers).
+
+class DataLoader:
+    """torch.utils.data.DataLoader's arguments, seedloader's engine.
+
+    dataset: a seedloader dataset (ImageFolder, ...) or any map-style dataset
+      (len() and dataset[i], a plain list too) whose samples are what PyTorch's
+      default_collate takes: tuples, lists, dicts and namedtuples of tensors,
+      numpy arrays and numbers. __getitem__(index, rng) receives the sample's
+      numpy Generator. Batches have default_collate's structure and dtypes.
+    batch_size, shuffle, sampler, batch_sampler, num_workers, pin_memory,
+      drop_last, timeout (seconds, 0 = none), worker_init_fn(worker_id),
+      multiprocessing_context ("fork" only), generator (seeds the loader when
+      seed is None), prefetch_factor (batches each worker loads ahead, default
+      2), persistent_workers, in_order: as PyTorch's, in its positional order.
+      collate_fn: only default_collate; a sampler or batch_sampler is drawn in
+      the main process when each epoch begins, and its indices go to the
+      workers with the tasks.
+    Keyword-only, seedloader's own:
+    seed: the base seed of every stream (None: from `generator`, else drawn once
+      and printed).
+    order: the built-in shuffle's generator. "numpy" (default): numpy's PCG64
+      shuffle stream of the seed. "torch": exactly the order of torch's
+      DistributedSampler(shuffle=True, seed=seed) after set_epoch(epoch), i.e.
+      torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
+      sharded the same way, for any world size (1 included).
+    seeding: "worker" (one stream per worker and epoch) or "sample" (one per
+      sample and epoch: batches identical for any num_workers). Either way a
+      worker seeds Python's random, numpy's global state and torch from the
+      stream, so torchvision or albumentations transforms drawing from them are
+      reproducible (and, with "sample", independent of the worker count).
     on_bad_sample: "raise" or "skip" (a sample raising DataError is replaced).
     rank, world_size: None takes distributed_context(); world_size > 1 shards the
-      data as torch's DistributedSampler does.
+      data as torch's DistributedSampler does (unless sampler/batch_sampler).
     format: "torch" (default when torch imports) or "numpy".
-    pin_memory: register the shared slots with CUDA once (default: when torch sees
-      a GPU), so .to("cuda", non_blocking=True) copies asynchronously.
-    mixup_alpha, cutmix_alpha: > 0 mixes each batch in the worker as torchvision's
-      transforms.v2 MixUp / CutMix do (each sample with the one before it), lam ~
-      Beta(alpha, alpha) from the batch's own stream (seed, epoch, rank, batch);
-      with both on, a batch gets CutMix with probability cutmix_prob (0.5). The
-      batch gains "target": float32 [batch, num_classes] soft labels ("label" is
-      kept); its "image" must be a float output for MixUp (CutMix takes uint8).
+    mixup_alpha, cutmix_alpha, cutmix_prob, num_classes: MixUp / CutMix in the
+      worker, as torchvision's transforms.v2 do (see README).
+    variable_fields: paths (as errors print them, e.g. "[1]['boxes']") of fields
+      whose first dimension varies between samples; fields whose shape differs
+      among the first samples are found without it. variable_bytes: each such
+      field's budget per sample (default 64 KiB). A variable field arrives as a
+      list of per-sample tensors over the slot, or with pad_variable=True as
+      (padded [batch, longest, ...] tensor, int64 lengths).
 
-    Batches are dicts {field: tensor} over the shared slot, valid for as long as
-    you keep them; the slot is refilled once every tensor of the batch is freed.
-    Each worker has prefetch_factor + 1 slots (the loader has prefetch_factor + 1
-    when num_workers = 0): the one your loop variable holds while the next batch
-    is fetched, and prefetch_factor batches loading ahead. Worker w serves its
-    slots in turn, so holding more of its batches than that and asking for the
-    next raises seedloader.Error naming the slot count, rather than waiting
-    forever; copy (tensor.clone()) what you keep longer.
+    Nothing reads a sample before the first iteration: a Python dataset's layout
+    is declared by a `fields` attribute or learned then (seedloader._dataset).
+    Each iteration without set_epoch() runs the next epoch, as PyTorch's loader
+    reshuffles every time; set_epoch(e) chooses it.
+    Batches live in shared slots, valid for as long as you keep them; each
+    worker has prefetch_factor + 1 slots (the loader prefetch_factor + 1 with
+    num_workers = 0), and holding more of one worker's batches than that while
+    asking for the next raises seedloader.Error naming the slot count; copy
+    (tensor.clone()) what you keep longer.
     """
 
-    def __init__(self, dataset, batch_size=1, shuffle=False, num_workers=0,
-                 drop_last=False, persistent_workers=False, prefetch_factor=None,
-                 timeout=0, worker_init_fn=None, seed=None, seeding="worker",
-                 on_bad_sample="raise", rank=None, world_size=None, format=None,
-                 pin_memory=None, order="numpy", mixup_alpha=0.0, cutmix_alpha=0.0,
-                 cutmix_prob=0.5, num_classes=None):
+    def __class_getitem__(cls, item):  # DataLoader[T], as torch's is generic
+        return cls
+
+    def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None,
+                 batch_sampler=None, num_workers=0, collate_fn=None, pin_memory=None,
+                 drop_last=False, timeout=0, worker_init_fn=None,
+                 multiprocessing_context=None, generator=None, *, prefetch_factor=None,
+                 persistent_workers=False, pin_memory_device="", in_order=True,
+                 seed=None, seeding="worker", on_bad_sample="raise", rank=None,
+                 world_size=None, format=None, order="numpy", mixup_alpha=0.0,
+                 cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
+                 variable_fields=(), variable_bytes=65536, pad_variable=False):
+        _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
+                               collate_fn, drop_last, timeout, multiprocessing_context,
+                               prefetch_factor, persistent_workers, pin_memory_device)
+        if batch_sampler is not None:
+            batch_size = None
         if rank is None or world_size is None:
             found_rank, found_size, source = distributed_context()
             rank = found_rank if rank is None else rank
@@ -123,117 +165,256 @@ class DataLoader:
                                  % (rank, world_size, source))
         if format is None:
             format = "torch" if _torch_available() else "numpy"
+        if seed is None:
+            seed = (_seed_from(generator) if generator is not None
+                    else _core.draw_base_seed("DataLoader"))
         if not isinstance(dataset, Dataset):
-            dataset = _core.PythonDataset(dataset, _dataset.fields_of(dataset),
-                                          _dataset.takes_rng(dataset))
+            _dataset.check_map_style(dataset)
         self.dataset = dataset
         self.batch_size = batch_size
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
         self.num_workers = num_workers
+        self.drop_last = drop_last
+        self.timeout = timeout
+        self.generator = generator
+        self.prefetch_factor = prefetch_factor
+        self.persistent_workers = persistent_workers
         self.rank, self.world_size = int(rank), int(world_size)
         self.seeding = seeding
         self.order = order
-        self._args = dict(dataset=dataset, batch_size=batch_size,
-                          num_workers=num_workers,
+        self.pad_variable = bool(pad_variable)
+        self._variable = (tuple(variable_fields), int(variable_bytes))
+        self._seed = int(seed)
+        self._args = dict(num_workers=num_workers,
                           # One slot per worker more than prefetch_factor: the batch
                           # the loop variable still holds while the next is fetched.
                           prefetch=(2 if prefetch_factor is None else prefetch_factor) + 1,
-                          shuffle=shuffle, order=order, drop_last=drop_last,
+                          shuffle=bool(shuffle), order=order, drop_last=drop_last,
                           persistent_workers=persistent_workers, rank=self.rank,
                           world_size=self.world_size, seeding=seeding,
                           on_bad_sample=on_bad_sample, timeout=float(timeout),
                           worker_init_fn=worker_init_fn, format=format,
                           mix=(float(mixup_alpha), float(cutmix_alpha), float(cutmix_prob),
                                0 if num_classes is None else int(num_classes)))
-        self._core = _core.Loader(seed=seed, **self._args)
+        self._pin_request = pin_memory if pin_memory is not None else (
+            None if format == "torch" else False)
+        self._core = None        # the engine, built when the first iteration starts
+        self._layout = None      # a Python dataset's sample tree (seedloader._samples)
+        self._plan = None        # (epoch, [[index]]) drawn from sampler / batch_sampler
+        self._epoch = 0
+        self._epoch_used = False  # an iteration ran this epoch: the next one moves on
         self._resume = None      # (epoch, batch) the next iteration starts at
         self._yielded = 0        # batches delivered in the current epoch
+        self._generation = 0     # of the newest iterator; older ones are stale
+        self._busy = threading.Lock()
         self._pinned = None
-        if pin_memory or (pin_memory is None and format == "torch"):
-            self._pin(required=bool(pin_memory))
+        if isinstance(dataset, Dataset):
+            self._engine()  # a C++ dataset knows its layout without reading a sample
 
     def __len__(self):
-        return len(self._core)
+        if self.batch_sampler is not None:
+            return len(self.batch_sampler)
+        if self.sampler is not None:
+            n = len(self.sampler)
+            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        return _core.epoch_batches(len(self.dataset), self.batch_size, self.drop_last,
+                                   self.world_size)
 
     @property
     def seed(self):
         """The base seed every stream derives from."""
-        return self._core.base_seed
+        return self._seed
 
     @property
     def epoch(self):
-        return self._core.epoch
+        """The epoch the current (or next) iteration runs."""
+        return self._epoch
+
+    @property
+    def skipped_samples(self):
+        """Samples replaced under on_bad_sample="skip" in the current (or last) epoch."""
+        return self._core.skipped_samples if self._core is not None else 0
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (keeps a load_state_dict() resume point
         for that same epoch)."""
+        epoch = _epoch_number(epoch)
         if self._resume is not None and self._resume[0] != epoch:
             self._resume = None
-        self._core.set_epoch(epoch)
-        self._yielded = 0
+        self._epoch = epoch
+        self._epoch_used = False
+        self._yielded = self._resume[1] if self._resume is not None else 0
 
     def __iter__(self):
-        self._core.stop()  # one iteration at a time, as the engine runs them
-        epoch, first = self._resume or (self._core.epoch, 0)
+        if self._core is not None:
+            self._core.stop()  # one iteration at a time, as the engine runs them
+        if self._resume is not None:
+            self._epoch, first = self._resume
+        else:
+            if self._epoch_used:
+                self._epoch += 1
+            first = 0
         self._resume = None
+        self._epoch_used = True
+        core = self._engine()
         replay = 0
         if first and self.seeding == "sample":
-            self._core.resume(epoch, first)  # the batches before `first` are not loaded
+            core.resume(self._epoch, first)  # the batches before `first` are not loaded
         else:
-            self._core.set_epoch(epoch)
+            core.set_epoch(self._epoch)
             replay = first  # worker streams must advance as they did: load, discard
         self._yielded = first
-        return self._batches(replay)
+        self._generation += 1
+        return self._batches(core, replay, self._generation)
 
-    def _batches(self, replay):
+    def _batches(self, core, replay, generation):
+        layout, pad = self._layout, self.pad_variable
         try:
             while True:
-                item = self._core.next()
+                if generation != self._generation:
+                    raise Error("DataLoader: this iterator was replaced by a newer "
+                                "iteration of the same loader; iterate the newer one")
+                if not self._busy.acquire(blocking=False):
+                    raise Error("DataLoader: another thread is iterating this loader; "
+                                "a loader is used from one thread at a time")
+                try:
+                    item = core.next()
+                except Error as e:
+                    cause = _dataset.take_in_process_error()
+                    if cause is None:
+                        raise
+                    raise e from cause  # the dataset's own exception and traceback
+                finally:
+                    self._busy.release()
                 if item is None:
                     return
                 if replay:
                     replay -= 1
                     continue
-                batch, self.last_indices = item
+                fields, self.last_indices, lengths = item
                 item = None
+                batch = fields if layout is None else layout.build(fields, lengths, pad)
+                fields = None
                 self._yielded += 1
                 yield batch
                 batch = None  # only the caller may keep it alive
         finally:
-            self._core.stop()
+            if generation == self._generation and self._core is core:
+                core.stop()
 
     def state_dict(self):
         """Where the loader is: resume with load_state_dict() on a loader built with
         the same dataset and options (the keys of torchdata's StatefulDataLoader
-        state where they mean the same)."""
-        return {"epoch": self._core.epoch, "_num_yielded": self._yielded,
-                "base_seed": self.seed, "seeding": self.seeding, "order": self.order,
-                "world_size": self.world_size, "rank": self.rank,
-                "batch_size": self.batch_size, "num_batches": len(self)}
+        state where they mean the same; "_finished": the epoch was delivered
+        whole, so a loaded state continues with the next one)."""
+        state = {"epoch": self._epoch, "_num_yielded": self._yielded,
+                 "_finished": self._epoch_used and self._yielded >= len(self),
+                 "base_seed": self.seed, "seeding": self.seeding, "order": self.order,
+                 "world_size": self.world_size, "rank": self.rank,
+                 "batch_size": self.batch_size, "num_batches": len(self)}
+        if self._plan is not None and self._plan[0] == self._epoch:
+            state["batches"] = self._plan[1]  # a user's sampler may not draw them again
+        return state
 
     def load_state_dict(self, state):
         """The next iteration continues epoch state["epoch"] after its first
-        state["_num_yielded"] batches, exactly as an uninterrupted epoch would."""
+        state["_num_yielded"] batches, exactly as an uninterrupted epoch would (the
+        next epoch when the state says the epoch was finished)."""
+        missing = [k for k in ("epoch", "_num_yielded", "base_seed") if k not in state]
+        if missing:
+            raise ConfigError("load_state_dict: the state has no %s (it has %s)"
+                              % (", ".join(missing), ", ".join(sorted(map(str, state)))))
+        epoch = _epoch_number(state["epoch"], "load_state_dict: epoch")
+        yielded = state["_num_yielded"]
+        if isinstance(yielded, bool) or not isinstance(yielded, int) or \
+                not 0 <= yielded <= len(self):
+            raise ConfigError("load_state_dict: _num_yielded is %r; this loader has %d "
+                              "batches per epoch" % (yielded, len(self)))
         # Not the rank: every rank is at the same position, so one rank's state
         # (say rank 0's checkpoint) resumes them all.
+        mine = self.state_dict()
         for key in ("seeding", "order", "world_size", "batch_size", "num_batches"):
-            mine = self.state_dict()[key]
-            if state.get(key, mine) != mine:
+            if state.get(key, mine[key]) != mine[key]:
                 raise ConfigError("load_state_dict: the state was saved with %s=%r, this "
-                                  "loader has %r" % (key, state[key], mine))
-        if state["base_seed"] != self.seed:
-            self._core.close()
-            self._core = _core.Loader(seed=state["base_seed"], **self._args)
-        self._core.set_epoch(state["epoch"])
-        self._resume = (state["epoch"], state["_num_yielded"])
-        self._yielded = state["_num_yielded"]
+                                  "loader has %r" % (key, state[key], mine[key]))
+        if int(state["base_seed"]) != self._seed:
+            self._seed = int(state["base_seed"])
+            self._close_engine()  # rebuilt, and pinned again, for the new seed
+        if "batches" in state:
+            self._plan = (epoch, [list(map(int, b)) for b in state["batches"]])
+        if state.get("_finished", False) or yielded == len(self):
+            epoch, yielded = epoch + 1, 0
+        self._epoch = epoch
+        self._epoch_used = False
+        self._resume = (epoch, yielded) if yielded else None
+        self._yielded = yielded
 
     def worker_pids(self):
-        return self._core.worker_pids()
+        return self._core.worker_pids() if self._core is not None else []
 
     def close(self):
         """Stops the workers now (they also stop when the loader is collected)."""
+        self._close_engine()
+
+    def _close_engine(self):
         self._unpin()
-        self._core.close()
+        if self._core is not None:
+            self._core.close()
+            self._core = None
+
+    def _engine(self):
+        """The engine, built on first use; a Python dataset's layout is learned here."""
+        if self._core is not None:
+            return self._core
+        dataset = self.dataset
+        if not isinstance(dataset, Dataset):
+            self._layout = self._learn_layout()
+            if self.num_workers == 0 and self.seeding == "sample":
+                dataset = _dataset.SampleSeeded(dataset)
+            dataset = _core.PythonDataset(
+                dataset, [f.as_tuple() for f in self._layout.fields],
+                _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
+        plan, capacity = None, self.batch_size
+        if self.sampler is not None or self.batch_sampler is not None:
+            plan = self._draw_plan
+            drawn = self._draw_plan(self._epoch)
+            capacity = max([getattr(self.batch_sampler, "batch_size", None) or 1] +
+                           [len(b) for b in drawn] + [self.batch_size or 1])
+        self._core = _core.Loader(dataset=dataset, batch_size=capacity, seed=self._seed,
+                                  batch_plan=plan, **self._args)
+        if self._pin_request is not False:
+            self._pin(required=bool(self._pin_request))
+        return self._core
+
+    def _learn_layout(self):
+        dataset = self.dataset
+        declared = getattr(dataset, "fields", None)
+        if declared is not None and isinstance(declared, dict):
+            return _samples.Layout.declared(declared)
+        if len(dataset) == 0:
+            raise ConfigError("%s is empty" % type(dataset).__name__)
+        learn = (_dataset.learn_in_child if self.num_workers > 0
+                 else _dataset.learn_in_process)
+        extra = (self.timeout,) if self.num_workers > 0 else ()
+        return learn(dataset, _dataset.takes_rng(dataset), self._seed, self._epoch,
+                     self._variable[0], self._variable[1], *extra)
+
+    def _draw_plan(self, epoch):
+        """The epoch's batches from the user's sampler or batch_sampler, drawn once
+        per epoch in this process (and kept for state_dict)."""
+        if self._plan is not None and self._plan[0] == epoch:
+            return self._plan[1]
+        if self.batch_sampler is not None:
+            batches = [[int(i) for i in b] for b in self.batch_sampler]
+        else:
+            indices = [int(i) for i in self.sampler]
+            size = self.batch_size
+            batches = [indices[k:k + size] for k in range(0, len(indices), size)]
+            if self.drop_last and batches and len(batches[-1]) < size:
+                batches.pop()
+        self._plan = (epoch, batches)
+        return batches
 
     def _pin(self, required):
         try:
@@ -263,3 +444,66 @@ class DataLoader:
             self._unpin()
         except Exception:  # interpreter shutdown: CUDA may be gone already
             pass
+
+
+def _epoch_number(epoch, what="epoch"):
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise ConfigError("%s must be a non-negative int, got %r" % (what, epoch))
+    return epoch
+
+
+def _seed_from(generator):
+    """A base seed drawn from a torch.Generator, as torch draws its loader's."""
+    import torch
+    return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
+
+
+def _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
+                           collate_fn, drop_last, timeout, multiprocessing_context,
+                           prefetch_factor, persistent_workers, pin_memory_device):
+    """PyTorch's argument rules, as ConfigError (a ValueError, as torch raises)."""
+    if not isinstance(num_workers, int) or num_workers < 0:
+        raise ConfigError("num_workers option should be non-negative; use "
+                          "num_workers=0 to disable multiprocessing")
+    if timeout < 0:
+        raise ConfigError("timeout option should be non-negative")
+    if prefetch_factor is not None:
+        if num_workers == 0:
+            raise ConfigError("prefetch_factor option could only be specified in "
+                              "multiprocessing: let num_workers > 0, or set "
+                              "prefetch_factor to None")
+        if not isinstance(prefetch_factor, int) or prefetch_factor < 1:
+            raise ConfigError("prefetch_factor must be an int >= 1, got %r"
+                              % (prefetch_factor,))
+    if persistent_workers and num_workers == 0:
+        raise ConfigError("persistent_workers option needs num_workers > 0")
+    if sampler is not None and shuffle:
+        raise ConfigError("sampler option is mutually exclusive with shuffle")
+    if batch_sampler is not None:
+        if batch_size != 1 or shuffle or sampler is not None or drop_last:
+            raise ConfigError("batch_sampler option is mutually exclusive with "
+                              "batch_size, shuffle, sampler, and drop_last")
+    elif batch_size is None:
+        raise ConfigError("batch_size=None (samples delivered one by one, without "
+                          "batching) is not supported: seedloader collates batches in "
+                          "its workers; use batch_size=1")
+    if collate_fn is not None and not _is_default_collate(collate_fn):
+        raise ConfigError("collate_fn: seedloader collates in its workers, as "
+                          "default_collate would; a custom collate_fn is not supported "
+                          "yet (collate in the training loop instead)")
+    if multiprocessing_context not in (None, "fork") and getattr(
+            multiprocessing_context, "get_start_method", lambda: None)() != "fork":
+        raise ConfigError("multiprocessing_context=%r: seedloader's workers are forked "
+                          "by its engine; only 'fork' (or None) is possible"
+                          % (multiprocessing_context,))
+    if pin_memory_device not in ("", "cuda"):
+        raise ConfigError("pin_memory_device=%r: seedloader pins for CUDA only"
+                          % (pin_memory_device,))
+
+
+def _is_default_collate(fn):
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    collate = torch.utils.data._utils.collate
+    return fn in (collate.default_collate, getattr(torch.utils.data, "default_collate", None))

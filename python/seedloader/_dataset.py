@@ -1,22 +1,46 @@
-"""Python datasets in seedloader's workers: their field layout and sample checks.
+"""Python datasets in seedloader's workers: how their layout is learned.
 
-A Python dataset is any object with __len__ and __getitem__(index, rng) (or
-__getitem__(index)) returning a dict {field name: array}. The layout (names,
-dtypes, shapes) is declared by a `fields` attribute, {name: (shape, dtype)}, or
-taken from sample 0, read once in the calling process with
-np.random.default_rng(0) (the caller's random, numpy and torch generators are
-restored afterwards). Every later sample must match it exactly.
+A Python dataset is any map-style object with __len__ and __getitem__(index) or
+__getitem__(index, rng) (a plain list too), returning a sample of any structure
+default_collate takes (seedloader._samples). Its layout is declared by a `fields`
+attribute ({name: (shape, dtype)} for dict samples) or learned when the first
+iteration starts, never before: nothing reads a sample while the loader is
+built. With workers, a probe process forked for the purpose reads the first
+samples (so a sample that hangs, crashes or raises does so in a child, reported
+as a WorkerError with the child's traceback); with num_workers=0 the calling
+process reads them, as PyTorch's DataLoader would, and its random, numpy and
+torch generators are restored afterwards.
 """
 import contextlib
+import gc
 import inspect
+import os
+import pickle
 import random
+import select
+import signal
 import sys
+import time
+import traceback
 
 import numpy as np
 
-from seedloader._errors import ConfigError, DataError
+from seedloader import _samples, _seeding
+from seedloader._errors import (ConfigError, DataError, TimeoutError, WorkerError,
+                                describe_exception)
 
-DTYPES = ("uint8", "int32", "int64", "float32", "float64")
+# Samples the probe reads to tell fixed fields from variable ones.
+PROBE_SAMPLES = 8
+
+# The exception a Python dataset raised in this process (num_workers=0), set by
+# the engine's PythonDataset, taken by the loader to chain it.
+in_process_error = None
+
+
+def take_in_process_error():
+    global in_process_error
+    error, in_process_error = in_process_error, None
+    return error
 
 
 def takes_rng(dataset):
@@ -24,38 +48,237 @@ def takes_rng(dataset):
     try:
         params = inspect.signature(dataset.__getitem__).parameters.values()
     except (TypeError, ValueError):
-        return True
+        return False  # a builtin (list, tuple, array): __getitem__(index)
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
     return varargs or len(positional) >= 2
 
 
-def fields_of(dataset):
-    """[(name, dtype name, shape)] for `dataset`, declared or from sample 0."""
-    declared = getattr(dataset, "fields", None)
-    if declared is not None:
-        return [_field(name, np.dtype(dtype), tuple(shape), "declared")
-                for name, (shape, dtype) in dict(declared).items()]
-    if len(dataset) == 0:
-        raise ConfigError("%s is empty" % type(dataset).__name__)
+def check_map_style(dataset):
+    """ConfigError unless `dataset` is map-style (len() and indexing)."""
+    torch = sys.modules.get("torch")
+    iterable = torch is not None and isinstance(dataset, torch.utils.data.IterableDataset)
+    if iterable or (not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__")):
+        raise ConfigError(
+            "%s is an iterable-style dataset; seedloader.DataLoader reads map-style "
+            "datasets (len() and dataset[i]), so that every sample has an index its "
+            "stream and the resume position refer to. For streamed shards use "
+            "seedloader.TarShards (WebDataset layout)" % type(dataset).__name__)
+    if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
+        raise ConfigError("%s has no __len__ and __getitem__; a dataset is map-style"
+                          % type(dataset).__name__)
+
+
+class SampleSeeded:
+    """num_workers=0 with seeding="sample": each sample runs with random, numpy and
+    torch seeded from its own stream, exactly as in a worker, so the batches do not
+    depend on the worker count; the caller's generators are restored after it."""
+
+    def __init__(self, dataset):
+        self.dataset, self.with_rng = dataset, takes_rng(dataset)
+        self._seedloader_name = type(dataset).__qualname__  # how errors name it
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index, rng):
+        with _process_generators_kept():
+            _seeding.seed_globals_from_stream(rng.bit_generator.state)
+            return read_sample(self.dataset, index, rng, self.with_rng)
+
+
+def read_sample(dataset, index, rng, with_rng):
+    return dataset.__getitem__(index, rng) if with_rng else dataset.__getitem__(index)
+
+
+def probe_indices(size):
+    return list(range(min(size, PROBE_SAMPLES)))
+
+
+def sample_generator(seed, epoch, index):
+    """The per-sample stream (2, epoch, index) as a numpy Generator."""
+    return np.random.Generator(np.random.PCG64(
+        np.random.SeedSequence(seed, spawn_key=(2, epoch, index))))
+
+
+def _read_probe(dataset, with_rng, seed, epoch, seed_globals, report=None):
+    """[(index, sample)] for the probe's indices. A DataError skips that sample;
+    another exception ends the probe once it has a sample (the engine reports it at
+    its batch) and is raised, as a WorkerError naming the index, before that.
+    report(samples), if given, is called after each sample read."""
+    samples, skipped = [], []
+    for index in probe_indices(len(dataset)):
+        rng = sample_generator(seed, epoch, index)
+        if seed_globals:
+            _seeding.seed_globals_from_stream(rng.bit_generator.state)
+        try:
+            samples.append((index, read_sample(dataset, index, rng, with_rng)))
+        except DataError as e:
+            skipped.append("sample %d: %s" % (index, e))
+            continue
+        except Exception as e:
+            if samples:
+                break
+            raise WorkerError("%s[%d]: %s" % (type(dataset).__name__, index,
+                                              describe_exception(e)), index=index) from e
+        if report is not None:
+            report(samples)
+    if not samples:
+        raise DataError("every sample the layout was to be learned from failed: %s"
+                        % "; ".join(skipped))
+    return samples
+
+
+def learn_in_process(dataset, with_rng, seed, epoch, variable_paths, variable_bytes):
+    """The layout from samples read here; the caller's generators are kept."""
     with _process_generators_kept():
-        rng = np.random.default_rng(0)
-        sample = dataset.__getitem__(0, rng) if takes_rng(dataset) else dataset.__getitem__(0)
-    if not isinstance(sample, dict) or not sample:
-        raise ConfigError("%s[0] returned %s; a sample must be a non-empty dict "
-                          "{field name: array}" % (type(dataset).__name__,
-                                                   type(sample).__name__))
-    fields = []
-    for name, value in sample.items():
-        array = np.asarray(value)
-        fields.append(_field(str(name), array.dtype, array.shape, "sample 0"))
-    return fields
+        samples = _read_probe(dataset, with_rng, seed, epoch, seed_globals=False)
+    return _samples.Layout.learn(samples, variable_paths, variable_bytes)
+
+
+def learn_in_child(dataset, with_rng, seed, epoch, variable_paths, variable_bytes,
+                   timeout):
+    """The layout from samples read in a forked probe process, which sends the
+    layout learned so far after each sample: a probe that dies (os._exit, a signal)
+    after its first sample leaves the layout of the samples before, and the engine's
+    worker meets the same end at its batch. One that raises, or dies before any
+    sample, is a WorkerError (worker -1) with its traceback or its end; one that
+    outlives `timeout` (seconds, 0: none) a TimeoutError."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the probe: never returns
+        os.close(read_end)
+        out = os.fdopen(write_end, "wb")
+
+        def send(message):
+            payload = _pickled(message)
+            out.write(len(payload).to_bytes(8, "little") + payload)
+            out.flush()
+
+        code = 0
+        try:
+            _read_probe(dataset, with_rng, seed, epoch, True, lambda samples: send(
+                ("ok", _samples.Layout.learn(samples, variable_paths, variable_bytes))))
+        except BaseException as e:  # noqa: B902 (everything goes back to the parent)
+            try:
+                send(("error", type(e.__cause__ or e).__name__, str(e),
+                      traceback.format_exc(), getattr(e, "index", None),
+                      isinstance(e, (ConfigError, DataError))))
+            except BaseException:  # noqa: B902
+                code = 1
+        os._exit(code)
+    os.close(write_end)
+    data = bytearray()
+    deadline = time.monotonic() + timeout if timeout > 0 else None
+    with os.fdopen(read_end, "rb") as source:
+        while True:
+            if deadline is not None and time.monotonic() > deadline:
+                _kill(pid)
+                raise TimeoutError("the probe process (pid %d) reading the first samples "
+                                   "to learn the layout took more than timeout=%gs"
+                                   % (pid, timeout))
+            ready, _, _ = select.select([source], [], [], 0.05)
+            if ready:
+                chunk = os.read(source.fileno(), 1 << 20)
+                if not chunk:
+                    break
+                data += chunk
+    _, status = os.waitpid(pid, 0)
+    messages = _messages(bytes(data))
+    if not messages:
+        raise WorkerError(
+            "the probe process (pid %d) reading the first samples to learn the layout %s"
+            % (pid, _describe_status(status)), worker=-1, pid=pid,
+            signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            exit_code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else None)
+    result = messages[-1]
+    if result[0] == "ok":
+        return _resolved(result[1])
+    _, name, message, remote_traceback, index, ours = result
+    if ours:
+        raise (ConfigError if name == "ConfigError" else DataError)(message)
+    raise WorkerError("%s in the probe process (pid %d) reading the first samples to "
+                      "learn the layout: %s\n\nOriginal traceback:\n%s"
+                      % (name, pid, message, remote_traceback), worker=-1, pid=pid,
+                      index=index)
+
+
+def _messages(data):
+    """The complete length-prefixed pickles in `data` (a probe that died mid-write
+    leaves a partial last one)."""
+    out, at = [], 0
+    while at + 8 <= len(data):
+        size = int.from_bytes(data[at:at + 8], "little")
+        if at + 8 + size > len(data):
+            break
+        out.append(pickle.loads(data[at + 8:at + 8 + size]))
+        at += 8 + size
+    return out
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.waitpid(pid, 0)
+
+
+def _describe_status(status):
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        return "was killed by signal %d (%s)" % (number, signal.Signals(number).name)
+    return "exited with code %d" % os.WEXITSTATUS(status)
+
+
+class _TypeRef:
+    """A sample type pickle cannot name (made in a function): its id, valid in the
+    parent because the probe is its fork."""
+
+    def __init__(self, type_):
+        self.id, self.name = id(type_), type_.__qualname__
+
+
+def _pickled(value):
+    try:
+        return pickle.dumps(value)
+    except (pickle.PicklingError, AttributeError, TypeError):
+        pass
+    for node in _nodes(value[1].tree):
+        try:
+            pickle.dumps(node.type)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            node.type = _TypeRef(node.type)
+    return pickle.dumps(value)
+
+
+def _resolved(layout):
+    refs = [n for n in _nodes(layout.tree) if isinstance(n.type, _TypeRef)]
+    if refs:
+        # type(o), not isinstance: some objects warn when their __class__ is read.
+        types = {id(o): o for o in gc.get_objects() if issubclass(type(o), type)}
+        for node in refs:
+            found = types.get(node.type.id)
+            if found is None or found.__qualname__ != node.type.name:
+                raise ConfigError(
+                    "the sample type %s is created inside __getitem__, so the main "
+                    "process cannot build batches of it; define it once, outside"
+                    % node.type.name)
+            node.type = found
+    return layout
+
+
+def _nodes(node):
+    if isinstance(node, _samples.Node):
+        yield node
+        for child in node.children:
+            yield from _nodes(child)
 
 
 @contextlib.contextmanager
 def _process_generators_kept():
-    """Restores random, numpy's global state and torch's afterwards: reading sample 0
-    for its layout must not move the caller's generators."""
+    """Restores random, numpy's global state and torch's afterwards: reading samples
+    for the layout must not move the caller's generators."""
     torch = sys.modules.get("torch")
     saved = (random.getstate(), np.random.get_state(),
              torch.get_rng_state() if torch is not None else None)
@@ -66,35 +289,3 @@ def _process_generators_kept():
         np.random.set_state(saved[1])
         if torch is not None:
             torch.set_rng_state(saved[2])
-
-
-def _field(name, dtype, shape, origin):
-    if dtype.name not in DTYPES:
-        raise ConfigError("field '%s' (%s) is %s; a batch field holds one of %s"
-                          % (name, origin, dtype.name, ", ".join(DTYPES)))
-    return (name, dtype.name, [int(d) for d in shape])
-
-
-def sample_arrays(sample, names, dtypes, shapes, index):
-    """The sample's fields as C-contiguous arrays in layout order, or DataError."""
-    if not isinstance(sample, dict):
-        raise DataError("sample %d is %s, not a dict {field name: array}"
-                        % (index, type(sample).__name__))
-    extra = [str(k) for k in sample if k not in names]
-    if extra:
-        raise DataError("sample %d has field '%s', which the layout (%s) does not"
-                        % (index, extra[0], ", ".join(names)))
-    arrays = []
-    for name, dtype, shape in zip(names, dtypes, shapes):
-        if name not in sample:
-            raise DataError("sample %d has no field '%s' (it has %s)"
-                            % (index, name, ", ".join(map(str, sample))))
-        array = np.asarray(sample[name])
-        if not array.flags.c_contiguous:
-            array = np.ascontiguousarray(array)
-        if array.dtype.name != dtype or array.shape != tuple(shape):
-            raise DataError("sample %d field '%s' is %s %s; the layout says %s %s"
-                            % (index, name, array.dtype.name, tuple(array.shape), dtype,
-                               tuple(shape)))
-        arrays.append(array)
-    return arrays

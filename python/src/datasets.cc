@@ -26,6 +26,9 @@ namespace seedloader::python {
 namespace {
 
 using FieldTuple = std::tuple<std::string, std::string, std::vector<std::int64_t>>;
+// (name, dtype, shape, variable): a Python dataset's field; shape is the
+// maximum for a variable one.
+using PythonField = std::tuple<std::string, std::string, std::vector<std::int64_t>, bool>;
 
 Compose chain(const std::string& spec) {
   return spec.empty() ? Compose() : parse_transform_spec(spec);
@@ -44,14 +47,14 @@ std::vector<FieldTuple> fields_of(const Dataset& d) {
   return out;
 }
 
-SampleLayout layout_from(const std::vector<FieldTuple>& fields) {
+SampleLayout layout_from(const std::vector<PythonField>& fields) {
   std::vector<FieldSpec> specs;
-  for (const auto& [name, dtype, shape] : fields) {
+  for (const auto& [name, dtype, shape, variable] : fields) {
     for (std::int64_t d : shape) {
       if (d <= 0)
         throw ConfigError("field '" + name + "': every dimension must be positive");
     }
-    specs.push_back(FieldSpec{name, dtype_from_name(dtype), shape});
+    specs.push_back(FieldSpec{name, dtype_from_name(dtype), shape, variable});
   }
   if (specs.empty()) throw ConfigError("a dataset needs at least one field");
   return SampleLayout(std::move(specs));
@@ -128,10 +131,11 @@ void bind_datasets(nb::module_& m) {
       .def(
           "__init__",
           [](PythonDataset* self, nb::object dataset,
-             const std::vector<FieldTuple>& fields, bool takes_rng) {
-            new (self) PythonDataset(std::move(dataset), layout_from(fields), takes_rng);
+             const std::vector<PythonField>& fields, nb::object flatten, bool takes_rng) {
+            new (self) PythonDataset(std::move(dataset), layout_from(fields),
+                                     std::move(flatten), takes_rng);
           },
-          nb::arg("dataset"), nb::arg("fields"), nb::arg("takes_rng"))
+          nb::arg("dataset"), nb::arg("fields"), nb::arg("flatten"), nb::arg("takes_rng"))
       .def_prop_ro("dataset",
                    [](const PythonDataset& d) { return nb::borrow(d.object()); });
 }

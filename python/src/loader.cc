@@ -33,6 +33,7 @@
 #include "python/src/python_dataset.h"
 #include "seedloader/data_loader.h"
 #include "seedloader/derive.h"
+#include "seedloader/distributed_sampler.h"
 #include "seedloader/error.h"
 
 namespace nb = nanobind;
@@ -119,11 +120,13 @@ class Loader {
          bool drop_last, bool persistent_workers, std::uint64_t rank,
          std::uint64_t world_size, const std::string& seeding,
          const std::string& on_bad_sample, double timeout_s, nb::object worker_init_fn,
-         const std::string& format, const MixArgs& mix)
+         const std::string& format, const MixArgs& mix, nb::object batch_plan)
       : dataset_ref_(std::move(dataset)),
         worker_init_fn_(std::move(worker_init_fn)),
+        batch_plan_(std::move(batch_plan)),
         format_(format_of(format)) {
     const Dataset& ds = nb::cast<const Dataset&>(dataset_ref_);
+    layout_ = &ds.layout();
     if (!std::isfinite(timeout_s) || timeout_s < 0) {
       throw ConfigError("timeout must be a non-negative number of seconds");
     }
@@ -150,6 +153,13 @@ class Loader {
       run_in_worker(*fork, worker, r);
     };
     o.while_waiting = check_signals;
+    if (!batch_plan_.is_none()) {
+      // Called by begin(), which holds the GIL; the Loader owns the callable.
+      o.batch_plan = [plan = batch_plan_.ptr()](std::uint64_t epoch) {
+        nb::gil_scoped_acquire gil;
+        return nb::cast<std::vector<std::vector<std::uint64_t>>>(nb::handle(plan)(epoch));
+      };
+    }
     loader_ = std::make_unique<DataLoader>(ds, std::move(o));
     fork_->base_seed = loader_->base_seed();
   }
@@ -167,8 +177,8 @@ class Loader {
     return *loader_;
   }
 
-  // The next batch of the epoch as ({field: tensor}, [sample index]), or None
-  // after the last.
+  // The next batch of the epoch as ({field: tensor}, [sample index],
+  // {variable field: [elements per sample]}), or None after the last.
   nb::object next(nb::handle self) {
     returned_.clear();  // hands back the slots of batches Python has freed
     DataLoader& l = loader();
@@ -208,16 +218,23 @@ class Loader {
     nb::object owner = nb::cast(holder, nb::rv_policy::take_ownership);
     const Batch& b = holder->batch;
     nb::dict fields;
+    nb::dict lengths;  // variable fields only: each sample's element count
     for (std::size_t f = 0; f < b.num_fields(); ++f) {
       TensorView v = b.tensor(f);
       fields[v.name.c_str()] = export_view(v, owner, format_);
+      // The dataset's fields come first; a mixer's target after them is fixed.
+      if (f < layout_->num_fields() && layout_->field(f).variable) {
+        lengths[v.name.c_str()] = b.lengths(f);
+      }
     }
     std::vector<std::uint64_t> indices(b.indices().begin(), b.indices().end());
-    return nb::make_tuple(fields, indices);
+    return nb::make_tuple(fields, indices, lengths);
   }
 
   nb::object dataset_ref_;
   nb::object worker_init_fn_;
+  nb::object batch_plan_;                 // None, or epoch -> [[index]]
+  const SampleLayout* layout_ = nullptr;  // the dataset's, which dataset_ref_ keeps
   ArrayFormat format_;
   std::shared_ptr<ForkState> fork_ = std::make_shared<ForkState>();
   std::unique_ptr<DataLoader> loader_;
@@ -232,17 +249,35 @@ BatchHolder::~BatchHolder() {
 void bind_loader(nb::module_& m) {
   nb::class_<BatchHolder>(m, "_BatchHolder");
 
+  m.def("draw_base_seed", &draw_base_seed, nb::arg("who"),
+        "A base seed drawn from the OS and announced on stderr.");
+  m.def(
+      "epoch_batches",
+      [](std::uint64_t size, std::uint64_t batch_size, bool drop_last,
+         std::uint64_t world_size) {
+        if (batch_size == 0) throw ConfigError("batch_size must be at least 1");
+        std::uint64_t samples = size;
+        if (world_size > 1) {  // DistributedSampler's share, as the engine builds it
+          DistributedOptions d;
+          d.world_size = world_size;
+          samples = DistributedSampler(size, d).size();
+        }
+        return drop_last ? samples / batch_size : (samples + batch_size - 1) / batch_size;
+      },
+      nb::arg("size"), nb::arg("batch_size"), nb::arg("drop_last"), nb::arg("world_size"),
+      "Batches per epoch on one rank under the built-in samplers.");
+
   nb::class_<Loader>(m, "Loader")
       .def(nb::init<nb::object, std::uint64_t, int, int, bool, const std::string&,
                     std::optional<std::uint64_t>, bool, bool, std::uint64_t,
                     std::uint64_t, const std::string&, const std::string&, double,
-                    nb::object, const std::string&, const MixArgs&>(),
+                    nb::object, const std::string&, const MixArgs&, nb::object>(),
            nb::arg("dataset"), nb::arg("batch_size"), nb::arg("num_workers"),
            nb::arg("prefetch"), nb::arg("shuffle"), nb::arg("order"),
            nb::arg("seed").none(), nb::arg("drop_last"), nb::arg("persistent_workers"),
            nb::arg("rank"), nb::arg("world_size"), nb::arg("seeding"),
            nb::arg("on_bad_sample"), nb::arg("timeout"), nb::arg("worker_init_fn").none(),
-           nb::arg("format"), nb::arg("mix"))
+           nb::arg("format"), nb::arg("mix"), nb::arg("batch_plan").none())
       .def("next", [](nb::handle self) { return nb::cast<Loader&>(self).next(self); })
       .def("stop", &Loader::stop)
       .def("close", &Loader::close)

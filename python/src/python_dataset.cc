@@ -43,28 +43,20 @@ void enter_python_worker(int worker, const Rng& stream) {
   seed_python_generators(seeding_function(), stream.raw_state());
 }
 
-PythonDataset::PythonDataset(nb::object dataset, SampleLayout fields, bool takes_rng)
+PythonDataset::PythonDataset(nb::object dataset, SampleLayout fields, nb::object flatten,
+                             bool takes_rng)
     : dataset_(std::move(dataset)),
+      flatten_(std::move(flatten)),
       layout_(std::move(fields)),
       takes_rng_(takes_rng),
       generator_(new_generator()) {
   getitem_ = dataset_.attr("__getitem__");
   size_ = nb::len(dataset_);
-  nb::module_ helpers = nb::module_::import_("seedloader._dataset");
-  check_sample_ = helpers.attr("sample_arrays");
   seed_globals_ = seeding_function();
-  nb::list names, dtypes, shapes;
-  for (const FieldSpec& f : layout_.fields()) {
-    names.append(f.name);
-    dtypes.append(numpy_name(f.dtype));
-    nb::list shape;
-    for (std::int64_t d : f.shape) shape.append(d);
-    shapes.append(shape);
-  }
-  names_ = names;
-  dtypes_ = dtypes;
-  shapes_ = shapes;
-  describe_ = nb::cast<std::string>(dataset_.type().attr("__qualname__"));
+  // A wrapper of seedloader's own names the dataset it wraps.
+  nb::object name = nb::getattr(dataset_, "_seedloader_name", nb::none());
+  describe_ =
+      nb::cast<std::string>(name.is_none() ? dataset_.type().attr("__qualname__") : name);
 }
 
 PythonDataset::~PythonDataset() = default;
@@ -95,6 +87,11 @@ void PythonDataset::get(std::uint64_t index, Rng& rng, SampleWriter& out) const 
   } catch (nb::python_error& e) {
     data_error = e.matches(data_error_type());
     failure = describe_python_error(e);
+    if (g_worker < 0) {
+      // In the caller's own process (num_workers = 0): keep the exception, with
+      // its traceback, for the loader to chain to the error it raises.
+      nb::module_::import_("seedloader._dataset").attr("in_process_error") = e.value();
+    }
   }
   const std::string what = describe_ + "[" + std::to_string(index) + "]: " + failure;
   if (data_error) throw DataError(what);
@@ -103,17 +100,27 @@ void PythonDataset::get(std::uint64_t index, Rng& rng, SampleWriter& out) const 
 
 void PythonDataset::write_fields(nb::handle sample, std::uint64_t index,
                                  SampleWriter& out) const {
-  nb::object arrays = check_sample_(sample, names_, dtypes_, shapes_, index);
+  nb::object arrays = flatten_(sample, index);
+  if (nb::len(arrays) != layout_.num_fields()) {  // flatten's contract; never trust twice
+    throw DataError(describe_ + "[" + std::to_string(index) +
+                    "]: " + std::to_string(nb::len(arrays)) + " fields, the layout has " +
+                    std::to_string(layout_.num_fields()));
+  }
   for (std::size_t f = 0; f < layout_.num_fields(); ++f) {
     auto array = nb::cast<nb::ndarray<nb::c_contig, nb::device::cpu>>(arrays[f]);
+    const FieldSpec& spec = layout_.field(f);
     std::span<std::byte> row = out.bytes(f);
-    if (array.nbytes() != row.size()) {  // sample_arrays checked it; never trust twice
-      throw DataError(describe_ + "[" + std::to_string(index) + "]: field '" +
-                      layout_.field(f).name + "' holds " +
-                      std::to_string(array.nbytes()) + " bytes, the layout " +
-                      std::to_string(row.size()));
+    const bool fits = spec.variable ? array.nbytes() <= row.size() &&
+                                          array.nbytes() % dtype_size(spec.dtype) == 0
+                                    : array.nbytes() == row.size();
+    if (!fits) {
+      throw DataError(describe_ + "[" + std::to_string(index) + "]: field '" + spec.name +
+                      "' holds " + std::to_string(array.nbytes()) +
+                      " bytes, the layout " + std::to_string(row.size()) +
+                      (spec.variable ? " at most" : ""));
     }
-    std::memcpy(row.data(), array.data(), row.size());
+    std::memcpy(row.data(), array.data(), array.nbytes());
+    if (spec.variable) out.set_length(f, array.nbytes() / dtype_size(spec.dtype));
   }
 }
 

@@ -11,11 +11,14 @@
 // In a worker process, when a new stream starts (a worker's epoch, or each
 // sample with per-sample seeding), Python's `random`, numpy's global state and
 // torch (when imported) are seeded from it too (seedloader/_seeding.py).
-// The sample must be a dict holding every field of the layout as an array of
-// the layout's dtype and shape; anything else is a DataError naming the index
-// and the field. A seedloader.DataError raised by __getitem__ is a DataError
-// (skippable with on_bad_sample="skip"); any other exception fails the batch
-// with the exception's type, message and innermost frame.
+// The sample may have any structure; `flatten` (seedloader._samples.Flatten)
+// turns it into one C-contiguous array per field of the layout, in layout
+// order, or raises DataError naming the index and the field's path. A variable
+// field's array may hold fewer bytes than its row (its length is recorded);
+// every other field's array fills its row exactly. A seedloader.DataError
+// raised by __getitem__ is a DataError (skippable with on_bad_sample="skip");
+// any other exception fails the batch with the exception's type, message and
+// innermost frame.
 // Mutable per process (the hand-over Generator), as Dataset allows: get() is
 // never called concurrently on one object within one process.
 #pragma once
@@ -31,8 +34,10 @@ namespace seedloader::python {
 
 class PythonDataset final : public Dataset {
  public:
-  // fields: the layout; takes_rng: whether __getitem__ accepts the rng.
-  PythonDataset(nanobind::object dataset, SampleLayout fields, bool takes_rng);
+  // fields: the layout; flatten(sample, index) -> [array per field];
+  // takes_rng: whether __getitem__ accepts the rng.
+  PythonDataset(nanobind::object dataset, SampleLayout fields, nanobind::object flatten,
+                bool takes_rng);
   ~PythonDataset() override;
 
   std::uint64_t size() const override { return size_; }
@@ -49,9 +54,8 @@ class PythonDataset final : public Dataset {
 
   nanobind::object dataset_;
   nanobind::object getitem_;
-  nanobind::object check_sample_;  // seedloader._dataset.sample_arrays
+  nanobind::object flatten_;
   nanobind::object seed_globals_;  // seedloader._seeding.seed_globals_from_stream
-  nanobind::object names_, dtypes_, shapes_;
   SampleLayout layout_;
   std::uint64_t size_ = 0;
   bool takes_rng_ = true;

@@ -239,7 +239,7 @@ def test_declared_fields_and_a_disagreeing_sample():
         for _ in loader:
             pass
     assert info.value.index == 5
-    assert "field 'x' is float32 (3,); the layout says float32 (2,)" in str(info.value)
+    assert "sample 5 ['x'] is float32 (3,); the layout says float32 (2,)" in str(info.value)
 
 
 def test_a_cpp_transform_from_a_python_dataset_uses_the_stream():
@@ -426,11 +426,15 @@ def test_sample_seeding_resume_does_not_load_the_skipped_batches():
     calls = []
 
     class Counted(Draws):
+        # Declared, so that no sample is read to learn the layout.
+        fields = {"index": ((), "int64"), "pid": ((), "int64"), "draw": ((2,), "int64"),
+                  "np_global": ((), "int64"), "py_random": ((), "int64"),
+                  "torch": ((), "int64")}
+
         def __getitem__(self, index, rng):
             calls.append(index)
             return super().__getitem__(index, rng)
     loader = sl.DataLoader(Counted(24), batch_size=4, seed=1, seeding="sample")
-    calls.clear()  # the layout probe read sample 0
     loader.load_state_dict({**loader.state_dict(), "epoch": 0, "_num_yielded": 4})
     assert sum(1 for _ in loader) == 2
     assert sorted(calls) == list(range(16, 24))

@@ -1,0 +1,342 @@
+"""How a sample of any structure crosses a shared slot, and comes back as the
+batch torch.utils.data.default_collate would build.
+
+A sample is a tree: dicts (any Mapping), namedtuples, tuples and lists, nested,
+with leaves that are torch tensors, numpy arrays, numpy scalars or Python
+bool / int / float. The tree is learned once (Layout.learn, from the first
+samples), and each leaf becomes one field of the slot, named by its path
+(`[0]`, `['image']`, `[1]['boxes']`). In a worker, Flatten turns each sample
+into its leaves' arrays in field order; in the main process, Layout.build puts
+the collated field tensors back into the tree:
+
+    Mapping     -> the same Mapping type (a dict if it cannot be built from one)
+    namedtuple  -> the same namedtuple type
+    tuple       -> list (as default_collate does)
+    list        -> the same list type
+    leaf        -> a tensor [batch, ...]: Python int -> int64, float -> float64,
+                   bool -> bool, arrays and tensors keep their dtype
+
+A field whose shape differs between samples (boxes, token ids) is variable: its
+leading dimension may vary up to a byte budget, the rest of its shape may not.
+It comes back as a list of per-sample tensors over the slot, or, with
+pad_variable, as (padded [batch, longest, ...] tensor, int64 lengths).
+"""
+import collections.abc
+import sys
+
+import numpy as np
+
+from seedloader._errors import ConfigError, DataError
+
+# How messages name a sample that is one leaf (a bare tensor or number).
+ROOT = "(the whole sample)"
+# Every dtype numpy and torch share, and torch's bfloat16.
+DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+          "float32", "float64")
+
+
+class Leaf:
+    __slots__ = ("field",)
+
+    def __init__(self, field):
+        self.field = field
+
+
+class Node:
+    """An inner node: kind is "map", "namedtuple", "tuple" or "list"; keys are the
+    mapping's keys or range(len) for sequences."""
+    __slots__ = ("kind", "type", "keys", "children")
+
+    def __init__(self, kind, type_, keys, children):
+        self.kind, self.type, self.keys, self.children = kind, type_, keys, children
+
+
+class Field:
+    """One leaf's slot field: path, numpy/torch dtype name, shape (the maximum for a
+    variable field) and whether it is variable."""
+    __slots__ = ("path", "name", "dtype", "shape", "variable")
+
+    def __init__(self, path, name, dtype, shape, variable=False):
+        self.path, self.name, self.dtype = path, name, dtype
+        self.shape, self.variable = tuple(shape), variable
+
+    def as_tuple(self):
+        return (self.name, self.dtype, list(self.shape), self.variable)
+
+
+def _kind(value):
+    if isinstance(value, collections.abc.Mapping):
+        return "map"
+    if isinstance(value, tuple):
+        return "namedtuple" if hasattr(value, "_fields") else "tuple"
+    if isinstance(value, list):
+        return "list"
+    return None
+
+
+def _child_path(path, key):
+    return "%s[%r]" % (path, key)
+
+
+def leaf_array(value, where, error=DataError):
+    """(C-contiguous numpy array, dtype name) of one leaf, or `error` naming `where`.
+    A bfloat16 tensor comes back as its int16 bits."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        if value.device.type != "cpu":
+            raise error("%s is a tensor on %s; a sample's tensors must be on the CPU"
+                        % (where, value.device))
+        name = str(value.dtype).replace("torch.", "")
+        if name not in DTYPES:
+            raise error("%s is a %s tensor; a batch field holds one of %s"
+                        % (where, name, ", ".join(DTYPES)))
+        value = value.detach().contiguous()
+        if name == "bfloat16":
+            value = value.view(torch.int16)
+        return value.numpy(), name
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)  # (ascontiguousarray would make a scalar 1-d)
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+    elif isinstance(value, bool):
+        array = np.asarray(value, dtype=np.bool_)
+    elif isinstance(value, int):
+        try:
+            array = np.asarray(value, dtype=np.int64)
+        except OverflowError:
+            raise error("%s is the int %d, beyond int64" % (where, value)) from None
+    elif isinstance(value, float):
+        array = np.asarray(value, dtype=np.float64)
+    else:
+        raise error("%s is a %s; a batch field holds tensors, numpy arrays and numbers "
+                    "(strings and other objects cannot be collated into shared memory: "
+                    "encode them as arrays, or keep them out of the sample)"
+                    % (where, type(value).__name__))
+    name = array.dtype.name
+    if name not in DTYPES:
+        raise error("%s is a %s array; a batch field holds one of %s"
+                    % (where, name, ", ".join(DTYPES)))
+    return array, name
+
+
+def _walk(value, path, leaves):
+    """The tree of `value`, appending (path, value) for each leaf."""
+    kind = _kind(value)
+    if kind is None:
+        leaves.append((path, value))
+        return Leaf(len(leaves) - 1)
+    if kind == "map":
+        keys = list(value.keys())
+        children = [_walk(value[k], _child_path(path, k), leaves) for k in keys]
+    else:
+        keys = list(range(len(value)))
+        children = [_walk(v, _child_path(path, i), leaves) for i, v in enumerate(value)]
+    return Node(kind, type(value), keys, children)
+
+
+class Layout:
+    """A learned (or declared) sample tree and its fields."""
+
+    def __init__(self, tree, fields):
+        self.tree, self.fields = tree, fields
+        self.names = [f.name for f in fields]
+
+    @classmethod
+    def learn(cls, samples, variable_paths=(), variable_bytes=65536):
+        """From samples [(index, sample)] read in order: the tree of the first; a
+        field is variable when its path is in variable_paths or its shape differs
+        between the samples. ConfigError names the sample and the path."""
+        index0, first = samples[0]
+        leaves = []
+        tree = _walk(first, "", leaves)
+        # A dict's own leaves keep their key as the field name (batch["image"]), so
+        # engine features that look fields up by name (MixUp) find them.
+        names = {}
+        if isinstance(tree, Node) and tree.kind == "map":
+            names = {child.field: key for key, child in zip(tree.keys, tree.children)
+                     if isinstance(child, Leaf) and isinstance(key, str)}
+        fields = []
+        for i, (path, value) in enumerate(leaves):
+            path = path or ROOT
+            array, dtype = leaf_array(value, "sample %d %s" % (index0, path), ConfigError)
+            fields.append(Field(path, names.get(i, path), dtype, array.shape))
+        layout = cls(tree, fields)
+        seen = [[f.shape] for f in fields]
+        for index, sample in samples[1:]:
+            arrays = layout.flatten_arrays(sample, index, ConfigError, check_shapes=False)
+            for shapes, array in zip(seen, arrays):
+                shapes.append(array.shape)
+        unknown = set(variable_paths) - {f.path for f in fields}
+        if unknown:
+            raise ConfigError("variable_fields names %s, which the sample does not have "
+                              "(its fields: %s)" % (", ".join(sorted(unknown)),
+                                                    ", ".join(f.path for f in fields)))
+        for f, shapes in zip(fields, seen):
+            if f.path in variable_paths or len(set(shapes)) > 1:
+                _make_variable(f, shapes, variable_bytes)
+        return layout
+
+    @classmethod
+    def declared(cls, fields):
+        """From a dataset's `fields` attribute: {name: (shape, dtype)} or
+        {name: (shape, dtype, "variable")} for dict samples; a variable field's
+        shape is its largest."""
+        keys, children, specs = [], [], []
+        for name, spec in dict(fields).items():
+            spec = tuple(spec)
+            if len(spec) not in (2, 3) or (len(spec) == 3 and spec[2] != "variable"):
+                raise ConfigError("fields['%s'] is %r; declare (shape, dtype) or (shape, "
+                                  "dtype, \"variable\")" % (name, spec))
+            dtype = str(np.dtype(spec[1]).name if spec[1] != "bfloat16" else spec[1])
+            if dtype not in DTYPES:
+                raise ConfigError("fields['%s'] is %s; a batch field holds one of %s"
+                                  % (name, dtype, ", ".join(DTYPES)))
+            keys.append(name)
+            children.append(Leaf(len(specs)))
+            specs.append(Field(_child_path("", name), str(name), dtype,
+                               tuple(int(d) for d in spec[0]), len(spec) == 3))
+        return cls(Node("map", dict, keys, children), specs)
+
+    def flatten_arrays(self, sample, index, error=DataError, check_shapes=True):
+        """The sample's leaf arrays in field order; `error` names the index and path
+        where the sample differs from the layout."""
+        out = []
+        self._flatten(self.tree, sample, "", index, out, error)
+        if check_shapes:
+            for f, array in zip(self.fields, out):
+                _check_shape(f, array, index)
+        return out
+
+    def _flatten(self, node, value, path, index, out, error):
+        if isinstance(node, Leaf):
+            f = self.fields[node.field]
+            array, dtype = leaf_array(value, "sample %d %s" % (index, f.path), error)
+            if dtype != f.dtype:
+                raise error("sample %d %s is %s; the layout says %s"
+                            % (index, f.path, dtype, f.dtype))
+            out.append(array)
+            return
+        kind = _kind(value)
+        if kind != node.kind or len(value) != len(node.keys) or (
+                kind == "map" and any(k not in value for k in node.keys)):
+            raise error("sample %d %s is %s; the layout (from the first samples) has %s"
+                        % (index, path or ROOT, _shape_of(value), _shape_of_node(node)))
+        for key, child in zip(node.keys, node.children):
+            self._flatten(child, value[key], _child_path(path, key), index, out, error)
+
+    def build(self, tensors, lengths, pad_variable):
+        """The batch from {field name: collated tensor} and {variable field name:
+        [elements per sample]}, shaped as default_collate shapes it."""
+        leaves = []
+        for f in self.fields:
+            t = tensors[f.name]
+            if f.variable:
+                t = _variable_leaf(f, t, lengths[f.name], pad_variable)
+            leaves.append(t)
+        batch = _build(self.tree, leaves)
+        if isinstance(batch, dict):  # engine fields beyond the sample (MixUp's target)
+            for name, t in tensors.items():
+                if name not in self.names:
+                    batch[name] = t
+        return batch
+
+
+def _check_shape(f, array, index):
+    if not f.variable:
+        if array.shape != f.shape:
+            raise DataError("sample %d %s is %s %s; the layout says %s %s (a field whose "
+                            "shape varies between samples needs variable_fields=[%r])"
+                            % (index, f.path, f.dtype, array.shape, f.dtype, f.shape,
+                               f.path))
+        return
+    if array.ndim != len(f.shape) or array.shape[1:] != f.shape[1:]:
+        raise DataError("sample %d %s is %s %s; the variable field's shape is (n, %s)"
+                        % (index, f.path, f.dtype, array.shape,
+                           ", ".join(map(str, f.shape[1:]))))
+    if array.shape[0] > f.shape[0]:
+        raise DataError("sample %d %s holds %d bytes (shape %s), over the field's budget "
+                        "of %d bytes (variable_bytes)" % (
+                            index, f.path, array.nbytes, array.shape,
+                            int(np.prod(f.shape)) * _itemsize(f.dtype)))
+
+
+def _itemsize(dtype):
+    return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
+
+
+def _make_variable(f, shapes, budget):
+    ranks = {len(s) for s in shapes}
+    if ranks != {len(f.shape)} or not f.shape or len({s[1:] for s in shapes}) > 1:
+        raise ConfigError("%s has shapes %s in the first samples; a variable field may "
+                          "vary in its first dimension only" % (f.path, sorted(set(shapes))))
+    row = int(np.prod(f.shape[1:], dtype=np.int64)) * _itemsize(f.dtype)
+    longest = max(s[0] for s in shapes)
+    if f.variable:  # declared with its largest shape
+        return
+    capacity = budget // row if row else 0
+    if capacity < max(longest, 1):
+        raise ConfigError("%s needs %d bytes per sample (shape %s) but variable_bytes is "
+                          "%d" % (f.path, longest * row, (longest,) + f.shape[1:], budget))
+    f.shape = (capacity,) + f.shape[1:]
+    f.variable = True
+
+
+def _variable_leaf(f, t, lengths, pad_variable):
+    inner = int(np.prod(f.shape[1:], dtype=np.int64))
+    rows = [n // inner if inner else 0 for n in lengths]
+    if not pad_variable:
+        return [t[i, :rows[i]] for i in range(len(rows))]
+    longest = max(rows) if rows else 0
+    padded = t[:, :longest].clone() if hasattr(t, "clone") else t[:, :longest].copy()
+    for i, n in enumerate(rows):
+        padded[i, n:] = 0
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(t, torch.Tensor):
+        return padded, torch.tensor(rows, dtype=torch.int64)
+    return padded, np.asarray(rows, dtype=np.int64)
+
+
+def _build(node, leaves):
+    if isinstance(node, Leaf):
+        return leaves[node.field]
+    values = [_build(child, leaves) for child in node.children]
+    if node.kind == "map":
+        content = dict(zip(node.keys, values))
+        try:
+            return node.type(content)
+        except TypeError:
+            return content
+    if node.kind == "namedtuple":
+        return node.type(*values)
+    if node.kind == "tuple" or node.type is list:
+        return values
+    try:
+        return node.type(values)
+    except TypeError:
+        return values
+
+
+def _shape_of(value):
+    kind = _kind(value)
+    if kind is None:
+        return "a %s" % type(value).__name__
+    if kind == "map":
+        return "a %s with keys %s" % (type(value).__name__, list(value.keys()))
+    return "a %s of %d" % (type(value).__name__, len(value))
+
+
+def _shape_of_node(node):
+    if node.kind == "map":
+        return "a %s with keys %s" % (node.type.__name__, node.keys)
+    return "a %s of %d" % (node.type.__name__, len(node.keys))
+
+
+class Flatten:
+    """The worker side: flatten(sample, index) -> [array per field], DataError when
+    the sample does not fit the layout. A bfloat16 leaf crosses as its int16 bits."""
+
+    def __init__(self, layout):
+        self.layout = layout
+
+    def __call__(self, sample, index):
+        return self.layout.flatten_arrays(sample, index)

@@ -1,0 +1,515 @@
+"""seedloader.DataLoader as a drop-in for torch.utils.data.DataLoader: the map-style
+datasets people already have (torchvision's classes with torchvision transforms,
+tuple, dict and namedtuple samples, every dtype, variable-size fields, plain
+lists) give batches equal in structure, dtype and value to PyTorch's; and with
+seeding="sample" a random torchvision pipeline gives the same batches for any
+worker count."""
+import collections
+import hashlib
+import os
+import pickle
+import threading
+
+import numpy as np
+import pytest
+import torch
+import torch.utils.data as tud
+import torchvision
+import torchvision.transforms as T
+from PIL import Image
+
+import seedloader as sl
+
+Pair = collections.namedtuple("Pair", "x y")
+
+
+# --- datasets ----------------------------------------------------------------------
+
+class GeneratedCifar10(torchvision.datasets.CIFAR10):
+    """torchvision's CIFAR10 over generated batch files: the checksums it checks are
+    the real data set's, so they are replaced (write_cifar10 sets the meta file's)."""
+
+    meta = dict(torchvision.datasets.CIFAR10.meta)
+
+    def _check_integrity(self):
+        return True
+
+
+def write_cifar10(root, n=24, seed=0):
+    folder = os.path.join(root, "cifar-10-batches-py")
+    os.makedirs(folder, exist_ok=True)
+    g = np.random.default_rng(seed)
+    batch = {"data": g.integers(0, 256, (n, 3072), dtype=np.uint8),
+             "labels": [int(v) for v in g.integers(0, 10, n)]}
+    with open(os.path.join(folder, "test_batch"), "wb") as f:
+        pickle.dump(batch, f)
+    meta = pickle.dumps({"label_names": ["c%d" % i for i in range(10)]})
+    with open(os.path.join(folder, "batches.meta"), "wb") as f:
+        f.write(meta)
+    GeneratedCifar10.meta["md5"] = hashlib.md5(meta).hexdigest()
+
+
+def write_image_folder(root, n=18, seed=1):
+    g = np.random.default_rng(seed)
+    for i in range(n):
+        folder = os.path.join(root, "class%d" % (i % 3))
+        os.makedirs(folder, exist_ok=True)
+        h, w = int(g.integers(20, 40)), int(g.integers(20, 40))
+        pixels = g.integers(0, 256, (h, w, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(os.path.join(folder, "%02d.png" % i))
+
+
+def random_pipeline():
+    """Random torchvision transforms drawing from torch's global generator."""
+    return T.Compose([T.RandomResizedCrop(16, antialias=True), T.RandomHorizontalFlip(),
+                      T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(),
+                      T.Normalize((0.5, 0.5, 0.5), (0.25, 0.25, 0.25))])
+
+
+class Tuples(tud.Dataset):
+    """(image array, int label, float weight, bool flag) tuples."""
+
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        image = np.full((3, 4, 4), i, dtype=np.float32) + np.random.rand(3, 4, 4).astype(
+            np.float32)
+        return image, i % 4, i * 0.5, i % 2 == 0
+
+
+class Nested(tud.Dataset):
+    """Dicts holding namedtuples, lists and every dtype torch and numpy share."""
+
+    def __len__(self):
+        return 9
+
+    def __getitem__(self, i):
+        return {
+            "pair": Pair(torch.full((2,), i, dtype=torch.bfloat16), np.int16(-i)),
+            "list": [np.arange(3, dtype=np.int8) * i, torch.tensor(i % 3 == 0)],
+            "dtypes": {name: np.full((2, 2), i, dtype=name)
+                       for name in ("bool", "uint8", "int32", "int64", "float16",
+                                    "float32", "float64")},
+            "scalar": np.float32(i) / 3, "number": i * 1.25,
+        }
+
+
+def same(a, b, path="batch"):
+    """Asserts a and b are equal in structure, type, dtype and value."""
+    assert type(a) is type(b), "%s: %s vs %s" % (path, type(a), type(b))
+    if isinstance(a, torch.Tensor):
+        assert a.dtype == b.dtype and a.shape == b.shape, "%s: %s %s vs %s %s" % (
+            path, a.dtype, tuple(a.shape), b.dtype, tuple(b.shape))
+        assert torch.equal(a, b), path
+    elif isinstance(a, dict):
+        assert list(a) == list(b), path
+        for k in a:
+            same(a[k], b[k], "%s[%r]" % (path, k))
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, "%s[%d]" % (path, i))
+    else:
+        assert a == b, path
+
+
+def both(dataset, **kw):
+    """(torch's batches, seedloader's), each run from torch.manual_seed(0). With
+    num_workers=0 both run the transforms on the caller's global generators; torch's
+    iterator first draws its base seed from torch's, so seedloader's run makes the
+    same draw before it starts."""
+    runs = []
+    for make in (tud.DataLoader, sl.DataLoader):
+        torch.manual_seed(0)
+        np.random.seed(0)
+        extra = {}
+        if make is sl.DataLoader:
+            torch.empty((), dtype=torch.int64).random_()
+            extra = {"seed": 7}
+        runs.append([clone(b) for b in make(dataset, **kw, **extra)])
+    return runs
+
+
+def clone(batch):
+    if isinstance(batch, torch.Tensor):
+        return batch.clone()
+    if isinstance(batch, dict):
+        return type(batch)((k, clone(v)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):
+        return type(batch)(*map(clone, batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(map(clone, batch))
+    return batch
+
+
+# --- equal to PyTorch's DataLoader ----------------------------------------------------
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dropin")
+    write_cifar10(str(root / "cifar"))
+    write_image_folder(str(root / "folder"))
+    return root
+
+
+def table(files):
+    return {
+        "cifar10+random torchvision": lambda: GeneratedCifar10(
+            str(files / "cifar"), train=False, transform=random_pipeline()),
+        "cifar10 plain": lambda: GeneratedCifar10(str(files / "cifar"), train=False,
+                                                  transform=T.ToTensor()),
+        "imagefolder+random torchvision": lambda: torchvision.datasets.ImageFolder(
+            str(files / "folder"), transform=random_pipeline()),
+        "tuples of numbers": Tuples,
+        "nested, every dtype": Nested,
+        "a plain list": lambda: [(np.arange(4) * i, float(i)) for i in range(7)],
+    }
+
+
+CASES = ["cifar10+random torchvision", "cifar10 plain", "imagefolder+random torchvision",
+         "tuples of numbers", "nested, every dtype", "a plain list"]
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("batch_size,drop_last", [(4, False), (5, True)])
+def test_batches_equal_pytorchs_in_structure_dtype_and_value(files, case, batch_size,
+                                                             drop_last):
+    dataset = table(files)[case]()
+    expected, got = both(dataset, batch_size=batch_size, drop_last=drop_last)
+    assert len(got) == len(expected) == len(sl.DataLoader(dataset, batch_size=batch_size,
+                                                          drop_last=drop_last, seed=1))
+    for k, (a, b) in enumerate(zip(expected, got)):
+        same(a, b, "batch %d" % k)
+
+
+def test_tuple_samples_come_back_as_default_collates_list_with_its_dtypes():
+    batch = next(iter(sl.DataLoader(Tuples(), batch_size=4, num_workers=2, seed=1)))
+    assert isinstance(batch, list) and len(batch) == 4
+    assert [t.dtype for t in batch] == [torch.float32, torch.int64, torch.float64,
+                                        torch.bool]
+    assert batch[1].tolist() == [0, 1, 2, 3] and batch[3].tolist() == [True, False] * 2
+
+
+def test_workers_give_the_same_structure_as_in_process(files):
+    dataset = Nested()
+    in_process = [clone(b) for b in sl.DataLoader(dataset, batch_size=4, seed=3)]
+    forked = [clone(b) for b in sl.DataLoader(dataset, batch_size=4, num_workers=2, seed=3)]
+    for a, b in zip(in_process, forked):
+        same(a, b)
+
+
+@pytest.mark.parametrize("case", ["cifar10+random torchvision",
+                                  "imagefolder+random torchvision"])
+def test_sample_seeding_makes_a_random_torchvision_pipeline_independent_of_workers(
+        files, case):
+    dataset = table(files)[case]()
+    runs = []
+    for workers in (0, 1, 2, 3, 2):
+        loader = sl.DataLoader(dataset, batch_size=4, shuffle=True, num_workers=workers,
+                               seed=11, seeding="sample")
+        loader.set_epoch(1)
+        runs.append([clone(b) for b in loader])
+    for run in runs[1:]:
+        for a, b in zip(runs[0], run):
+            same(a, b)
+    # Another epoch draws other augmentations.
+    assert not torch.equal(runs[0][0][0], [clone(b) for b in sl.DataLoader(
+        dataset, batch_size=4, shuffle=True, seed=11, seeding="sample")][0][0])
+
+
+# --- samplers ---------------------------------------------------------------------
+
+def test_a_weighted_random_sampler_is_drawn_in_the_main_process():
+    def sampler():  # only samples 5..9 have weight
+        return tud.WeightedRandomSampler([0.0] * 5 + [1.0] * 5, num_samples=12,
+                                         generator=torch.Generator().manual_seed(4))
+    np.random.seed(0)  # Tuples draws from numpy's global generator
+    expected = [clone(b) for b in tud.DataLoader(Tuples(), batch_size=5, sampler=sampler())]
+    np.random.seed(0)
+    loader = sl.DataLoader(Tuples(), batch_size=5, sampler=sampler(), seed=2)
+    assert len(loader) == 3
+    got, indices = [], []
+    for b in loader:
+        got.append(clone(b))
+        indices += loader.last_indices
+    assert [len(b[1]) for b in got] == [5, 5, 2]
+    assert len(set(indices)) > 1 and all(i >= 5 for i in indices)
+    for a, b in zip(expected, got):
+        same(a, b)
+
+
+class ClassBalanced(tud.Sampler):
+    """A user's batch sampler: every batch one even and one odd index."""
+
+    def __init__(self, n, seed):
+        self.n, self.seed, self.epoch = n, seed, 0
+
+    def __iter__(self):
+        g = np.random.default_rng([self.seed, self.epoch])
+        evens = g.permutation(np.arange(0, self.n, 2))
+        odds = g.permutation(np.arange(1, self.n, 2))
+        return iter([[int(a), int(b)] for a, b in zip(evens, odds)])
+
+    def __len__(self):
+        return self.n // 2
+
+
+def test_a_batch_sampler_gives_the_batches_as_torchs_loader_does():
+    sampler = ClassBalanced(10, 5)
+    expected = [b[1].tolist() for b in tud.DataLoader(Tuples(), batch_sampler=sampler)]
+    loader = sl.DataLoader(Tuples(), batch_sampler=sampler, num_workers=2, seed=1)
+    assert [b[1].tolist() for b in loader] == expected
+    assert len(loader) == 5
+
+
+def test_resume_continues_a_user_samplers_epoch_without_drawing_it_again():
+    def loader():
+        return sl.DataLoader(Tuples(), batch_size=2, seed=1,
+                             sampler=tud.RandomSampler(range(10)))  # a fresh seed each draw
+    first = loader()
+    it = iter(first)
+    seen = [next(it)[1].tolist() for _ in range(2)]
+    state = first.state_dict()
+    rest = [b[1].tolist() for b in it]
+    resumed = loader()
+    resumed.load_state_dict(state)
+    assert [b[1].tolist() for b in resumed] == rest
+    assert len(seen) + len(rest) == 5
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(sampler=[0, 1], shuffle=True), "mutually exclusive with shuffle"),
+    (dict(batch_sampler=[[0]], batch_size=2), "batch_sampler option is mutually"),
+    (dict(batch_sampler=[[0]], drop_last=True), "batch_sampler option is mutually"),
+    (dict(prefetch_factor=2), "prefetch_factor option could only be specified"),
+    (dict(num_workers=-1), "num_workers option should be non-negative"),
+    (dict(persistent_workers=True), "persistent_workers option needs num_workers > 0"),
+    (dict(multiprocessing_context="spawn"), "only 'fork'"),
+    (dict(collate_fn=lambda b: b), "collate_fn"),
+    (dict(batch_size=None), "batch_size=None"),
+])
+def test_torchs_argument_rules_are_config_errors_naming_the_argument(kw, message):
+    with pytest.raises(sl.ConfigError, match=message):
+        sl.DataLoader(Tuples(), **kw)
+
+
+def test_torchs_remaining_arguments_are_accepted():
+    g = torch.Generator().manual_seed(3)
+    loader = sl.DataLoader(Tuples(), 2, False, None, None, 2, tud.default_collate, False,
+                           False, 0, None, "fork", g, prefetch_factor=3, in_order=False)
+    again = sl.DataLoader(Tuples(), 2, generator=torch.Generator().manual_seed(3))
+    assert loader.seed == again.seed  # the generator seeds the loader
+    assert sum(1 for _ in loader) == 5
+
+
+def test_an_iterable_dataset_is_refused_pointing_at_tar_shards():
+    class Stream(tud.IterableDataset):
+        def __iter__(self):
+            return iter(range(3))
+    with pytest.raises(sl.ConfigError, match="TarShards"):
+        sl.DataLoader(Stream())
+
+
+def test_strings_are_a_config_error_naming_the_field_path():
+    data = [(np.zeros(2), {"caption": "a cat"})] * 4
+    with pytest.raises(sl.ConfigError, match=r"sample 0 \[1\]\['caption'\] is a str"):
+        next(iter(sl.DataLoader(data, batch_size=2)))
+
+
+# --- nothing before iteration ---------------------------------------------------------
+
+class Watched(tud.Dataset):
+    def __init__(self):
+        self.reads = 0
+        self.scale = 1
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        self.reads += 1
+        return torch.full((2,), float(i * self.scale))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_no_sample_is_read_before_iteration_and_later_attributes_count(workers):
+    dataset = Watched()
+    loader = sl.DataLoader(dataset, batch_size=3, num_workers=workers, seed=1)
+    assert dataset.reads == 0
+    assert len(loader) == 2 and dataset.reads == 0
+    dataset.scale = 10  # set after construction, as a user may
+    batches = [b.clone() for b in loader]
+    assert batches[1][:, 0].tolist() == [30.0, 40.0, 50.0]
+
+
+def test_a_dataset_error_surfaces_when_iterating_not_at_construction():
+    class Broken(tud.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            raise RuntimeError("the disk is gone")
+    loader = sl.DataLoader(Broken(), batch_size=2, num_workers=2, seed=1)
+    with pytest.raises(sl.WorkerError) as info:
+        next(iter(loader))
+    assert "RuntimeError" in str(info.value) and "the disk is gone" in str(info.value)
+    assert "Traceback" in str(info.value)  # the probe's traceback, as torch keeps it
+
+
+def test_a_probe_killed_by_a_signal_is_a_worker_error_not_a_crash():
+    class Crashes(tud.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            os.kill(os.getpid(), 9)
+    with pytest.raises(sl.WorkerError, match="killed by signal 9"):
+        next(iter(sl.DataLoader(Crashes(), batch_size=2, num_workers=1, seed=1)))
+
+
+# --- variable-size fields ---------------------------------------------------------------
+
+class Boxes(tud.Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return torch.full((3, 4, 4), float(i)), torch.arange(4 * (i % 4), dtype=torch.float32
+                                                             ).reshape(-1, 4)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_variable_boxes_come_as_per_sample_tensors_over_the_slot(workers):
+    loader = sl.DataLoader(Boxes(), batch_size=4, num_workers=workers, seed=1)
+    for k, (images, boxes) in enumerate(loader):
+        assert images.shape == (len(boxes), 3, 4, 4)
+        for j, b in enumerate(boxes):
+            i = k * 4 + j
+            assert torch.equal(b, Boxes()[i][1])
+
+
+def test_variable_fields_padded_on_request():
+    loader = sl.DataLoader(Boxes(), batch_size=4, seed=1, pad_variable=True)
+    _, (padded, lengths) = next(iter(loader))
+    assert lengths.tolist() == [0, 1, 2, 3] and padded.shape == (4, 3, 4)
+    assert torch.equal(padded[3], Boxes()[3][1]) and not padded[0].any()
+
+
+def test_a_sample_over_the_variable_budget_is_a_data_error_naming_it():
+    loader = sl.DataLoader(Boxes(), batch_size=4, seed=1, variable_bytes=40)
+    with pytest.raises(sl.ConfigError, match=r"\[1\] needs 48 bytes"):
+        next(iter(loader))
+    loader = sl.DataLoader(Boxes(), batch_size=4, seed=1, variable_bytes=40,
+                           variable_fields=["[1]"])
+    with pytest.raises(sl.ConfigError, match="variable_bytes is 40"):
+        next(iter(loader))
+
+
+def test_a_shape_change_after_the_first_samples_names_the_field_and_the_remedy():
+    data = [np.zeros(2)] * 9 + [np.zeros(3)]
+    with pytest.raises(sl.WorkerError, match=r"sample 9 \(the whole sample\) is float64 "
+                       r"\(3,\); the layout says float64 \(2,\).*variable_fields"):
+        list(sl.DataLoader(data, batch_size=5))
+    batches = list(sl.DataLoader(data, batch_size=5, variable_fields=["(the whole sample)"]))
+    assert [len(t) for t in batches[1]] == [2, 2, 2, 2, 3]
+
+
+# --- the rest of the torch surface --------------------------------------------------------
+
+def test_submodules_are_usable_after_a_plain_import():
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "import seedloader as sl; "
+                          "print(callable(sl.torch.seed_worker), callable(sl.audit.trace))"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True"]
+
+
+def test_the_loader_subscripts_as_a_generic_type():
+    assert sl.DataLoader[int] is sl.DataLoader
+
+
+def test_each_iteration_without_set_epoch_is_a_new_epoch_as_torch_reshuffles():
+    loader = sl.DataLoader(Tuples(), batch_size=10, shuffle=True, seed=1)
+    first, second = ([b[1].tolist() for b in loader] for _ in range(2))
+    assert loader.epoch == 1 and first != second
+    loader.set_epoch(0)
+    assert [b[1].tolist() for b in loader] == first
+
+
+def test_a_stale_iterator_raises_and_does_not_stop_the_newer_one():
+    loader = sl.DataLoader(Tuples(), batch_size=2, num_workers=2, seed=1)
+    old = iter(loader)
+    next(old)
+    new = iter(loader)
+    assert next(new)[1].tolist() == [0, 1]
+    with pytest.raises(sl.Error, match="replaced by a newer iteration"):
+        next(old)
+    del old
+    assert [b[1].tolist() for b in new] == [[2, 3], [0, 1], [2, 3], [0, 1]]  # i % 4
+    assert loader.last_indices == [8, 9]
+
+
+def test_a_second_thread_using_the_loader_raises_rather_than_races():
+    class Slow(tud.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            import time
+            time.sleep(0.3)
+            return i
+    loader = sl.DataLoader(Slow(), batch_size=1, num_workers=1, seed=1)
+    it = iter(loader)
+    next(it)
+    errors = []
+    thread = threading.Thread(target=lambda: errors.append(next(it)))
+    thread.start()
+    try:
+        with pytest.raises((sl.Error, ValueError)):
+            next(it)
+    finally:
+        thread.join()
+
+
+def test_in_process_a_datasets_exception_is_chained_with_its_traceback():
+    class Raises(tud.Dataset):
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            if i == 2:
+                raise KeyError("no such record")
+            return i
+    with pytest.raises(sl.WorkerError) as info:
+        list(sl.DataLoader(Raises(), batch_size=2))
+    cause = info.value.__cause__
+    assert isinstance(cause, KeyError) and cause.__traceback__ is not None
+    assert info.value.index == 2
+
+
+def test_a_cpp_transform_refuses_a_float_image_and_takes_a_strided_one():
+    t = sl.transform("rrc:8,hflip")
+    image = np.arange(16 * 12 * 3, dtype=np.uint8).reshape(16, 12, 3)
+    with pytest.raises(sl.DataError, match="must be uint8.*not float32"):
+        t(image.astype(np.float32), np.random.default_rng(0))
+    strided = np.ascontiguousarray(image[:, ::-1])[:, ::-1]  # the same pixels, reversed twice
+    view = image[::2]
+    assert np.array_equal(t(view, np.random.default_rng(1)),
+                          t(np.ascontiguousarray(view), np.random.default_rng(1)))
+    assert np.array_equal(t(strided, np.random.default_rng(2)),
+                          t(image, np.random.default_rng(2)))
+
+
+def test_a_sample_type_pickle_cannot_name_is_found_in_the_parent():
+    Local = collections.namedtuple("Local", "image label")  # not importable by name
+
+    class Data(tud.Dataset):
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            return Local(np.full((2,), i, np.float32), i)
+    batch = next(iter(sl.DataLoader(Data(), batch_size=3, num_workers=2, seed=1)))
+    assert type(batch) is Local and batch.label.tolist() == [0, 1, 2]
