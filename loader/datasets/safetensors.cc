@@ -185,6 +185,16 @@ SafetensorsFile::SafetensorsFile(const std::string& path, std::uint64_t max_head
                       "' and '" + by_offset[i]->name + "' overlap");
     }
   }
+  // The format has no room for bytes no tensor owns after the data: a file that
+  // has them was appended to or cut from something else, so it is not read as
+  // if whole.
+  const std::uint64_t end = by_offset.empty() ? 0 : by_offset.back()->end;
+  if (end < data_size) {
+    throw bad(std::to_string(data_size - end) +
+              " trailing bytes after the last tensor's data (the data section holds " +
+              std::to_string(data_size) + " bytes, the tensors end at byte " +
+              std::to_string(end) + ")");
+  }
 }
 
 void SafetensorsFile::read(const SafetensorsTensor& t, std::uint64_t offset,

@@ -87,6 +87,19 @@ TEST(SafetensorsTest, OffsetsOutsideTheDataAreRejected) {
   EXPECT_NE(open_error(dir / "f.safetensors").find("outside"), std::string::npos);
 }
 
+TEST(SafetensorsTest, BytesAfterTheLastTensorAreRejected) {
+  TempDir dir;
+  write_raw(dir / "f.safetensors",
+            R"({"x":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 7);
+  const std::string error = open_error(dir / "f.safetensors");
+  EXPECT_NE(error.find("3 trailing bytes after the last tensor's data"),
+            std::string::npos)
+      << error;
+  write_raw(dir / "g.safetensors",
+            R"({"x":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 4);
+  EXPECT_EQ(open_error(dir / "g.safetensors"), "");  // exactly whole
+}
+
 TEST(SafetensorsTest, ShapeThatDisagreesWithTheOffsetsIsRejected) {
   TempDir dir;
   write_raw(dir / "f.safetensors",

@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -162,22 +161,6 @@ class TempFileGuard {
   std::array<bool, kSignals.size()> armed_{};
 };
 
-// Bytes after the last tensor's data: the file's size less 8, the header length
-// and the data section's end. REQUIRES: `file` validated (so the sizes are sane).
-std::uint64_t trailing_bytes(const SafetensorsFile& file) {
-  std::uint64_t end = 0;
-  for (const SafetensorsTensor& t : file.tensors()) end = std::max(end, t.end);
-  unsigned char len[8] = {};
-  std::ifstream in(file.path(), std::ios::binary);
-  in.read(reinterpret_cast<char*>(len), 8);
-  std::uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
-  std::error_code ec;
-  const std::uint64_t size = std::filesystem::file_size(file.path(), ec);
-  if (!in || ec) fail(file.path(), "cannot re-read its size");
-  return size - 8 - n - end;
-}
-
 std::uint64_t meta_u64(const std::string& path,
                        const std::map<std::string, std::string>& m,
                        const std::string& key) {
@@ -292,8 +275,8 @@ struct FileWrite {
   }
 };
 
-// `path` opened and checked whole: the format, its version, the metadata checksum,
-// no trailing bytes, a matching checksum for every tensor.
+// `path` opened and checked whole: the format (SafetensorsFile refuses trailing
+// bytes), its version, the metadata checksum, a matching checksum for every tensor.
 SafetensorsFile open_sealed(const std::string& path, const char* format) {
   SafetensorsFile file(path);
   const auto& meta = file.metadata();
@@ -315,8 +298,6 @@ SafetensorsFile open_sealed(const std::string& path, const char* format) {
   auto sealed = meta.find("metadata_checksum");
   if (sealed == meta.end() || sealed->second != metadata_checksum(meta))
     fail(path, "metadata fails its checksum (edited or corrupted)");
-  if (const std::uint64_t extra = trailing_bytes(file); extra != 0)
-    fail(path, std::to_string(extra) + " trailing bytes after the data section");
   nlohmann::json sums;
   try {
     sums = nlohmann::json::parse(meta.at("checksums"));
