@@ -64,6 +64,12 @@ TEST(TraceReaderTest, MalformedLinesNameTheProblem) {
             R"("rng" must be a string)");
   EXPECT_EQ(problem(R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"x)"),
             "unterminated string");
+  // A key the reader does not know still holds JSON, or the line is refused.
+  EXPECT_EQ(problem(R"({"rank":0,"note":this is not json,)" + ok + "}"),
+            "a value that is not JSON: this is not json");
+  EXPECT_EQ(problem(R"({"rank":0,"aug":[1,,2],)" + ok + "}"),
+            "a value that is not JSON: [1,,2]");
+  EXPECT_EQ(problem(R"({"rank":0,"note":{"a":[true,null,-1.5e3]},)" + ok + "}"), "");
 }
 
 TEST(TraceReaderTest, ReadTraceNamesFileAndLineAndSkipsBlankLines) {

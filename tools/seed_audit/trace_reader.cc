@@ -122,7 +122,8 @@ class LineParser {
     return v;
   }
 
-  // Skips any JSON value and returns its text. Nesting is tracked, not validated.
+  // Skips any JSON value and returns its text. Nesting is tracked as it goes; the
+  // text is then checked to be JSON, so a line is refused rather than half read.
   std::string_view skip_value() {
     const char* start = p_;
     if (peek() == '"') {
@@ -148,6 +149,10 @@ class LineParser {
     if (p_ == start) fail("missing value");
     std::string_view v(start, static_cast<std::size_t>(p_ - start));
     while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    if (!nlohmann::json::accept(v)) {
+      fail("a value that is not JSON: " + std::string(v.substr(0, 40)) +
+           (v.size() > 40 ? "..." : ""));
+    }
     return v;
   }
 
