@@ -109,5 +109,11 @@ TEST(SeedloaderBenchCliTest, DecodeReferenceOnAFolderWithoutJpegsSaysSo) {
   EXPECT_NE(r.out.find("holds no JPEG"), std::string::npos) << r.out;
 }
 
+TEST(SeedloaderBenchCliTest, ANegativeSeedIsAUsageErrorAsInTheOtherTools) {
+  const auto r = bench("--data synthetic:16 --batch-size 4 --batches 1 --seed -1 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--seed"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace seedloader

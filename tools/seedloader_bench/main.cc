@@ -13,6 +13,7 @@
 #include "tools/common/data_spec.h"
 #include "tools/common/error_text.h"
 #include "tools/common/loader_flags.h"
+#include "tools/common/number_checks.h"
 #include "tools/seedloader_bench/decode_reference.h"
 #include "tools/seedloader_bench/measure.h"
 
@@ -98,7 +99,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--warmup", a.warmup, "Untimed batches first")->capture_default_str();
-  app.add_option("--seed", a.seed, "Base seed")->capture_default_str();
+  app.add_option("--seed", a.seed, "Base seed")
+      ->check(seedloader::tools::non_negative_integer())
+      ->capture_default_str();
   app.add_flag("--device", a.device, "Copy every batch to GPU 0 (CUDA builds)");
   app.add_flag("--json", a.json, "Print one JSON object");
   app.add_option("--decode-reference", a.decode_reference,
