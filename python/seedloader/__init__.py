@@ -165,6 +165,11 @@ class DataLoader:
                                  % (rank, world_size, source))
         if format is None:
             format = "torch" if _torch_available() else "numpy"
+        if format not in ("torch", "numpy"):
+            raise ConfigError("format must be 'torch' or 'numpy', not %r" % (format,))
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or
+                                 not 0 <= seed < 2**64):
+            raise ConfigError("seed must be an int in [0, 2**64), got %r" % (seed,))
         if seed is None:
             seed = (_seed_from(generator) if generator is not None
                     else _core.draw_base_seed("DataLoader"))
@@ -186,17 +191,18 @@ class DataLoader:
         self.pad_variable = bool(pad_variable)
         self._variable = (tuple(variable_fields), int(variable_bytes))
         self._seed = int(seed)
-        self._args = dict(num_workers=num_workers,
-                          # One slot per worker more than prefetch_factor: the batch
-                          # the loop variable still holds while the next is fetched.
-                          prefetch=(2 if prefetch_factor is None else prefetch_factor) + 1,
-                          shuffle=bool(shuffle), order=order, drop_last=drop_last,
-                          persistent_workers=persistent_workers, rank=self.rank,
-                          world_size=self.world_size, seeding=seeding,
-                          on_bad_sample=on_bad_sample, timeout=float(timeout),
-                          worker_init_fn=worker_init_fn, format=format,
-                          mix=(float(mixup_alpha), float(cutmix_alpha), float(cutmix_prob),
-                               0 if num_classes is None else int(num_classes)))
+        self._options = _loader_options(
+            num_workers=num_workers,
+            # One slot per worker more than prefetch_factor: the batch the loop
+            # variable still holds while the next is fetched.
+            prefetch=(2 if prefetch_factor is None else prefetch_factor) + 1,
+            shuffle=bool(shuffle), order=order, seed=self._seed, drop_last=drop_last,
+            persistent_workers=persistent_workers, rank=self.rank,
+            world_size=self.world_size, seeding=seeding, on_bad_sample=on_bad_sample,
+            timeout=float(timeout), mixup_alpha=float(mixup_alpha),
+            cutmix_alpha=float(cutmix_alpha), cutmix_prob=float(cutmix_prob),
+            num_classes=0 if num_classes is None else int(num_classes))
+        self._worker_init_fn, self._format = worker_init_fn, format
         self._pin_request = pin_memory if pin_memory is not None else (
             None if format == "torch" else False)
         self._core = None        # the engine, built when the first iteration starts
@@ -381,8 +387,10 @@ class DataLoader:
             drawn = self._draw_plan(self._epoch)
             capacity = max([getattr(self.batch_sampler, "batch_size", None) or 1] +
                            [len(b) for b in drawn] + [self.batch_size or 1])
-        self._core = _core.Loader(dataset=dataset, batch_size=capacity, seed=self._seed,
-                                  batch_plan=plan, **self._args)
+        self._options.batch_size = capacity
+        self._options.seed = self._seed
+        self._core = _core.Loader(dataset, self._options, self._worker_init_fn,
+                                  self._format, plan)
         if self._pin_request is not False:
             self._pin(required=bool(self._pin_request))
         return self._core
@@ -446,6 +454,25 @@ class DataLoader:
             pass
 
 
+_CHOICES = {"order": _core.ShuffleOrder, "seeding": _core.SeedScope,
+            "on_bad_sample": _core.BadSample}
+
+
+def _loader_options(**values):
+    """The engine's LoaderOptions by name; a choice outside its enum is a
+    ConfigError listing the valid ones."""
+    options = _core.LoaderOptions()
+    for name, value in values.items():
+        if name in _CHOICES:
+            members = _CHOICES[name].__members__
+            if value not in members:
+                raise ConfigError("%s must be %s, not %r" % (
+                    name, " or ".join(repr(m) for m in members), value))
+            value = members[value]
+        setattr(options, name, value)
+    return options
+
+
 def _epoch_number(epoch, what="epoch"):
     if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
         raise ConfigError("%s must be a non-negative int, got %r" % (what, epoch))
@@ -462,6 +489,10 @@ def _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_work
                            collate_fn, drop_last, timeout, multiprocessing_context,
                            prefetch_factor, persistent_workers, pin_memory_device):
     """PyTorch's argument rules, as ConfigError (a ValueError, as torch raises)."""
+    if batch_size is not None and (isinstance(batch_size, bool) or
+                                   not isinstance(batch_size, int) or batch_size < 1):
+        raise ConfigError("batch_size should be a positive integer value, but got "
+                          "batch_size=%r" % (batch_size,))
     if not isinstance(num_workers, int) or num_workers < 0:
         raise ConfigError("num_workers option should be non-negative; use "
                           "num_workers=0 to disable multiprocessing")

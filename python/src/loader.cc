@@ -41,24 +41,6 @@ namespace nb = nanobind;
 namespace seedloader::python {
 namespace {
 
-SeedScope seeding_of(const std::string& name) {
-  if (name == "worker") return SeedScope::kWorker;
-  if (name == "sample") return SeedScope::kSample;
-  throw ConfigError("seeding must be 'worker' or 'sample', not '" + name + "'");
-}
-
-ShuffleOrder order_of(const std::string& name) {
-  if (name == "numpy") return ShuffleOrder::kNumpy;
-  if (name == "torch") return ShuffleOrder::kTorch;
-  throw ConfigError("order must be 'numpy' or 'torch', not '" + name + "'");
-}
-
-BadSample bad_sample_of(const std::string& name) {
-  if (name == "raise") return BadSample::kRaise;
-  if (name == "skip") return BadSample::kSkip;
-  throw ConfigError("on_bad_sample must be 'raise' or 'skip', not '" + name + "'");
-}
-
 ArrayFormat format_of(const std::string& name) {
   if (name == "torch") return ArrayFormat::kTorch;
   if (name == "numpy") return ArrayFormat::kNumpy;
@@ -110,42 +92,20 @@ struct BatchHolder {
   nb::object loader_ref;
 };
 
-// (mixup_alpha, cutmix_alpha, cutmix_prob, num_classes): LoaderOptions::mix.
-using MixArgs = std::tuple<double, double, double, std::int64_t>;
-
 class Loader {
  public:
-  Loader(nb::object dataset, std::uint64_t batch_size, int num_workers, int prefetch,
-         bool shuffle, const std::string& order, std::optional<std::uint64_t> seed,
-         bool drop_last, bool persistent_workers, std::uint64_t rank,
-         std::uint64_t world_size, const std::string& seeding,
-         const std::string& on_bad_sample, double timeout_s, nb::object worker_init_fn,
-         const std::string& format, const MixArgs& mix, nb::object batch_plan)
+  // options: everything but worker_init and while_waiting, which the Loader
+  // sets (worker_init_fn runs in each worker after the engine's own set-up), and
+  // batch_plan, which batch_plan (None, or epoch -> [[index]]) sets.
+  Loader(nb::object dataset, LoaderOptions options, nb::object worker_init_fn,
+         const std::string& format, nb::object batch_plan)
       : dataset_ref_(std::move(dataset)),
         worker_init_fn_(std::move(worker_init_fn)),
         batch_plan_(std::move(batch_plan)),
         format_(format_of(format)) {
     const Dataset& ds = nb::cast<const Dataset&>(dataset_ref_);
     layout_ = &ds.layout();
-    if (!std::isfinite(timeout_s) || timeout_s < 0) {
-      throw ConfigError("timeout must be a non-negative number of seconds");
-    }
-    LoaderOptions o;
-    o.batch_size = batch_size;
-    o.num_workers = num_workers;
-    o.prefetch = prefetch;
-    o.shuffle = shuffle;
-    o.order = order_of(order);
-    o.seed = seed;
-    o.drop_last = drop_last;
-    o.persistent_workers = persistent_workers;
-    o.rank = rank;
-    o.world_size = world_size;
-    o.seeding = seeding_of(seeding);
-    o.on_bad_sample = bad_sample_of(on_bad_sample);
-    o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 1000.0));
-    std::tie(o.mix.mixup_alpha, o.mix.cutmix_alpha, o.mix.cutmix_prob,
-             o.mix.num_classes) = mix;
+    LoaderOptions o = std::move(options);
     fork_->runs_python =
         nb::isinstance<PythonDataset>(dataset_ref_) || !worker_init_fn_.is_none();
     fork_->worker_init_fn = worker_init_fn_.is_none() ? nullptr : worker_init_fn_.ptr();
@@ -153,6 +113,7 @@ class Loader {
       run_in_worker(*fork, worker, r);
     };
     o.while_waiting = check_signals;
+    o.batch_plan = nullptr;
     if (!batch_plan_.is_none()) {
       // Called by begin(), which holds the GIL; the Loader owns the callable.
       o.batch_plan = [plan = batch_plan_.ptr()](std::uint64_t epoch) {
@@ -267,17 +228,58 @@ void bind_loader(nb::module_& m) {
       nb::arg("size"), nb::arg("batch_size"), nb::arg("drop_last"), nb::arg("world_size"),
       "Batches per epoch on one rank under the built-in samplers.");
 
+  nb::enum_<SeedScope>(m, "SeedScope")
+      .value("worker", SeedScope::kWorker)
+      .value("sample", SeedScope::kSample);
+  nb::enum_<BadSample>(m, "BadSample")
+      .value("raise", BadSample::kRaise)
+      .value("skip", BadSample::kSkip);
+  nb::enum_<ShuffleOrder>(m, "ShuffleOrder")
+      .value("numpy", ShuffleOrder::kNumpy)
+      .value("torch", ShuffleOrder::kTorch);
+  // The C++ LoaderOptions by name (loader_options.h says what each means);
+  // timeout in seconds, MixUp / CutMix flattened.
+  nb::class_<LoaderOptions>(m, "LoaderOptions")
+      .def(nb::init<>())
+      .def_rw("batch_size", &LoaderOptions::batch_size)
+      .def_rw("num_workers", &LoaderOptions::num_workers)
+      .def_rw("prefetch", &LoaderOptions::prefetch)
+      .def_rw("shuffle", &LoaderOptions::shuffle)
+      .def_rw("order", &LoaderOptions::order)
+      .def_rw("seed", &LoaderOptions::seed, nb::arg("value").none())
+      .def_rw("drop_last", &LoaderOptions::drop_last)
+      .def_rw("persistent_workers", &LoaderOptions::persistent_workers)
+      .def_rw("rank", &LoaderOptions::rank)
+      .def_rw("world_size", &LoaderOptions::world_size)
+      .def_rw("seeding", &LoaderOptions::seeding)
+      .def_rw("on_bad_sample", &LoaderOptions::on_bad_sample)
+      .def_prop_rw(
+          "timeout", [](const LoaderOptions& o) { return o.timeout.count() / 1000.0; },
+          [](LoaderOptions& o, double seconds) {
+            if (!std::isfinite(seconds) || seconds < 0) {
+              throw ConfigError("timeout must be a non-negative number of seconds");
+            }
+            o.timeout =
+                std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000));
+          })
+      .def_prop_rw(
+          "mixup_alpha", [](const LoaderOptions& o) { return o.mix.mixup_alpha; },
+          [](LoaderOptions& o, double v) { o.mix.mixup_alpha = v; })
+      .def_prop_rw(
+          "cutmix_alpha", [](const LoaderOptions& o) { return o.mix.cutmix_alpha; },
+          [](LoaderOptions& o, double v) { o.mix.cutmix_alpha = v; })
+      .def_prop_rw(
+          "cutmix_prob", [](const LoaderOptions& o) { return o.mix.cutmix_prob; },
+          [](LoaderOptions& o, double v) { o.mix.cutmix_prob = v; })
+      .def_prop_rw(
+          "num_classes", [](const LoaderOptions& o) { return o.mix.num_classes; },
+          [](LoaderOptions& o, std::int64_t v) { o.mix.num_classes = v; });
+
   nb::class_<Loader>(m, "Loader")
-      .def(nb::init<nb::object, std::uint64_t, int, int, bool, const std::string&,
-                    std::optional<std::uint64_t>, bool, bool, std::uint64_t,
-                    std::uint64_t, const std::string&, const std::string&, double,
-                    nb::object, const std::string&, const MixArgs&, nb::object>(),
-           nb::arg("dataset"), nb::arg("batch_size"), nb::arg("num_workers"),
-           nb::arg("prefetch"), nb::arg("shuffle"), nb::arg("order"),
-           nb::arg("seed").none(), nb::arg("drop_last"), nb::arg("persistent_workers"),
-           nb::arg("rank"), nb::arg("world_size"), nb::arg("seeding"),
-           nb::arg("on_bad_sample"), nb::arg("timeout"), nb::arg("worker_init_fn").none(),
-           nb::arg("format"), nb::arg("mix"), nb::arg("batch_plan").none())
+      .def(nb::init<nb::object, LoaderOptions, nb::object, const std::string&,
+                    nb::object>(),
+           nb::arg("dataset"), nb::arg("options"), nb::arg("worker_init_fn").none(),
+           nb::arg("format"), nb::arg("batch_plan").none())
       .def("next", [](nb::handle self) { return nb::cast<Loader&>(self).next(self); })
       .def("stop", &Loader::stop)
       .def("close", &Loader::close)
