@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The Python package's part of the test suite, as a user installs it:
-# scripts/python_env.sh (build/venv, `pip install .`), then pytest on python/tests.
+# scripts/python_env.sh (build/venv, `pip install .`), mypy on the package and the
+# Python examples, then pytest on python/tests.
 # Usage: scripts/python_test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/python_env.sh
 venv=build/venv
-"$venv/bin/python" -m pip install -q --disable-pip-version-check pytest
+"$venv/bin/python" -m pip install -q --disable-pip-version-check pytest mypy
+# The package's types (seedloader/_core.pyi and the annotated modules) against the
+# package itself and the examples that use it.
+MYPYPATH=python "$venv/bin/python" -m mypy --no-incremental --ignore-missing-imports \
+  python/seedloader examples/python
 # The C++ loader's batches, for the equivalence test (built by the default preset).
 dump=$PWD/build/default/tests/python/batch_dump
 [[ -x $dump ]] && export SEEDLOADER_BATCH_DUMP=$dump

@@ -54,7 +54,7 @@ def transform(spec):
     return Transform(spec)
 
 
-_announced = set()
+_announced: set = set()  # the sources of rank and world size already printed
 
 
 def distributed_context():
@@ -454,8 +454,11 @@ class DataLoader:
             pass
 
 
-_CHOICES = {"order": _core.ShuffleOrder, "seeding": _core.SeedScope,
-            "on_bad_sample": _core.BadSample}
+_CHOICES = {
+    "order": {"numpy": _core.ShuffleOrder.numpy, "torch": _core.ShuffleOrder.torch},
+    "seeding": {"worker": _core.SeedScope.worker, "sample": _core.SeedScope.sample},
+    "on_bad_sample": {"raise": _core.BadSample.raise_error, "skip": _core.BadSample.skip},
+}
 
 
 def _loader_options(**values):
@@ -464,11 +467,11 @@ def _loader_options(**values):
     options = _core.LoaderOptions()
     for name, value in values.items():
         if name in _CHOICES:
-            members = _CHOICES[name].__members__
-            if value not in members:
+            choices = _CHOICES[name]
+            if value not in choices:
                 raise ConfigError("%s must be %s, not %r" % (
-                    name, " or ".join(repr(m) for m in members), value))
-            value = members[value]
+                    name, " or ".join(repr(c) for c in choices), value))
+            value = choices[value]
         setattr(options, name, value)
     return options
 

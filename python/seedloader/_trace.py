@@ -375,7 +375,7 @@ class _Forwarding:
     wrapped dataset, so worker_init_fn code such as
     `get_worker_info().dataset.rng = ...` works unchanged."""
 
-    _OWN = ("dataset", "_rec")
+    _OWN: tuple[str, ...] = ("dataset", "_rec")
 
     def __getattr__(self, name):
         # torch >= 2 fetches whole batches through __getitems__, past __getitem__.

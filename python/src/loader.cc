@@ -232,7 +232,7 @@ void bind_loader(nb::module_& m) {
       .value("worker", SeedScope::kWorker)
       .value("sample", SeedScope::kSample);
   nb::enum_<BadSample>(m, "BadSample")
-      .value("raise", BadSample::kRaise)
+      .value("raise_error", BadSample::kRaise)  // on_bad_sample="raise"
       .value("skip", BadSample::kSkip);
   nb::enum_<ShuffleOrder>(m, "ShuffleOrder")
       .value("numpy", ShuffleOrder::kNumpy)

@@ -1,0 +1,231 @@
+from collections.abc import Sequence
+import enum
+from typing import Annotated
+
+from numpy.typing import NDArray
+
+
+class Transform:
+    """A C++ transform chain from its spec, applied to one image."""
+
+    def __init__(self, spec: str) -> None: ...
+
+    def __call__(self, image: Annotated[NDArray, dict(device='cpu')], rng: object) -> object:
+        """
+        Applies the chain to an HxWxC (or HxW) uint8 RGB image, drawing from rng (a numpy Generator over PCG64, advanced in place). Returns the [C, H, W] output array.
+        """
+
+    def __repr__(self) -> str: ...
+
+class Dataset:
+    """A map-style source of samples with a fixed layout."""
+
+    def __len__(self) -> int: ...
+
+    @property
+    def fields(self) -> list[tuple[str, str, list[int]]]:
+        """[(name, dtype, shape)] of one sample"""
+
+    def __repr__(self) -> str: ...
+
+class ImageFolder(Dataset):
+    """root/<class>/<image>, as torchvision's ImageFolder."""
+
+    def __init__(self, root: str, transform: str, channels: int = 3, max_pixels: int = 268435456) -> None: ...
+
+    @property
+    def classes(self) -> list[str]: ...
+
+class Cifar10(Dataset):
+    """
+    CIFAR-10, binary (cifar-10-batches-bin) or torchvision's pickled download (cifar-10-batches-py).
+    """
+
+    def __init__(self, dir: str, split: str = 'train', transform: str = '') -> None: ...
+
+class Mnist(Dataset):
+    """MNIST's idx files."""
+
+    def __init__(self, dir: str, split: str = 'train', transform: str = '') -> None: ...
+
+class TensorFile(Dataset):
+    """Named tensors [N, ...] of a .safetensors file."""
+
+    def __init__(self, path: str, names: Sequence[str] = []) -> None: ...
+
+class TarShards(Dataset):
+    """WebDataset-style tar shards."""
+
+    def __init__(self, pattern: str, transform: str, label_ext: str = 'cls', channels: int = 3, max_pixels: int = 268435456) -> None: ...
+
+class Synthetic(Dataset):
+    """n generated h x w x c images."""
+
+    def __init__(self, n: int, h: int, w: int, c: int = 3, transform: str = '', classes: int = 10) -> None: ...
+
+class PythonDataset(Dataset):
+    def __init__(self, dataset: object, fields: Sequence[tuple[str, str, Sequence[int], bool]], flatten: object, takes_rng: bool) -> None: ...
+
+    @property
+    def dataset(self) -> object: ...
+
+def draw_base_seed(who: str) -> int:
+    """A base seed drawn from the OS and announced on stderr."""
+
+def epoch_batches(size: int, batch_size: int, drop_last: bool, world_size: int) -> int:
+    """Batches per epoch on one rank under the built-in samplers."""
+
+class SeedScope(enum.Enum):
+    worker = 0
+
+    sample = 1
+
+class BadSample(enum.Enum):
+    raise_error = 0
+
+    skip = 1
+
+class ShuffleOrder(enum.Enum):
+    numpy = 0
+
+    torch = 1
+
+class LoaderOptions:
+    def __init__(self) -> None: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    @batch_size.setter
+    def batch_size(self, arg: int, /) -> None: ...
+
+    @property
+    def num_workers(self) -> int: ...
+
+    @num_workers.setter
+    def num_workers(self, arg: int, /) -> None: ...
+
+    @property
+    def prefetch(self) -> int: ...
+
+    @prefetch.setter
+    def prefetch(self, arg: int, /) -> None: ...
+
+    @property
+    def shuffle(self) -> bool: ...
+
+    @shuffle.setter
+    def shuffle(self, arg: bool, /) -> None: ...
+
+    @property
+    def order(self) -> ShuffleOrder: ...
+
+    @order.setter
+    def order(self, arg: ShuffleOrder, /) -> None: ...
+
+    @property
+    def seed(self) -> int | None: ...
+
+    @seed.setter
+    def seed(self, value: int | None) -> None: ...
+
+    @property
+    def drop_last(self) -> bool: ...
+
+    @drop_last.setter
+    def drop_last(self, arg: bool, /) -> None: ...
+
+    @property
+    def persistent_workers(self) -> bool: ...
+
+    @persistent_workers.setter
+    def persistent_workers(self, arg: bool, /) -> None: ...
+
+    @property
+    def rank(self) -> int: ...
+
+    @rank.setter
+    def rank(self, arg: int, /) -> None: ...
+
+    @property
+    def world_size(self) -> int: ...
+
+    @world_size.setter
+    def world_size(self, arg: int, /) -> None: ...
+
+    @property
+    def seeding(self) -> SeedScope: ...
+
+    @seeding.setter
+    def seeding(self, arg: SeedScope, /) -> None: ...
+
+    @property
+    def on_bad_sample(self) -> BadSample: ...
+
+    @on_bad_sample.setter
+    def on_bad_sample(self, arg: BadSample, /) -> None: ...
+
+    @property
+    def timeout(self) -> float: ...
+
+    @timeout.setter
+    def timeout(self, arg: float, /) -> None: ...
+
+    @property
+    def mixup_alpha(self) -> float: ...
+
+    @mixup_alpha.setter
+    def mixup_alpha(self, arg: float, /) -> None: ...
+
+    @property
+    def cutmix_alpha(self) -> float: ...
+
+    @cutmix_alpha.setter
+    def cutmix_alpha(self, arg: float, /) -> None: ...
+
+    @property
+    def cutmix_prob(self) -> float: ...
+
+    @cutmix_prob.setter
+    def cutmix_prob(self, arg: float, /) -> None: ...
+
+    @property
+    def num_classes(self) -> int: ...
+
+    @num_classes.setter
+    def num_classes(self, arg: int, /) -> None: ...
+
+class Loader:
+    def __init__(self, dataset: object, options: LoaderOptions, worker_init_fn: object | None, format: str, batch_plan: object | None) -> None: ...
+
+    def next(self) -> object: ...
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def set_epoch(self, arg: int, /) -> None: ...
+
+    def resume(self, arg0: int, arg1: int, /) -> None: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def base_seed(self) -> int: ...
+
+    @property
+    def skipped_samples(self) -> int: ...
+
+    @property
+    def dataset(self) -> object: ...
+
+    def worker_pids(self) -> list[int]: ...
+
+    def shared_memory(self) -> tuple[int, int]:
+        """(address, bytes) of the shared region holding every slot"""
+
+def audit_trace(path: str, dataset_size: int | None, allow_missing: int = 0) -> str:
+    """The seed audit of a trace file as the JSON report text."""
