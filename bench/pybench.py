@@ -13,6 +13,7 @@ From the shell, for scripts that need a JPEG folder (PIL and numpy required):
 import json
 import os
 import platform
+import resource
 import statistics
 import threading
 import time
@@ -109,15 +110,19 @@ def measure(epoch_batches, warmup, batches=None, seconds=None):
     """Times a loader after `warmup` untimed batches (which take the worker
     start-up), for `batches` batches or until `seconds` have passed, epoch after
     epoch: epoch_batches(e) iterates epoch e, yielding each batch's sample count.
-    Returns {"batches", "samples", "seconds", "batches_per_s", "samples_per_s"}."""
+    Returns {"batches", "samples", "seconds", "batches_per_s", "samples_per_s",
+    "main_cpu_us_per_batch"}: the last is the calling process's CPU time (user +
+    system, all its threads) per timed batch, what the loop costs the trainer."""
     done = timed = samples = epoch = 0
     start = time.perf_counter()
+    cpu_start = _cpu_seconds()
     finished = False
     while not finished:
         for n in epoch_batches(epoch):
             done += 1
             if done == warmup:
                 start = time.perf_counter()
+                cpu_start = _cpu_seconds()
                 continue
             if done < warmup:
                 continue
@@ -131,8 +136,15 @@ def measure(epoch_batches, warmup, batches=None, seconds=None):
                 break
         epoch += 1
     elapsed = time.perf_counter() - start
+    cpu = _cpu_seconds() - cpu_start
     return {"batches": timed, "samples": samples, "seconds": elapsed,
-            "batches_per_s": timed / elapsed, "samples_per_s": samples / elapsed}
+            "batches_per_s": timed / elapsed, "samples_per_s": samples / elapsed,
+            "main_cpu_us_per_batch": cpu / timed * 1e6}
+
+
+def _cpu_seconds():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _photo_like(rng, width, height, grain):

@@ -11,7 +11,9 @@ Each round runs both loaders once per W, alternating; figures are medians of the
 rounds and ratios are medians of the per-round ratios. Prints a table and
 README-ready ratio lines, writes bench/results/python_dataset_compare.json.
 
-Run: build/venv/bin/python bench/python_dataset_compare.py [--quick]
+Run: build/venv/bin/python bench/python_dataset_compare.py [--quick] [--samples tuple]
+(--samples tuple: the same samples as (image tensor, int) tuples, as torchvision
+datasets return them, written to python_dataset_compare_tuple.json)
 """
 import argparse
 import os
@@ -62,6 +64,25 @@ class JpegCrops:
         return {"image": np.ascontiguousarray((chw - MEAN) / STD), "label": np.int64(label)}
 
 
+class TensorTuples(JpegCrops):
+    """The same samples as torchvision datasets return them: (image tensor, int
+    label), with no declared layout (seedloader learns it at the first iteration)."""
+
+    def __init__(self, root, size=224):
+        super().__init__(root, size)
+        self.fields = None
+
+    def __getitem__(self, index, rng=None):
+        import torch
+
+        sample = super().__getitem__(index, rng)
+        return torch.from_numpy(sample["image"]), int(sample["label"])
+
+
+def batch_size_of(batch):
+    return (batch["image"] if isinstance(batch, dict) else batch[0]).shape[0]
+
+
 def torch_worker_init(worker_id):
     import torch
 
@@ -76,7 +97,7 @@ def torch_run(torch, dataset, workers, args):
 
     def epoch_batches(epoch):
         for batch in loader:
-            yield batch["image"].shape[0]
+            yield batch_size_of(batch)
 
     result = pybench.measure(epoch_batches, args.warmup, batches=args.batches)
     loader = None
@@ -91,7 +112,7 @@ def seedloader_run(sl, dataset, workers, args):
     def epoch_batches(epoch):
         loader.set_epoch(epoch)
         for batch in loader:
-            yield batch["image"].shape[0]
+            yield batch_size_of(batch)
 
     try:
         return pybench.measure(epoch_batches, args.warmup, batches=args.batches)
@@ -108,6 +129,9 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--data-dir", default=os.path.join(pybench.ROOT, "build",
                                                       "compare-imagefolder"))
+    p.add_argument("--samples", choices=["dict", "tuple"], default="dict",
+                   help="dict: {'image': array, 'label': int64} with a declared layout; "
+                        "tuple: (image tensor, int), as torchvision datasets return")
     pybench.add_run_options(p, rounds=5, quick_help="1 round, 3 batches")
     args = p.parse_args()
     if args.quick:
@@ -120,7 +144,7 @@ def main():
     import torch
 
     make_image_folder(args.data_dir, args.images)
-    dataset = JpegCrops(args.data_dir)
+    dataset = (TensorTuples if args.samples == "tuple" else JpegCrops)(args.data_dir)
     contenders = {"PyTorch": lambda w: torch_run(torch, dataset, w, args),
                   "seedloader": lambda w: seedloader_run(sl, dataset, w, args)}
     names = list(contenders)
@@ -131,25 +155,32 @@ def main():
 
     medians = {"%s W=%d" % (n, w): pybench.median([r["samples_per_s"] for r in runs[n, w]])
                for n in names for w in args.workers}
-    print("\nJpegCrops (PIL decode + numpy crop/flip/normalise), batch %d, %d images; "
-          "medians of %d alternating rounds, %d timed batches each"
-          % (args.batch_size, len(dataset), args.rounds, args.batches))
-    print("| workers | PyTorch samples/s | seedloader samples/s | seedloader/PyTorch |")
-    print("| --- | --- | --- | --- |")
+    cpu = {"%s W=%d" % (n, w): pybench.median([r["main_cpu_us_per_batch"]
+                                                for r in runs[n, w]])
+           for n in names for w in args.workers}
+    print("\n%s (PIL decode + numpy crop/flip/normalise) as %s samples, batch %d, %d "
+          "images; medians of %d alternating rounds, %d timed batches each"
+          % (type(dataset).__name__, args.samples, args.batch_size, len(dataset),
+             args.rounds, args.batches))
+    print("| workers | PyTorch samples/s | seedloader samples/s | seedloader/PyTorch "
+          "| main CPU per batch, PyTorch | main CPU per batch, seedloader |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for w in args.workers:
-        print("| %d | %.0f | %.0f | %.2fx |" % (w, medians["PyTorch W=%d" % w],
-                                               medians["seedloader W=%d" % w],
-                                               pybench.median(ratios(w))))
+        print("| %d | %.0f | %.0f | %.2fx | %.0f us | %.0f us |" % (
+            w, medians["PyTorch W=%d" % w], medians["seedloader W=%d" % w],
+            pybench.median(ratios(w)), cpu["PyTorch W=%d" % w],
+            cpu["seedloader W=%d" % w]))
     print()
     for w in args.workers:
-        print(pybench.ratio_line("seedloader/PyTorch, same Python dataset, W=%d" % w,
-                                 ratios(w)))
+        print(pybench.ratio_line("seedloader/PyTorch, same Python dataset (%s samples), "
+                                 "W=%d" % (args.samples, w), ratios(w)))
     machine = pybench.machine()
     print("\nmachine: " + machine)
-    written = pybench.write_json(out, "python_dataset_compare", {
+    name = "python_dataset_compare" + ("_tuple" if args.samples == "tuple" else "")
+    written = pybench.write_json(out, name, {
         "machine": machine, "images": len(dataset), "batch_size": args.batch_size,
         "rounds": args.rounds, "batches": args.batches, "warmup": args.warmup,
-        "samples_per_s": medians,
+        "samples": args.samples, "samples_per_s": medians, "main_cpu_us_per_batch": cpu,
         "ratios": {"seedloader/PyTorch W=%d" % w: pybench.median(ratios(w))
                    for w in args.workers},
         "runs": {"%s W=%d" % key: value for key, value in runs.items()}})
