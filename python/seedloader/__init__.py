@@ -16,6 +16,7 @@ stream is numpy's PCG64(SeedSequence(seed, spawn_key=KEY)) for a key of (epoch,
 rank, worker) or (epoch, sample): see DESIGN.md, "Randomness contract".
 """
 import importlib
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -33,11 +34,22 @@ __all__ = [
     "ImageFolder", "Mnist", "Synthetic", "TarShards", "TensorFile", "TimeoutError",
     "Transform", "WorkerError", "distributed_context", "transform",
 ]
-__version__ = "0.1.0"
+
+
+def _version():
+    """The installed distribution's version: pyproject.toml is its one source."""
+    try:
+        return importlib.metadata.version("seedloader")
+    except importlib.metadata.PackageNotFoundError:  # imported from a build tree
+        return "0+unknown"
+
+
+__version__ = _version()
 
 
 def __getattr__(name):
-    """seedloader.torch and seedloader.audit, imported on first use, so that
+    """seedloader.torch, seedloader.audit and seedloader.checkpoint, imported on
+    first use, so that
     `import seedloader as sl; sl.torch.seed_worker` works without importing torch
     up front."""
     if name in _SUBMODULES:
@@ -45,7 +57,7 @@ def __getattr__(name):
     raise AttributeError("module 'seedloader' has no attribute %r" % name)
 
 
-_SUBMODULES = ("audit", "torch")
+_SUBMODULES = ("audit", "checkpoint", "torch")
 
 
 def transform(spec):

@@ -23,3 +23,11 @@ def test_the_core_stub_matches_the_compiled_module(tmp_path):
 
 def test_the_package_is_marked_typed():
     assert os.path.exists(os.path.join(os.path.dirname(seedloader.__file__), "py.typed"))
+
+
+def test_the_version_is_pyprojects_and_the_checkpoint_module_is_one():
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "pyproject.toml")) as f:
+        declared = next(line.split('"')[1] for line in f if line.startswith("version ="))
+    assert seedloader.__version__ == declared
+    assert seedloader.checkpoint.load_checkpoint is seedloader.torch.load_checkpoint
