@@ -98,7 +98,7 @@ def loader_seedloader(a):
         raise NotInstalled(missing)
     ds = sl.ImageFolder(a.data, transform=SPEC)
     loader = sl.DataLoader(ds, batch_size=a.batch_size, num_workers=a.workers, shuffle=True,
-                           seed=0, drop_last=True, persistent_workers=True)
+                           seed=0, drop_last=True, persistent_workers=a.workers > 0)
 
     def epoch_batches(epoch):
         loader.set_epoch(epoch)

@@ -19,6 +19,7 @@ An interpreter without seedloader still runs; the Python column reads
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -30,30 +31,55 @@ ROOT = pybench.ROOT
 make_image_folder = pybench.make_image_folder
 
 
-# The peak PSS of this process and its workers (the same tree the other benches
-# measure).
+# The peak PSS of a process and its workers (the same tree the other benches
+# measure), sampled from outside it (a sampler thread inside a Python loader's
+# process would take the GIL from the loop it measures) and twice a second (each
+# sample's page-table walk over processes that map torch costs the run a share of
+# a core).
 PeakMemory = pybench.PeakPss
 
 
 def _timed(epoch_batches, warmup, batches):
     """Samples/s over `batches` batches after `warmup` untimed ones (which take
     the worker start-up), epoch after epoch; epoch_batches(e) iterates epoch e and
-    yields each batch's sample count. Peak memory is sampled alongside."""
+    yields each batch's sample count."""
     done, seen, epoch = 0, 0, 0
-    start = time.perf_counter()
-    with PeakMemory(os.getpid()) as mem:
-        while done < warmup + batches:
-            for n in epoch_batches(epoch):
-                done += 1
-                if done == warmup:
-                    start = time.perf_counter()
-                elif done > warmup:
-                    seen += n
-                if done >= warmup + batches:
-                    break
-            epoch += 1
-        elapsed = time.perf_counter() - start
-    return {"samples_per_s": seen / elapsed, "peak_memory_bytes": mem.peak}
+    start, cpu = time.perf_counter(), _thread_cpu()
+    while done < warmup + batches:
+        for n in epoch_batches(epoch):
+            done += 1
+            if done == warmup:
+                start, cpu = time.perf_counter(), _thread_cpu()
+            elif done > warmup:
+                seen += n
+            if done >= warmup + batches:
+                break
+        epoch += 1
+    # The loop's thread, as seedloader-bench reports its consumer thread.
+    return {"samples_per_s": seen / (time.perf_counter() - start),
+            "main_cpu_s_per_batch": (_thread_cpu() - cpu) / batches}
+
+
+def _thread_cpu():
+    usage = resource.getrusage(resource.RUSAGE_THREAD)
+    return usage.ru_utime + usage.ru_stime
+
+
+def in_child(kind, root, workers, batches, warmup, batch_size):
+    """Runs the Python loader `kind` ("torch" or "seedloader_python") in a fresh
+    interpreter (this script with --child) and samples its memory from here."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, "--data-dir", root,
+           "--child-workers", str(workers), "--batches", str(batches), "--warmup",
+           str(warmup), "--batch-size", str(batch_size)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    with PeakMemory(proc.pid, interval=0.5) as mem:
+        out, _ = proc.communicate()
+    if proc.returncode != 0:
+        sys.exit("compare_torch: the %s run (W=%d) failed with exit code %d"
+                 % (kind, workers, proc.returncode))
+    result = json.loads(out.strip().splitlines()[-1])
+    result["peak_memory_bytes"] = mem.peak
+    return result
 
 
 def run_torch(root, workers, batches, warmup, batch_size):
@@ -92,7 +118,7 @@ def run_seedloader_python(sl, root, workers, batches, warmup, batch_size):
     workers), iterated from Python through seedloader.DataLoader."""
     ds = sl.ImageFolder(root, transform="rrc:224,hflip,normalize:imagenet")
     loader = sl.DataLoader(ds, batch_size=batch_size, num_workers=workers, shuffle=True,
-                           seed=0, drop_last=True, persistent_workers=True)
+                           seed=0, drop_last=True, persistent_workers=workers > 0)
 
     def epoch_batches(epoch):
         loader.set_epoch(epoch)
@@ -147,7 +173,16 @@ def main():
     p.add_argument("--binary", default=os.path.join(ROOT, "build", "default", "tools",
                                                     "seedloader_bench", "seedloader-bench"))
     pybench.add_run_options(p, rounds=5, quick_help="1 round, W = 0 and 1, 4 batches")
+    p.add_argument("--child", choices=["torch", "seedloader_python"],
+                   help=argparse.SUPPRESS)  # one measurement, for in_child()
+    p.add_argument("--child-workers", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.child:
+        run = run_torch if args.child == "torch" else (
+            lambda *a: run_seedloader_python(pybench.import_seedloader()[0], *a))
+        print(json.dumps(run(args.data_dir, args.child_workers, args.batches, args.warmup,
+                             args.batch_size)))
+        return
     if args.quick:
         args.rounds, args.batches, args.warmup, args.max_workers = 1, 4, 1, 1
     out = pybench.results_dir(args)
@@ -160,14 +195,15 @@ def main():
     make_image_folder(args.data_dir, args.images)
     workers = list(range(0, args.max_workers + 1))
     contenders = {
-        "torch": lambda w: run_torch(args.data_dir, w, args.batches, args.warmup,
-                                     args.batch_size),
+        "torch": lambda w: in_child("torch", args.data_dir, w, args.batches, args.warmup,
+                                    args.batch_size),
         "seedloader": lambda w: run_seedloader(args.binary, args.data_dir, w, args.batches,
                                                args.warmup, args.batch_size),
     }
     if sl is not None:
-        contenders["seedloader_python"] = lambda w: run_seedloader_python(
-            sl, args.data_dir, w, args.batches, args.warmup, args.batch_size)
+        contenders["seedloader_python"] = lambda w: in_child(
+            "seedloader_python", args.data_dir, w, args.batches, args.warmup,
+            args.batch_size)
     names = list(contenders)
     runs = pybench.alternate(contenders, workers, args.rounds, "samples_per_s")
 
@@ -217,6 +253,14 @@ def main():
         else:
             print(pybench.ratio_line("seedloader Python/C++, W=%d" % w,
                                      ratios("seedloader_python", "seedloader", w)))
+    for r in results:
+        py = r["seedloader_python"]
+        if isinstance(py, dict):
+            print("main thread CPU per batch, W=%d: seedloader C++ %.0f us, from Python "
+                  "%.0f us (%.2fx)" % (
+                      r["workers"], r["seedloader"]["main_cpu_s_per_batch"] * 1e6,
+                      py["main_cpu_s_per_batch"] * 1e6,
+                      py["main_cpu_s_per_batch"] / r["seedloader"]["main_cpu_s_per_batch"]))
     machine = pybench.machine()
     print("\nmachine: " + machine)
     pybench.write_json(out, "compare_torch", {

@@ -252,19 +252,22 @@ def process_tree(pid):
 
 class PeakPss:
     """The peak, over the with-block, of the summed PSS of pid's process tree
-    (pid, its workers and theirs), sampled every 50 ms from a thread. Summing PSS
-    counts a page shared by the tree once, and a library page shared with
-    processes outside it only in part."""
+    (pid, its workers and theirs), sampled every `interval` seconds from a thread.
+    Summing PSS counts a page shared by the tree once, and a library page shared
+    with processes outside it only in part. Each sample walks the tree's page
+    tables in the kernel, which for processes that map torch takes CPU the
+    measured run would otherwise have: sample seldom where throughput is timed."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, interval=0.05):
         self.pid, self.peak, self._stop = pid, 0, threading.Event()
+        self.interval = interval
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
         while True:
             total = sum(pss_bytes(p) for p in process_tree(self.pid))
             self.peak = max(self.peak, total)
-            if self._stop.wait(0.05):
+            if self._stop.wait(self.interval):
                 return
 
     def __enter__(self):

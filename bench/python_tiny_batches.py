@@ -60,7 +60,8 @@ def write_safetensors(path, name, values):
 
 def seedloader_run(sl, dataset, args):
     loader = sl.DataLoader(dataset, batch_size=args.batch_size, num_workers=args.workers,
-                           shuffle=True, seed=0, drop_last=True, persistent_workers=True)
+                           shuffle=True, seed=0, drop_last=True,
+                           persistent_workers=args.workers > 0)
 
     def epoch_batches(epoch):
         loader.set_epoch(epoch)
