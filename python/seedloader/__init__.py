@@ -229,6 +229,9 @@ class DataLoader:
         self._pinned = None
         if isinstance(dataset, Dataset):
             self._engine()  # a C++ dataset knows its layout without reading a sample
+        else:  # the engine comes later; its options are checked now
+            self._options.batch_size = batch_size or 1
+            _core.validate(self._options, len(dataset))
 
     def __len__(self):
         if self.batch_sampler is not None:

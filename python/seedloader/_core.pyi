@@ -195,6 +195,11 @@ class LoaderOptions:
     @num_classes.setter
     def num_classes(self, arg: int, /) -> None: ...
 
+def validate(options: LoaderOptions, dataset_size: int) -> None:
+    """
+    ConfigError naming the first invalid option, as the engine checks them.
+    """
+
 class Loader:
     def __init__(self, dataset: object, options: LoaderOptions, worker_init_fn: object | None, format: str, batch_plan: object | None) -> None: ...
 

@@ -275,6 +275,9 @@ void bind_loader(nb::module_& m) {
           "num_classes", [](const LoaderOptions& o) { return o.mix.num_classes; },
           [](LoaderOptions& o, std::int64_t v) { o.mix.num_classes = v; });
 
+  m.def("validate", &validate, nb::arg("options"), nb::arg("dataset_size"),
+        "ConfigError naming the first invalid option, as the engine checks them.");
+
   nb::class_<Loader>(m, "Loader")
       .def(nb::init<nb::object, LoaderOptions, nb::object, const std::string&,
                     nb::object>(),

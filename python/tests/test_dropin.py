@@ -513,3 +513,14 @@ def test_a_sample_type_pickle_cannot_name_is_found_in_the_parent():
             return Local(np.full((2,), i, np.float32), i)
     batch = next(iter(sl.DataLoader(Data(), batch_size=3, num_workers=2, seed=1)))
     assert type(batch) is Local and batch.label.tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("kw,message", [
+    (dict(rank=2, world_size=2), "rank 2 must be below world_size 2"),
+    (dict(mixup_alpha=-1.0), "mixup_alpha must be a finite number"),
+])
+def test_engine_options_are_checked_at_construction_for_a_python_dataset(kw, message):
+    dataset = Watched()
+    with pytest.raises(sl.ConfigError, match=message):
+        sl.DataLoader(dataset, batch_size=2, **kw)
+    assert dataset.reads == 0
