@@ -48,9 +48,15 @@ class WorkerError(Error):
         self.index = index
 
 
-def describe_exception(exc):
-    """One line for an exception raised in a worker: "Type: message (at file:line in
-    function)", the frame being the innermost one of its traceback."""
+# The engine carries a worker's message in a 1024-byte field of the slot.
+_MESSAGE_BYTES = 1000
+
+
+def describe_exception(exc, budget=_MESSAGE_BYTES):
+    """An exception raised in a worker, for the WorkerError the trainer sees: a first
+    line "Type: message (at file:line in function)", the frame being the innermost
+    one of its traceback, then as much of the formatted traceback as fits in
+    `budget` bytes, innermost frames first kept, as PyTorch's workers report it."""
     text = type(exc).__name__
     if str(exc):
         text += ": " + str(exc)
@@ -58,4 +64,20 @@ def describe_exception(exc):
     if frames:
         last = frames[-1]
         text += " (at %s:%d in %s)" % (last.filename, last.lineno, last.name)
-    return text
+    if not frames:
+        return text
+    # Frames from the innermost outwards while they fit; the exception line itself
+    # is the first line already.
+    head = "\n\nOriginal traceback (most recent call last):\n"
+    room = budget - len(text.encode()) - len(head.encode())
+    kept = []
+    for frame in reversed(traceback.format_list(frames)):
+        size = len(frame.encode())
+        if size > room:
+            kept.append("  ...\n")
+            break
+        kept.append(frame)
+        room -= size
+    if not kept or kept == ["  ...\n"]:
+        return text
+    return text + head + "".join(reversed(kept)).rstrip("\n")

@@ -524,3 +524,25 @@ def test_engine_options_are_checked_at_construction_for_a_python_dataset(kw, mes
     with pytest.raises(sl.ConfigError, match=message):
         sl.DataLoader(dataset, batch_size=2, **kw)
     assert dataset.reads == 0
+
+
+def test_a_workers_exception_keeps_its_formatted_traceback():
+    class Deep(tud.Dataset):
+        def __len__(self):
+            return 8
+
+        def decode(self, i):
+            if i == 5:
+                raise ValueError("cannot decode sample five")
+            return i
+
+        def __getitem__(self, i):
+            return self.decode(i)
+    with pytest.raises(sl.WorkerError) as info:
+        list(sl.DataLoader(Deep(), batch_size=2, num_workers=2, seed=1))
+    text = str(info.value)
+    assert info.value.index == 5 and "ValueError: cannot decode sample five" in text
+    assert "Original traceback (most recent call last):" in text
+    assert 'raise ValueError("cannot decode sample five")' in text  # the source line
+    frames = text.split("Original traceback")[1]
+    assert frames.index("in __getitem__") < frames.index("in decode")  # outermost first
