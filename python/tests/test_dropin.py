@@ -546,3 +546,43 @@ def test_a_workers_exception_keeps_its_formatted_traceback():
     assert 'raise ValueError("cannot decode sample five")' in text  # the source line
     frames = text.split("Original traceback")[1]
     assert frames.index("in __getitem__") < frames.index("in decode")  # outermost first
+
+
+# --- behaviours PyTorch's own test_dataloader.py checks ---------------------------------
+
+def test_timeout_a_stalled_worker_is_a_timeout_error_not_a_wait():
+    class Stalls(tud.Dataset):
+        def __len__(self):
+            return 16
+
+        def __getitem__(self, i):
+            if i == 12:  # beyond the samples the layout is learned from
+                import time
+                time.sleep(30)
+            return torch.tensor(i)
+    loader = sl.DataLoader(Stalls(), batch_size=2, num_workers=2, timeout=1, seed=1)
+    with pytest.raises(TimeoutError, match="did not deliver batch 6"):
+        for _ in loader:
+            pass
+
+
+def test_the_generator_seeds_the_shuffle_reproducibly():
+    def order(seed):
+        loader = sl.DataLoader(Tuples(), batch_size=10, shuffle=True,
+                               generator=torch.Generator().manual_seed(seed))
+        next(iter(loader))
+        return loader.last_indices
+    assert order(5) == order(5)
+    assert order(5) != order(6)
+
+
+def test_persistent_workers_live_across_epochs_and_others_are_forked_per_epoch():
+    for persistent in (True, False):
+        loader = sl.DataLoader(Tuples(), batch_size=2, num_workers=2, seed=1,
+                               persistent_workers=persistent)
+        for _ in loader:
+            pass
+        first = loader.worker_pids()
+        for _ in loader:
+            pass
+        assert (loader.worker_pids() == first and len(first) == 2) == persistent
