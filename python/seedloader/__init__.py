@@ -93,9 +93,6 @@ def _torch_available():
     return importlib.util.find_spec("torch") is not None
 
 
-_UNSET = object()
-
-
 class DataLoader:
     """torch.utils.data.DataLoader's arguments, seedloader's engine.
 
