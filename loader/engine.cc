@@ -20,8 +20,11 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// How long the consumer sleeps between liveness checks.
-constexpr std::chrono::microseconds kConsumerSlice{20000};
+// How long the consumer sleeps between liveness checks (and, from Python,
+// signal checks; a signal interrupts the sleep anyway). Each wake costs a
+// Python consumer a cold pass through the interpreter, so the slice is long
+// enough that a batch takes at most one wait; a timeout shortens it.
+constexpr std::chrono::microseconds kConsumerSlice{100000};
 // How long workers get to leave on their own before SIGKILL.
 constexpr milliseconds kStopGrace{1000};
 // How long an abandoned epoch's tasks get to come back before the workers are
@@ -404,8 +407,14 @@ std::uint32_t Engine::await(int slot, std::uint64_t k) {
   const bool timed = options_.timeout.count() > 0;
   const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
   for (;;) {
+    std::chrono::microseconds slice = kConsumerSlice;
+    if (timed) {
+      const auto left = std::chrono::duration_cast<std::chrono::microseconds>(
+          deadline - std::chrono::steady_clock::now());
+      slice = std::clamp(left, std::chrono::microseconds{1}, kConsumerSlice);
+    }
     std::uint32_t st = wait_slice(
-        word, [](std::uint32_t s) { return s != kTask; }, kConsumerSlice);
+        word, [](std::uint32_t s) { return s != kTask; }, slice);
     if (st != kTask) return st;
     if (options_.while_waiting) {
       try {

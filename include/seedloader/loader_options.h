@@ -61,10 +61,10 @@ struct LoaderOptions {
   // num_workers = 0). Thrown exceptions are reported on the first batch that
   // worker owes.
   std::function<void(int worker, std::uint64_t rank)> worker_init;
-  // Runs in the consumer's thread about every 20 ms while it waits for a batch
-  // from a worker (never when num_workers = 0), e.g. to notice a Ctrl-C that an
-  // embedding interpreter only flags. Whatever it throws abandons the epoch:
-  // the workers are killed and reaped, then the exception reaches the caller.
+  // Runs in the consumer's thread about every 100 ms (and after a signal) while
+  // it waits for a batch from a worker (never when num_workers = 0), e.g. to
+  // notice a Ctrl-C that an embedding interpreter only flags. Whatever it throws abandons
+  // the epoch: the workers are killed and reaped, then the exception reaches the caller.
   std::function<void()> while_waiting;
 };
 

@@ -11,15 +11,76 @@ namespace nb = nanobind;
 namespace seedloader::python {
 namespace {
 
-template <typename Framework>
-nb::object make_array(const TensorView& view, nb::handle owner,
-                      const std::vector<std::size_t>& shape,
-                      const std::vector<std::int64_t>& strides) {
+nb::object make_numpy_array(const TensorView& view, nb::handle owner) {
+  const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
+  std::vector<std::size_t> shape(view.shape.begin(), view.shape.end());
+  std::vector<std::int64_t> strides;  // DLPack counts strides in elements
+  for (std::int64_t s : view.strides) strides.push_back(s / item);
   // The slot is the batch's own memory: writable, as a collated batch would be.
-  nb::ndarray<Framework> array(const_cast<std::byte*>(view.data), shape.size(),
+  nb::ndarray<nb::numpy> array(const_cast<std::byte*>(view.data), shape.size(),
                                shape.data(), owner, strides.data(),
                                dlpack_dtype(view.dtype));
   return nb::cast(array, nb::rv_policy::reference);
+}
+
+// DLPack's managed tensor (its ABI: the tensor, a context and a deleter), with
+// the shape and strides it points at and the owner it keeps alive.
+struct ManagedView {
+  nb::dlpack::dltensor tensor;
+  void* context = nullptr;
+  void (*deleter)(ManagedView*) = nullptr;
+  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> strides;  // in elements, as DLPack counts them
+  PyObject* owner = nullptr;
+};
+
+// Called by torch when the tensor's storage goes, from whichever thread frees it.
+void free_managed_view(ManagedView* m) {
+  if (Py_IsInitialized()) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    Py_DECREF(m->owner);
+    PyGILState_Release(gil);
+  }
+  delete m;
+}
+
+// A capsule torch never consumed (still named "dltensor") frees its view.
+void free_unused_capsule(PyObject* capsule) {
+  if (PyCapsule_IsValid(capsule, "dltensor")) {
+    auto* m = static_cast<ManagedView*>(PyCapsule_GetPointer(capsule, "dltensor"));
+    m->deleter(m);
+  }
+}
+
+// A torch tensor over `view` through torch._C._from_dlpack: nanobind's export
+// goes through torch.utils.dlpack.from_dlpack, a Python function that queries
+// the producer twice first, and a loop pays it for every field of every batch.
+nb::object make_torch_tensor(const TensorView& view, nb::handle owner) {
+  static PyObject* from_dlpack =
+      nb::object(nb::module_::import_("torch._C").attr("_from_dlpack")).release().ptr();
+  auto m = std::make_unique<ManagedView>();
+  const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
+  m->shape = view.shape;
+  for (std::int64_t s : view.strides) m->strides.push_back(s / item);
+  // The slot is the batch's own memory: writable, as a collated batch would be.
+  m->tensor.data = const_cast<std::byte*>(view.data);
+  m->tensor.device = {static_cast<std::int32_t>(nb::device::cpu::value), 0};
+  m->tensor.ndim = static_cast<std::int32_t>(m->shape.size());
+  m->tensor.dtype = dlpack_dtype(view.dtype);
+  m->tensor.shape = m->shape.data();
+  m->tensor.strides = m->strides.data();
+  m->deleter = free_managed_view;
+  m->owner = owner.ptr();
+  Py_INCREF(m->owner);
+  nb::object capsule = nb::steal(PyCapsule_New(m.get(), "dltensor", free_unused_capsule));
+  if (!capsule.is_valid()) {
+    Py_DECREF(m->owner);
+    throw nb::python_error();
+  }
+  m.release();  // the capsule, then torch, owns it
+  PyObject* tensor = PyObject_CallOneArg(from_dlpack, capsule.ptr());
+  if (tensor == nullptr) throw nb::python_error();
+  return nb::steal(tensor);
 }
 
 }  // namespace
@@ -94,13 +155,8 @@ nb::object export_view(const TensorView& view, nb::handle owner, ArrayFormat for
     throw ConfigError(
         "numpy has no bfloat16: use format='torch', or a float16 or "
         "float32 output");
-  const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
-  std::vector<std::size_t> shape(view.shape.begin(), view.shape.end());
-  std::vector<std::int64_t> strides;  // DLPack counts strides in elements
-  for (std::int64_t s : view.strides) strides.push_back(s / item);
-  nb::object array = format == ArrayFormat::kTorch
-                         ? make_array<nb::pytorch>(view, owner, shape, strides)
-                         : make_array<nb::numpy>(view, owner, shape, strides);
+  nb::object array = format == ArrayFormat::kTorch ? make_torch_tensor(view, owner)
+                                                   : make_numpy_array(view, owner);
   if (view.dtype == DType::kBool) {  // uint8 bytes over DLPack; the same bytes as bool
     const bool torch = format == ArrayFormat::kTorch;
     nb::object module = nb::module_::import_(torch ? "torch" : "numpy");
