@@ -34,21 +34,6 @@ constexpr milliseconds kCollectLimit{5000};
 // stop between samples once they see the new generation, so this is short.
 constexpr milliseconds kAbandonGrace{100};
 
-std::unique_ptr<Sampler> make_sampler(std::uint64_t n, const LoaderOptions& o,
-                                      std::uint64_t seed) {
-  if (o.world_size > 1) {
-    DistributedOptions d;
-    d.world_size = o.world_size;
-    d.rank = o.rank;
-    d.shuffle = o.shuffle;
-    d.seed = seed;
-    d.order = o.order;
-    return std::make_unique<DistributedSampler>(n, d);
-  }
-  if (o.shuffle) return std::make_unique<RandomSampler>(n, seed, o.order);
-  return std::make_unique<SequentialSampler>(n);
-}
-
 std::uint64_t count_batches(std::uint64_t samples, std::uint64_t batch, bool drop_last) {
   return drop_last ? samples / batch : (samples + batch - 1) / batch;
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <utility>
 
+#include "seedloader/distributed_sampler.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
@@ -54,6 +55,22 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
     fail("num_classes must be in [1, " + std::to_string(kMaxClasses) +
          "] for MixUp or CutMix, got " + std::to_string(m.num_classes));
   }
+}
+
+std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
+                                      const LoaderOptions& options, std::uint64_t seed) {
+  if (options.world_size > 1) {
+    DistributedOptions d;
+    d.world_size = options.world_size;
+    d.rank = options.rank;
+    d.shuffle = options.shuffle;
+    d.seed = seed;
+    d.order = options.order;
+    return std::make_unique<DistributedSampler>(dataset_size, d);
+  }
+  if (options.shuffle)
+    return std::make_unique<RandomSampler>(dataset_size, seed, options.order);
+  return std::make_unique<SequentialSampler>(dataset_size);
 }
 
 }  // namespace seedloader

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -71,5 +72,12 @@ struct LoaderOptions {
 // Throws ConfigError naming the first invalid option; dataset_size is the
 // dataset's sample count.
 void validate(const LoaderOptions& options, std::uint64_t dataset_size);
+
+// The built-in sampler a DataLoader with `options` draws each epoch's order
+// from over `dataset_size` samples, `seed` being its base seed:
+// DistributedSampler when world_size > 1, else RandomSampler with shuffle,
+// else SequentialSampler (batch_plan plays no part).
+std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
+                                      const LoaderOptions& options, std::uint64_t seed);
 
 }  // namespace seedloader

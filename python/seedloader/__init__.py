@@ -106,9 +106,12 @@ class DataLoader:
       multiprocessing_context ("fork" only), generator (seeds the loader when
       seed is None), prefetch_factor (batches each worker loads ahead, default
       2), persistent_workers, in_order: as PyTorch's, in its positional order.
-      collate_fn: only default_collate; a sampler or batch_sampler is drawn in
-      the main process when each epoch begins, and its indices go to the
-      workers with the tasks.
+      A sampler or batch_sampler is drawn in the main process when each epoch
+      begins, and its indices go to the workers with the tasks. collate_fn runs
+      in the worker on the batch's samples (in order), as PyTorch runs it; its
+      output (a tree of tensors, arrays and numbers, the same tree for every
+      batch) crosses the slot leaf by leaf, each leaf in any shape within
+      variable_bytes or twice the largest of the first two batches.
     Keyword-only, seedloader's own:
     seed: the base seed of every stream (None: from `generator`, else drawn once
       and printed).
@@ -199,6 +202,19 @@ class DataLoader:
         self.order = order
         self.pad_variable = bool(pad_variable)
         self._variable = (tuple(variable_fields), int(variable_bytes))
+        self._collate = None if collate_fn is None or _is_default_collate(collate_fn) \
+            else collate_fn
+        if self._collate is not None and isinstance(dataset, Dataset):
+            raise ConfigError("collate_fn runs on a Python dataset's samples; %s is one of "
+                              "seedloader's own datasets, whose batches the engine builds"
+                              % type(dataset).__name__)
+        if self._collate is not None and (variable_fields or pad_variable):
+            raise ConfigError("variable_fields and pad_variable do not apply with a "
+                              "collate_fn: every leaf of its output may take any shape "
+                              "within variable_bytes")
+        self._shuffle = bool(shuffle)
+        self._channel = None     # collate_fn: the epoch's batches, to the workers
+        self._collated = None    # collate_fn: (epoch, [[index]]) the engine runs
         self._seed = int(seed)
         self._options = _loader_options(
             num_workers=num_workers,
@@ -311,6 +327,8 @@ class DataLoader:
                     replay -= 1
                     continue
                 fields, self.last_indices, lengths = item
+                if self._collated is not None:  # the engine's item k is batch k
+                    self.last_indices = list(self._collated[1][self.last_indices[0]])
                 item = None
                 batch = fields if layout is None else layout.build(fields, lengths, pad)
                 fields = None
@@ -386,6 +404,8 @@ class DataLoader:
         if self._core is not None:
             return self._core
         dataset = self.dataset
+        if self._collate is not None:
+            return self._collated_engine()
         if not isinstance(dataset, Dataset):
             self._layout = self._learn_layout()
             if self.num_workers == 0 and self.seeding == "sample":
@@ -407,18 +427,71 @@ class DataLoader:
             self._pin(required=bool(self._pin_request))
         return self._core
 
-    def _learn_layout(self):
-        dataset = self.dataset
-        declared = getattr(dataset, "fields", None)
-        if declared is not None and isinstance(declared, dict):
-            return _samples.Layout.declared(declared)
+    def _collated_engine(self):
+        """The engine over a collate_fn's batches: one item per batch
+        (seedloader._dataset.CollatedBatches), the epoch's batches drawn here."""
+        self._channel = _dataset.PlanChannel()
+        batches = _dataset.CollatedBatches(
+            self.dataset, self._collate, self._channel, self._seed,
+            self.seeding == "sample", max(len(self), 1))
+        self._publish(self._epoch)
+        budget = self._variable[1]
+        self._layout = self._learn_layout(
+            batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2)
+        dataset = _core.PythonDataset(batches, [f.as_tuple() for f in self._layout.fields],
+                                      self._layout, True)
+        self._options.batch_size = 1
+        self._options.seed = self._seed
+        self._options.shuffle = False    # the order is the published batches'
+        self._options.drop_last = False
+        self._core = _core.Loader(dataset, self._options, self._worker_init_fn,
+                                  self._format, self._publish)
+        if self._pin_request is not False:
+            self._pin(required=bool(self._pin_request))
+        return self._core
+
+    def _publish(self, epoch):
+        """The engine's plan under a collate_fn: the epoch's batches go to the
+        workers through the channel, and the engine runs batch k as item k."""
+        if self.sampler is not None or self.batch_sampler is not None:
+            drawn = self._draw_plan(epoch)
+        else:
+            options = _loader_options(shuffle=self._shuffle, order=self.order,
+                                      seed=self._seed, rank=self.rank,
+                                      world_size=self.world_size)
+            order = _core.epoch_order(options, len(self.dataset), epoch).tolist()
+            size = self.batch_size
+            drawn = [order[k:k + size] for k in range(0, len(order), size)]
+            if self.drop_last and drawn and len(drawn[-1]) < size:
+                drawn.pop()
+        bound = max(len(self), 1)
+        if len(drawn) > bound:
+            raise ConfigError("epoch %d has %d batches; this loader with a collate_fn "
+                              "was built for at most %d (len(loader) when it started)"
+                              % (epoch, len(drawn), bound))
+        self._channel.publish(epoch, drawn)
+        self._collated = (epoch, drawn)
+        return [[k] for k in range(len(drawn))]
+
+    def _learn_layout(self, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES):
+        """The layout of `dataset`'s items (the dataset's samples by default) from
+        learn([(index, item)]), on the first `count` items."""
+        if dataset is None:
+            dataset = self.dataset
+            declared = getattr(dataset, "fields", None)
+            if declared is not None and isinstance(declared, dict):
+                return _samples.Layout.declared(declared)
         if len(dataset) == 0:
             raise ConfigError("%s is empty" % type(dataset).__name__)
-        learn = (_dataset.learn_in_child if self.num_workers > 0
-                 else _dataset.learn_in_process)
-        extra = (self.timeout,) if self.num_workers > 0 else ()
-        return learn(dataset, _dataset.takes_rng(dataset), self._seed, self._epoch,
-                     self._variable[0], self._variable[1], *extra)
+        if learn is None:
+            paths, budget = self._variable
+            learn = lambda samples: _samples.Layout.learn(samples, paths, budget)  # noqa: E731
+        with_rng = _dataset.takes_rng(dataset)
+        if self.num_workers > 0:
+            return _dataset.learn_in_child(dataset, with_rng, self._seed, self._epoch,
+                                           learn, self.timeout, count)
+        return _dataset.learn_in_process(dataset, with_rng, self._seed, self._epoch, learn,
+                                         count)
 
     def _draw_plan(self, epoch):
         """The epoch's batches from the user's sampler or batch_sampler, drawn once
@@ -533,10 +606,8 @@ def _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_work
         raise ConfigError("batch_size=None (samples delivered one by one, without "
                           "batching) is not supported: seedloader collates batches in "
                           "its workers; use batch_size=1")
-    if collate_fn is not None and not _is_default_collate(collate_fn):
-        raise ConfigError("collate_fn: seedloader collates in its workers, as "
-                          "default_collate would; a custom collate_fn is not supported "
-                          "yet (collate in the training loop instead)")
+    if collate_fn is not None and not callable(collate_fn):
+        raise ConfigError("collate_fn must be callable, got %r" % (collate_fn,))
     if multiprocessing_context not in (None, "fork") and getattr(
             multiprocessing_context, "get_start_method", lambda: None)() != "fork":
         raise ConfigError("multiprocessing_context=%r: seedloader's workers are forked "

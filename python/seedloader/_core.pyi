@@ -2,6 +2,7 @@ from collections.abc import Sequence
 import enum
 from typing import Annotated
 
+import numpy
 from numpy.typing import NDArray
 
 
@@ -74,6 +75,11 @@ def draw_base_seed(who: str) -> int:
 
 def epoch_batches(size: int, batch_size: int, drop_last: bool, world_size: int) -> int:
     """Batches per epoch on one rank under the built-in samplers."""
+
+def epoch_order(options: LoaderOptions, size: int, epoch: int) -> Annotated[NDArray[numpy.uint64], dict(shape=(None,))]:
+    """
+    This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size), before batching.
+    """
 
 class SeedScope(enum.Enum):
     worker = 0

@@ -87,12 +87,98 @@ class SampleSeeded:
             return read_sample(self.dataset, index, rng, self.with_rng)
 
 
+class PlanChannel:
+    """The epoch's batches, from the main process to the workers, persistent ones
+    included (forked before the epoch was drawn): a memfd, which every fork
+    inherits and which goes with the last process holding it, rewritten when an
+    epoch begins (no task is in flight then) as int64 [version, epoch, number of
+    batches, offsets..., indices...]."""
+
+    _HEAD = 3
+
+    def __init__(self):
+        self._fd = os.memfd_create("seedloader-batches", os.MFD_CLOEXEC)
+        self._version = 0
+        self._seen = None  # (version, epoch, offsets, indices) last read
+
+    def publish(self, epoch, batches):
+        self._version += 1
+        offsets = np.zeros(len(batches) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in batches], out=offsets[1:])
+        flat = np.fromiter((i for b in batches for i in b), dtype=np.int64,
+                           count=int(offsets[-1]))
+        data = np.concatenate([np.array([self._version, epoch, len(batches)], np.int64),
+                               offsets, flat]).tobytes()
+        os.ftruncate(self._fd, len(data))
+        view, at = memoryview(data), 0
+        while at < len(data):
+            at += os.pwrite(self._fd, view[at:], at)
+
+    def current(self):
+        """(epoch, offsets, indices) of the batches published last."""
+        head = np.frombuffer(os.pread(self._fd, 8 * self._HEAD, 0), np.int64)
+        if self._seen is None or self._seen[0] != head[0]:
+            count = int(head[2])
+            size = 8 * (self._HEAD + count + 1)
+            offsets = np.frombuffer(os.pread(self._fd, size, 0), np.int64)[self._HEAD:]
+            total = 8 * int(offsets[-1])
+            indices = np.frombuffer(os.pread(self._fd, total, size), np.int64) \
+                if total else np.zeros(0, np.int64)
+            self._seen = (int(head[0]), int(head[1]), offsets, indices)
+        return self._seen[1:]
+
+    def __del__(self):
+        try:
+            os.close(self._fd)
+        except (OSError, AttributeError):
+            pass
+
+
+class CollatedBatches:
+    """A custom collate_fn's batches as the engine's items: item k is batch k of
+    the epoch published in `channel`; its samples are read in order and handed to
+    collate_fn, in the worker, as PyTorch does. With per-sample seeding each sample
+    gets its stream (2, epoch, index) and random, numpy and torch are seeded from
+    it, exactly as without a collate_fn (and, in the calling process, restored
+    afterwards); otherwise the worker's stream runs on from sample to sample."""
+
+    def __init__(self, dataset, collate_fn, channel, seed, per_sample, size):
+        self.dataset, self.collate_fn, self.channel = dataset, collate_fn, channel
+        self.seed, self.per_sample, self.size = seed, per_sample, size
+        self.with_rng = takes_rng(dataset)
+        self._main = os.getpid()
+        self._seedloader_name = type(dataset).__qualname__ + " + collate_fn"
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, k, rng):
+        epoch, offsets, indices = self.channel.current()
+        if k + 1 >= len(offsets):
+            raise ConfigError("batch %d of epoch %d: the epoch has %d batches"
+                              % (k, epoch, len(offsets) - 1))
+        batch = [int(i) for i in indices[offsets[k]:offsets[k + 1]]]
+        if not self.per_sample:
+            samples = [read_sample(self.dataset, i, rng, self.with_rng) for i in batch]
+        elif os.getpid() == self._main:
+            with _process_generators_kept():
+                samples = [self._seeded(i, epoch) for i in batch]
+        else:
+            samples = [self._seeded(i, epoch) for i in batch]
+        return self.collate_fn(samples)
+
+    def _seeded(self, index, epoch):
+        rng = sample_generator(self.seed, epoch, index)
+        _seeding.seed_globals_from_stream(rng.bit_generator.state)
+        return read_sample(self.dataset, index, rng, self.with_rng)
+
+
 def read_sample(dataset, index, rng, with_rng):
     return dataset.__getitem__(index, rng) if with_rng else dataset.__getitem__(index)
 
 
-def probe_indices(size):
-    return list(range(min(size, PROBE_SAMPLES)))
+def probe_indices(size, count=PROBE_SAMPLES):
+    return list(range(min(size, count)))
 
 
 def sample_generator(seed, epoch, index):
@@ -101,13 +187,13 @@ def sample_generator(seed, epoch, index):
         np.random.SeedSequence(seed, spawn_key=(2, epoch, index))))
 
 
-def _read_probe(dataset, with_rng, seed, epoch, seed_globals, report=None):
+def _read_probe(dataset, with_rng, seed, epoch, seed_globals, count, report=None):
     """[(index, sample)] for the probe's indices. A DataError skips that sample;
     another exception ends the probe once it has a sample (the engine reports it at
     its batch) and is raised, as a WorkerError naming the index, before that.
     report(samples), if given, is called after each sample read."""
     samples, skipped = [], []
-    for index in probe_indices(len(dataset)):
+    for index in probe_indices(len(dataset), count):
         rng = sample_generator(seed, epoch, index)
         if seed_globals:
             _seeding.seed_globals_from_stream(rng.bit_generator.state)
@@ -129,15 +215,15 @@ def _read_probe(dataset, with_rng, seed, epoch, seed_globals, report=None):
     return samples
 
 
-def learn_in_process(dataset, with_rng, seed, epoch, variable_paths, variable_bytes):
-    """The layout from samples read here; the caller's generators are kept."""
+def learn_in_process(dataset, with_rng, seed, epoch, learn, count=PROBE_SAMPLES):
+    """learn([(index, sample)]), the layout, from the first `count` samples read
+    here; the caller's generators are kept."""
     with _process_generators_kept():
-        samples = _read_probe(dataset, with_rng, seed, epoch, seed_globals=False)
-    return _samples.Layout.learn(samples, variable_paths, variable_bytes)
+        samples = _read_probe(dataset, with_rng, seed, epoch, False, count)
+    return learn(samples)
 
 
-def learn_in_child(dataset, with_rng, seed, epoch, variable_paths, variable_bytes,
-                   timeout):
+def learn_in_child(dataset, with_rng, seed, epoch, learn, timeout, count=PROBE_SAMPLES):
     """The layout from samples read in a forked probe process, which sends the
     layout learned so far after each sample: a probe that dies (os._exit, a signal)
     after its first sample leaves the layout of the samples before, and the engine's
@@ -157,8 +243,8 @@ def learn_in_child(dataset, with_rng, seed, epoch, variable_paths, variable_byte
 
         code = 0
         try:
-            _read_probe(dataset, with_rng, seed, epoch, True, lambda samples: send(
-                ("ok", _samples.Layout.learn(samples, variable_paths, variable_bytes))))
+            _read_probe(dataset, with_rng, seed, epoch, True, count,
+                        lambda samples: send(("ok", learn(samples))))
         except BaseException as e:  # noqa: B902 (everything goes back to the parent)
             try:
                 send(("error", type(e.__cause__ or e).__name__, str(e),

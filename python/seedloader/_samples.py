@@ -197,32 +197,32 @@ class Layout:
                                tuple(int(d) for d in spec[0]), len(spec) == 3))
         return cls(Node("map", dict, keys, children), specs)
 
-    def flatten_arrays(self, sample, index, error=DataError, check_shapes=True):
-        """The sample's leaf arrays in field order; `error` names the index and path
-        where the sample differs from the layout."""
+    def flatten_arrays(self, sample, index, error=DataError, check_shapes=True,
+                       noun="sample"):
+        """The sample's leaf arrays in field order; `error` names the index (as
+        `noun` index) and path where the sample differs from the layout."""
         out = []
-        self._flatten(self.tree, sample, "", index, out, error)
+        self._flatten(self.tree, sample, "", "%s %d" % (noun, index), out, error)
         if check_shapes:
             for f, array in zip(self.fields, out):
                 _check_shape(f, array, index)
         return out
 
-    def _flatten(self, node, value, path, index, out, error):
+    def _flatten(self, node, value, path, where, out, error):
         if isinstance(node, Leaf):
             f = self.fields[node.field]
-            array, dtype = leaf_array(value, "sample %d %s" % (index, f.path), error)
+            array, dtype = leaf_array(value, "%s %s" % (where, f.path), error)
             if dtype != f.dtype:
-                raise error("sample %d %s is %s; the layout says %s"
-                            % (index, f.path, dtype, f.dtype))
+                raise error("%s %s is %s; the layout says %s" % (where, f.path, dtype, f.dtype))
             out.append(array)
             return
         kind = _kind(value)
         if kind != node.kind or len(value) != len(node.keys) or (
                 kind == "map" and any(k not in value for k in node.keys)):
-            raise error("sample %d %s is %s; the layout (from the first samples) has %s"
-                        % (index, path or ROOT, _shape_of(value), _shape_of_node(node)))
+            raise error("%s %s is %s; the layout (from the first ones) has %s"
+                        % (where, path or ROOT, _shape_of(value), _shape_of_node(node)))
         for key, child in zip(node.keys, node.children):
-            self._flatten(child, value[key], _child_path(path, key), index, out, error)
+            self._flatten(child, value[key], _child_path(path, key), where, out, error)
 
     def build(self, tensors, lengths, pad_variable):
         """The batch from {field name: collated tensor} and {variable field name:
@@ -296,10 +296,12 @@ def _variable_leaf(f, t, lengths, pad_variable):
     return padded, np.asarray(rows, dtype=np.int64)
 
 
-def _build(node, leaves):
+def _build(node, leaves, exact=False):
+    """The tree of `node` over `leaves`; a tuple becomes a list (default_collate's
+    way) unless `exact`."""
     if isinstance(node, Leaf):
         return leaves[node.field]
-    values = [_build(child, leaves) for child in node.children]
+    values = [_build(child, leaves, exact) for child in node.children]
     if node.kind == "map":
         content = dict(zip(node.keys, values))
         try:
@@ -308,6 +310,8 @@ def _build(node, leaves):
             return content
     if node.kind == "namedtuple":
         return node.type(*values)
+    if node.kind == "tuple" and exact:
+        return tuple(values)
     if node.kind == "tuple" or node.type is list:
         return values
     try:
@@ -410,3 +414,83 @@ def _tensor_type():
 def _bfloat16():
     torch = sys.modules.get("torch")
     return torch.bfloat16 if torch is not None else None
+
+
+class Collated:
+    """A collate_fn's output through the slot. Its tree (learned from the first
+    batches) is the same for every batch; each leaf crosses as a flat field of
+    its dtype within a byte budget, with a companion int64 field holding its
+    shape, so any shape comes back: the last, shorter batch, or a padding
+    collate's per-batch length. The engine runs one collated batch per item,
+    so every field arrives with a leading dimension of 1."""
+
+    def __init__(self, layout, budgets):
+        self.layout = layout
+        self.fields = []
+        self._budgets = []  # bytes, per leaf
+        for f, budget in zip(layout.fields, budgets):
+            self._budgets.append(max(budget // _itemsize(f.dtype), 1) * _itemsize(f.dtype))
+            self.fields.append(Field(f.path, f.name, f.dtype,
+                                     (max(budget // _itemsize(f.dtype), 1),), True))
+            if f.shape:  # a scalar's shape is ()
+                self.fields.append(Field(f.path + " shape", _shape_name(f), "int64",
+                                         (len(f.shape),)))
+        self.names = [f.name for f in self.fields]
+
+    @property
+    def tree(self):
+        return self.layout.tree
+
+    @classmethod
+    def learn(cls, outputs, budget):
+        """From collate_fn's outputs [(batch number, output)]: the tree of the first,
+        and per leaf a budget of `budget` bytes or twice the largest seen, whichever
+        is more. ConfigError when the outputs differ in tree, dtype or rank."""
+        layout = Layout.learn(outputs[:1])
+        largest = [0] * len(layout.fields)
+        for k, output in outputs:
+            arrays = layout.flatten_arrays(output, k, ConfigError, False, "batch")
+            for i, (f, array) in enumerate(zip(layout.fields, arrays)):
+                _check_rank(f, array, k, ConfigError)
+                largest[i] = max(largest[i], array.nbytes)
+        return cls(layout, [max(budget, 2 * n) for n in largest])
+
+    def flatten(self, output, k):
+        """The worker side: [flat array, shape] per leaf, or DataError naming the
+        batch and the path when the output does not fit."""
+        out = []
+        arrays = self.layout.flatten_arrays(output, k, DataError, False, "batch")
+        for i, (f, array) in enumerate(zip(self.layout.fields, arrays)):
+            _check_rank(f, array, k, DataError)
+            capacity = self._budgets[i]
+            if array.nbytes > capacity:
+                raise DataError("batch %d %s: collate_fn returned %d bytes (shape %s), over "
+                                "the field's budget of %d bytes (raise variable_bytes)"
+                                % (k, f.path, array.nbytes, array.shape, capacity))
+            out.append(array.reshape(-1))
+            if f.shape:
+                out.append(np.asarray(array.shape, dtype=np.int64))
+        return out
+
+    def __call__(self, output, k):  # as PythonDataset calls its flatten
+        return self.flatten(output, k)
+
+    def build(self, tensors, lengths, pad_variable=False):
+        """The collated batch from the engine's one-item batch."""
+        leaves = []
+        for f in self.layout.fields:
+            flat = tensors[f.name][0][:lengths[f.name][0]]
+            shape = [int(d) for d in tensors[_shape_name(f)][0]] if f.shape else []
+            leaves.append(flat.view(shape) if hasattr(flat, "view") and not isinstance(
+                flat, np.ndarray) else flat.reshape(shape))
+        return _build(self.layout.tree, leaves, exact=True)
+
+
+def _shape_name(field):
+    return field.name + " shape"
+
+
+def _check_rank(f, array, k, error):
+    if array.ndim != len(f.shape):
+        raise error("batch %d %s: collate_fn returned a %d-dimensional array where the "
+                    "first batches had %d dimensions" % (k, f.path, array.ndim, len(f.shape)))

@@ -227,6 +227,21 @@ void bind_loader(nb::module_& m) {
       },
       nb::arg("size"), nb::arg("batch_size"), nb::arg("drop_last"), nb::arg("world_size"),
       "Batches per epoch on one rank under the built-in samplers.");
+  m.def(
+      "epoch_order",
+      [](const LoaderOptions& options, std::uint64_t size, std::uint64_t epoch) {
+        if (!options.seed) throw ConfigError("epoch_order: options.seed is not set");
+        auto* order = new std::vector<Index>(
+            make_sampler(size, options, *options.seed)->indices(epoch));
+        nb::capsule owner(
+            order, [](void* p) noexcept { delete static_cast<std::vector<Index>*>(p); });
+        const std::size_t n = order->size();
+        return nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>(order->data(), {n},
+                                                                  owner);
+      },
+      nb::arg("options"), nb::arg("size"), nb::arg("epoch"),
+      "This rank's sample order in `epoch` under the built-in samplers (options: "
+      "shuffle, order, seed, rank, world_size), before batching.");
 
   nb::enum_<SeedScope>(m, "SeedScope")
       .value("worker", SeedScope::kWorker)
