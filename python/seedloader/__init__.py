@@ -19,6 +19,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
+import re
 import sys
 import threading
 
@@ -315,6 +316,9 @@ class DataLoader:
                 try:
                     item = core.next()
                 except Error as e:
+                    held = _held_slot_error(e)
+                    if held is not None:
+                        raise held from None
                     cause = _dataset.take_in_process_error()
                     if cause is None:
                         raise
@@ -421,7 +425,7 @@ class DataLoader:
                            [len(b) for b in drawn] + [self.batch_size or 1])
         self._options.batch_size = capacity
         self._options.seed = self._seed
-        self._core = _core.Loader(dataset, self._options, self._worker_init_fn,
+        self._core = _core.Loader(dataset, self._options, self._worker_init(),
                                   self._format, plan)
         if self._pin_request is not False:
             self._pin(required=bool(self._pin_request))
@@ -444,11 +448,24 @@ class DataLoader:
         self._options.seed = self._seed
         self._options.shuffle = False    # the order is the published batches'
         self._options.drop_last = False
-        self._core = _core.Loader(dataset, self._options, self._worker_init_fn,
+        self._core = _core.Loader(dataset, self._options, self._worker_init(),
                                   self._format, self._publish)
         if self._pin_request is not False:
             self._pin(required=bool(self._pin_request))
         return self._core
+
+    def _worker_init(self):
+        """What each forked worker runs first: torch's get_worker_info() set for a
+        Python dataset, then the user's worker_init_fn."""
+        user, workers, dataset = self._worker_init_fn, self.num_workers, self.dataset
+        if isinstance(dataset, Dataset) and user is None:
+            return None  # the workers run no Python at all
+
+        def init(worker_id):
+            _dataset.enter_worker(worker_id, workers, dataset)
+            if user is not None:
+                user(worker_id)
+        return init
 
     def _publish(self, epoch):
         """The engine's plan under a collate_fn: the epoch's batches go to the
@@ -559,6 +576,20 @@ def _loader_options(**values):
             value = choices[value]
         setattr(options, name, value)
     return options
+
+
+def _held_slot_error(error):
+    """The engine's error for a batch whose slot an earlier, still referenced batch
+    holds, in this API's terms; None for any other error."""
+    found = re.match(r"DataLoader: batch (\d+) cannot be loaded: its slot is still held.*"
+                     r"has (\d+) slots", str(error))
+    if found is None:
+        return None
+    return Error("DataLoader: batch %s cannot be loaded: its slot is still held by an "
+                 "earlier batch you keep a reference to. The loader has %s slots "
+                 "(prefetch_factor + 1 per worker; in all with num_workers=0): keep fewer "
+                 "batches (list(loader) keeps every one), .clone() what you keep, or "
+                 "raise prefetch_factor" % found.groups())
 
 
 def _epoch_number(epoch, what="epoch"):

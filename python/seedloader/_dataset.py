@@ -173,6 +173,19 @@ class CollatedBatches:
         return read_sample(self.dataset, index, rng, self.with_rng)
 
 
+def enter_worker(worker_id, num_workers, dataset):
+    """torch.utils.data.get_worker_info() in a seedloader worker, as torch's own
+    worker loop sets it: the worker's id, num_workers, the seed torch was seeded
+    with there (from the worker's stream) and the dataset. Nothing when the
+    worker has not imported torch."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    from torch.utils.data._utils import worker
+    worker._worker_info = worker.WorkerInfo(id=worker_id, num_workers=num_workers,
+                                            seed=torch.initial_seed(), dataset=dataset)
+
+
 def read_sample(dataset, index, rng, with_rng):
     return dataset.__getitem__(index, rng) if with_rng else dataset.__getitem__(index)
 

@@ -586,3 +586,33 @@ def test_persistent_workers_live_across_epochs_and_others_are_forked_per_epoch()
         for _ in loader:
             pass
         assert (loader.worker_pids() == first and len(first) == 2) == persistent
+
+
+class WorkerInfoReport(tud.Dataset):
+    """Each sample: get_worker_info()'s id, num_workers, seed and whether its
+    dataset is this object (-1s in the calling process, where it is None)."""
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        info = tud.get_worker_info()
+        if info is None:
+            return np.array([-1, -1, -1, -1])
+        return np.array([info.id, info.num_workers, info.seed % 1000003,
+                         int(info.dataset is self)])
+
+
+def test_get_worker_info_is_set_in_workers_and_none_in_process():
+    rows = torch.cat([b.clone() for b in sl.DataLoader(WorkerInfoReport(), batch_size=2,
+                                                       num_workers=2, seed=4)])
+    assert rows[:, 0].tolist() == [0, 0, 1, 1, 0, 0, 1, 1]  # batches go round the workers
+    assert set(rows[:, 1].tolist()) == {2} and set(rows[:, 3].tolist()) == {1}
+    seeds = {w: set(rows[rows[:, 0] == w, 2].tolist()) for w in (0, 1)}
+    assert len(seeds[0]) == len(seeds[1]) == 1 and seeds[0] != seeds[1]
+    again = torch.cat([b.clone() for b in sl.DataLoader(WorkerInfoReport(), batch_size=2,
+                                                        num_workers=2, seed=4)])
+    assert torch.equal(rows, again)  # the seed comes from the worker's stream
+    in_process = torch.cat([b.clone() for b in sl.DataLoader(WorkerInfoReport(),
+                                                             batch_size=2)])
+    assert set(in_process.flatten().tolist()) == {-1}

@@ -132,7 +132,8 @@ def test_holding_more_batches_than_slots_is_a_clear_error_not_a_hang():
     loader = sl.DataLoader(sl.Synthetic(64, 4, 4, 1), batch_size=2, num_workers=2,
                            prefetch_factor=1, seed=3)
     held = []
-    with pytest.raises(sl.Error, match="slot is still held.*4 slots"):
+    with pytest.raises(sl.Error, match=r"slot is still held.*4 slots \(prefetch_factor \+ 1 "
+                                       r"per worker.*raise prefetch_factor"):
         for b in loader:
             held.append(b)
     assert len(held) == 4  # 2 workers x (prefetch_factor 1 + 1)
