@@ -233,6 +233,7 @@ class DataLoader:
             None if format == "torch" else False)
         self._core = None        # the engine, built when the first iteration starts
         self._layout = None      # a Python dataset's sample tree (seedloader._samples)
+        self._built_for = None   # len(dataset) when the engine was built
         self._plan = None        # (epoch, [[index]]) drawn from sampler / batch_sampler
         self._epoch = 0
         self._epoch_used = False  # an iteration ran this epoch: the next one moves on
@@ -404,14 +405,21 @@ class DataLoader:
             self._core = None
 
     def _engine(self):
-        """The engine, built on first use; a Python dataset's layout is learned here."""
+        """The engine, built on first use; a Python dataset's layout is learned here.
+        A Python dataset that grew or shrank since gets a new engine (same layout),
+        as PyTorch's loader takes len(dataset) afresh for each iteration."""
         if self._core is not None:
-            return self._core
+            if isinstance(self.dataset, Dataset) or len(self.dataset) == self._built_for:
+                return self._core
+            self._close_engine()
         dataset = self.dataset
+        if not isinstance(dataset, Dataset):
+            self._built_for = len(dataset)
         if self._collate is not None:
             return self._collated_engine()
         if not isinstance(dataset, Dataset):
-            self._layout = self._learn_layout()
+            if self._layout is None:
+                self._layout = self._learn_layout()
             if self.num_workers == 0 and self.seeding == "sample":
                 dataset = _dataset.SampleSeeded(dataset)
             dataset = _core.PythonDataset(
@@ -439,9 +447,10 @@ class DataLoader:
             self.dataset, self._collate, self._channel, self._seed,
             self.seeding == "sample", max(len(self), 1))
         self._publish(self._epoch)
-        budget = self._variable[1]
-        self._layout = self._learn_layout(
-            batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2)
+        if self._layout is None:
+            budget = self._variable[1]
+            self._layout = self._learn_layout(
+                batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2)
         dataset = _core.PythonDataset(batches, [f.as_tuple() for f in self._layout.fields],
                                       self._layout, True)
         self._options.batch_size = 1

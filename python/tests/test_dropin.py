@@ -616,3 +616,15 @@ def test_get_worker_info_is_set_in_workers_and_none_in_process():
     in_process = torch.cat([b.clone() for b in sl.DataLoader(WorkerInfoReport(),
                                                              batch_size=2)])
     assert set(in_process.flatten().tolist()) == {-1}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_dataset_that_grows_between_epochs_is_read_whole(workers):
+    data = [np.full(2, i) for i in range(4)]
+    loader = sl.DataLoader(data, batch_size=2, num_workers=workers, seed=1)
+    assert torch.cat([b.clone() for b in loader])[:, 0].tolist() == [0, 1, 2, 3]
+    data += [np.full(2, 4), np.full(2, 5), np.full(2, 6)]
+    assert len(loader) == 4  # as torch's, len() follows the dataset
+    assert torch.cat([b.clone() for b in loader])[:, 0].tolist() == list(range(7))
+    del data[1:]
+    assert torch.cat([b.clone() for b in loader])[:, 0].tolist() == [0]
