@@ -11,7 +11,7 @@
 // The dataset must outlive the loader. One iteration runs at a time: begin()
 // abandons an unfinished one. Not thread-safe: iterate from one thread, and
 // create the loader before starting threads of your own if you can (workers
-// are forked; see DESIGN.md "Data path"). Errors: ConfigError at construction,
+// are forked; see docs/design.md, "Data path"). Errors: ConfigError at construction,
 // WorkerError / TimeoutError while iterating; after either, the next epoch
 // starts cleanly (with fresh workers when they had to be killed). Workers die
 // with the thread that forked them (PR_SET_PDEATHSIG): iterating again after

@@ -5,7 +5,7 @@
 //   "index" i64 []:    i
 //   "draw"  i64 []:    the stream's first raw draw (before "value"'s draws)
 // So a test can check, from a batch alone, that every sample arrived once and that
-// its draws came from the stream the seeding contract (DESIGN.md) gives it.
+// its draws came from the stream the seeding contract (docs/design.md) gives it.
 // Not to be confused with datasets/synthetic.h's Synthetic, which makes images.
 // Immutable; get() is safe across processes.
 #pragma once

@@ -13,7 +13,7 @@
 Workers are processes forked by the C++ engine; batches are written by them into
 shared memory and reach Python as tensors over that memory (DLPack). Every random
 stream is numpy's PCG64(SeedSequence(seed, spawn_key=KEY)) for a key of (epoch,
-rank, worker) or (epoch, sample): see DESIGN.md, "Randomness contract".
+rank, worker) or (epoch, sample): see docs/design.md, "Randomness contract".
 """
 import importlib
 import importlib.metadata

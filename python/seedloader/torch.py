@@ -10,7 +10,7 @@ seedloader.checkpoint).
         for batch in loader: ...
 
 In worker w, every random stream comes from seedloader's worker-stream key
-(DESIGN.md, "Randomness contract"):
+(docs/design.md, "Randomness contract"):
 
     key = (1, epoch, rank, w)
     child(j) = np.random.SeedSequence(base_seed, spawn_key=key + (j,))

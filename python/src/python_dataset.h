@@ -7,7 +7,7 @@
 // np.random.Generator over PCG64 at exactly the same state, __getitem__ runs,
 // and the Generator's state (32-bit buffer included) goes back to the engine's
 // stream, so the numbers a worker draws are those of its contract stream
-// (DESIGN.md, "Randomness contract") and the audit fingerprints stay right.
+// (docs/design.md, "Randomness contract") and the audit fingerprints stay right.
 // In a worker process, when a new stream starts (a worker's epoch, or each
 // sample with per-sample seeding), Python's `random`, numpy's global state and
 // torch (when imported) are seeded from it too (seedloader/_seeding.py).
