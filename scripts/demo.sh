@@ -4,8 +4,8 @@
 # (mpirun; NCCL when GPUs are present, MPI on CPUs), 2 loader workers per rank,
 # random crops and flips, 2 epochs, saves a checkpoint, and audits the same
 # pipeline's random streams with seed-audit (it must report "clean"). Then the
-# same from Python: installs the package into build/venv and trains with torch DDP
-# fed by seedloader.DataLoader (examples/python/train_ddp.py, 2 ranks).
+# same from Python: torch DDP fed by seedloader.DataLoader
+# (examples/python/train_ddp.py, 2 ranks), with the package from the same build.
 # A few minutes on 2 cores, most of it compiling.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,9 +13,15 @@ bash scripts/setup.sh
 export PATH="$PATH:/usr/local/cuda/bin"
 
 build=build/default
-echo "== build (preset default: ddp-train, seed-audit, the demo's image writer)"
-cmake --preset default >/dev/null
-cmake --build --preset default -j 2 --target ddp-train seed-audit ddp_make_images
+echo "== Python tools (scripts/python_env.sh --tools-only -> build/venv)"
+bash scripts/python_env.sh --tools-only
+echo "== build (preset default: ddp-train, seed-audit, the image writer, the Python package)"
+# One build makes the engine for the programs and for the Python package, which
+# lands whole in $build/python (PYTHONPATH below); `pip install .` is the way
+# to install it for good.
+cmake --preset default -DSEEDLOADER_BUILD_PYTHON=ON \
+  -DPython_EXECUTABLE="$PWD/build/venv/bin/python" >/dev/null
+cmake --build --preset default -j 2 --target ddp-train seed-audit ddp_make_images _core
 
 data=$build/demo/images
 echo "== data: 1024 JPEGs, 4 classes, 48x48 (deterministic) under $data"
@@ -42,10 +48,8 @@ echo "== reproduce any worker's stream in Python: seed-audit derive"
 $build/tools/seed-audit derive --seed "$seed" --purpose worker --epoch 0 --rank 1 --worker 1 --count 3
 
 echo
-echo "== Python: install the package (scripts/python_env.sh -> build/venv)"
-bash scripts/python_env.sh
 echo "== Python: torch DDP, 2 ranks (torch.multiprocessing.spawn), 2 workers each"
 rm -rf $build/demo/py_images $build/demo/train_ddp.pt
-build/venv/bin/python examples/python/train_ddp.py --spawn 2 --make-data 256 \
+PYTHONPATH=$build/python build/venv/bin/python examples/python/train_ddp.py --spawn 2 --make-data 256 \
   --data $build/demo/py_images --epochs 2 --checkpoint $build/demo/train_ddp.pt
 echo "checkpoint: $build/demo/train_ddp.pt (model, optimizer, loader state)"
