@@ -12,4 +12,6 @@ ctest --preset "$preset" --timeout 600
 # sanitizer builds of the engine cannot be loaded into a stock interpreter.
 if [[ $preset == default ]]; then
   bash scripts/python_test.sh
+  # Every command README.md and docs/ show still runs (scripts/docs_check.py).
+  build/venv/bin/python scripts/docs_check.py
 fi
