@@ -1,4 +1,4 @@
-// loader_basic: the DataLoader loop from the README, on a synthetic dataset.
+// loader_basic: the DataLoader loop of docs/cpp.md, on a synthetic dataset.
 //   loader_basic [epochs] [rank] [world_size]
 // Prints, per epoch, the batches and samples seen and the first batch's
 // indices and fingerprints; run it twice to see identical output.

@@ -15,6 +15,7 @@ shared memory and reach Python as tensors over that memory (DLPack). Every rando
 stream is numpy's PCG64(SeedSequence(seed, spawn_key=KEY)) for a key of (epoch,
 rank, worker) or (epoch, sample): see docs/design.md, "Randomness contract".
 """
+import array as _array
 import importlib
 import importlib.metadata
 import importlib.util
@@ -131,7 +132,7 @@ class DataLoader:
       data as torch's DistributedSampler does (unless sampler/batch_sampler).
     format: "torch" (default when torch imports) or "numpy".
     mixup_alpha, cutmix_alpha, cutmix_prob, num_classes: MixUp / CutMix in the
-      worker, as torchvision's transforms.v2 do (see README).
+      worker, as torchvision's transforms.v2 do (see docs/datasets.md).
     variable_fields: paths (as errors print them, e.g. "[1]['boxes']") of fields
       whose first dimension varies between samples; fields whose shape differs
       among the first samples are found without it. variable_bytes: each such
@@ -234,6 +235,7 @@ class DataLoader:
         self._core = None        # the engine, built when the first iteration starts
         self._layout = None      # a Python dataset's sample tree (seedloader._samples)
         self._built_for = None   # len(dataset) when the engine was built
+        self._last_indices = None  # the last batch's indices, uint64 bytes
         self._plan = None        # (epoch, [[index]]) drawn from sampler / batch_sampler
         self._epoch = 0
         self._epoch_used = False  # an iteration ran this epoch: the next one moves on
@@ -256,6 +258,17 @@ class DataLoader:
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         return _core.epoch_batches(len(self.dataset), self.batch_size, self.drop_last,
                                    self.world_size)
+
+    @property
+    def last_indices(self):
+        """The sample indices of the batch last yielded, as a list."""
+        raw = self._last_indices
+        if raw is None:
+            return []
+        indices = _array.array("Q", raw).tolist()
+        if self._collated is not None:  # the engine's item k is batch k
+            return list(self._collated[1][indices[0]])
+        return indices
 
     @property
     def seed(self):
@@ -331,9 +344,7 @@ class DataLoader:
                 if replay:
                     replay -= 1
                     continue
-                fields, self.last_indices, lengths = item
-                if self._collated is not None:  # the engine's item k is batch k
-                    self.last_indices = list(self._collated[1][self.last_indices[0]])
+                fields, self._last_indices, lengths = item
                 item = None
                 batch = fields if layout is None else layout.build(fields, lengths, pad)
                 fields = None

@@ -2,7 +2,7 @@
 state, trainer state) checked whole; save_checkpoint writes PyTorch's state in the
 same format, for ddp-train to resume. Also reachable as seedloader.torch.*.
 
-A ddp-train --save writes two safetensors files (README, "Checkpoints in PyTorch"):
+A ddp-train --save writes two safetensors files (docs/training.md, "Checkpoints in PyTorch"):
   PATH          the weights alone, nn.Sequential names, so that
                 model.load_state_dict(safetensors.torch.load_file(PATH), strict=True)
                 works; the trainer state in its __metadata__

@@ -138,8 +138,9 @@ class Loader {
     return *loader_;
   }
 
-  // The next batch of the epoch as ({field: tensor}, [sample index],
-  // {variable field: [elements per sample]}), or None after the last.
+  // The next batch of the epoch as ({field: tensor}, the sample indices as
+  // native uint64 bytes, {variable field: [elements per sample]} or None when
+  // the batch has no variable field), or None after the last.
   nb::object next(nb::handle self) {
     returned_.clear();  // hands back the slots of batches Python has freed
     DataLoader& l = loader();
@@ -179,17 +180,21 @@ class Loader {
     nb::object owner = nb::cast(holder, nb::rv_policy::take_ownership);
     const Batch& b = holder->batch;
     nb::dict fields;
-    nb::dict lengths;  // variable fields only: each sample's element count
+    nb::object lengths = nb::none();  // variable fields only: each sample's element count
     for (std::size_t f = 0; f < b.num_fields(); ++f) {
       TensorView v = b.tensor(f);
       fields[v.name.c_str()] = export_view(v, owner, format_);
       // The dataset's fields come first; a mixer's target after them is fixed.
       if (f < layout_->num_fields() && layout_->field(f).variable) {
+        if (lengths.is_none()) lengths = nb::dict();
         lengths[v.name.c_str()] = b.lengths(f);
       }
     }
-    std::vector<std::uint64_t> indices(b.indices().begin(), b.indices().end());
-    return nb::make_tuple(fields, indices, lengths);
+    // The indices as their uint64 bytes: a list of Python ints is built only if
+    // the caller asks for it (a loop that never looks pays one copy).
+    std::span<const Index> indices = b.indices();
+    nb::bytes raw(indices.data(), indices.size_bytes());
+    return nb::make_tuple(fields, raw, lengths);
   }
 
   nb::object dataset_ref_;

@@ -1,7 +1,7 @@
 """ddp-train checkpoints in PyTorch and back (seedloader.torch.load_checkpoint /
 save_checkpoint), against the real ddp-train binary.
 
-The models are the README's nn.Sequential definitions, executed from README.md,
+The models are docs/training.md's nn.Sequential definitions, executed from it,
 so the documentation and the test cannot drift apart. Training runs unshuffled
 (--no-shuffle, one batch after another), so PyTorch and ddp-train see the same
 batches, and both continue from one checkpoint: their weights must agree within
@@ -23,7 +23,7 @@ safetensors_torch = pytest.importorskip("safetensors.torch")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 # float32 training of 10 steps from identical states; measured differences are far
-# below this (printed by each test, see README).
+# below this (printed by each test, see docs/training.md).
 TOLERANCE = 1e-5
 ROWS, BATCH = 48, 4
 PER_EPOCH = ROWS // BATCH
@@ -47,17 +47,17 @@ def ddp_train():
 
 @pytest.fixture(scope="module")
 def readme_models():
-    """The README's nn.Sequential definitions, executed."""
-    text = (ROOT / "README.md").read_text()
+    """docs/training.md's nn.Sequential definitions, executed."""
+    text = (ROOT / "docs" / "training.md").read_text()
     m = re.search(r"```python\n(# ddp-train's --model specs as nn.Sequential.*?)```", text,
                   re.S)
-    assert m, "README.md lost its nn.Sequential block"
+    assert m, "docs/training.md lost its nn.Sequential block"
     names = {}
-    exec(compile(m.group(1), "README.md", "exec"), names)
+    exec(compile(m.group(1), "docs/training.md", "exec"), names)
     return names
 
 
-# Each case: ddp-train's options, the README model, the data, and the loss.
+# Each case: ddp-train's options, the docs/training.md model, the data, and the loss.
 CASES = {
     "mlp-sgd-momentum": dict(
         args=["--model", "mlp:10,10,5", "--loss", "mse", "--lr", "0.01", "--momentum", "0.9",

@@ -59,6 +59,20 @@ def write_image_folder(root, n=18, seed=1):
         Image.fromarray(pixels).save(os.path.join(folder, "%02d.png" % i))
 
 
+try:  # torchvision 0.15 and later
+    from torchvision.transforms import v2 as T2
+except ImportError:
+    T2 = None
+NO_V2 = pytest.mark.skipif(T2 is None, reason="torchvision %s has no transforms.v2"
+                           % torchvision.__version__)
+
+
+def random_pipeline_v2():
+    """The same kind of pipeline in transforms.v2 (PIL in, uint8 tensor out)."""
+    return T2.Compose([T2.RandomResizedCrop(16, antialias=True), T2.RandomHorizontalFlip(),
+                       T2.PILToTensor(), T2.ColorJitter(0.4, 0.4, 0.4)])
+
+
 def random_pipeline():
     """Random torchvision transforms drawing from torch's global generator."""
     return T.Compose([T.RandomResizedCrop(16, antialias=True), T.RandomHorizontalFlip(),
@@ -157,6 +171,8 @@ def table(files):
     return {
         "cifar10+random torchvision": lambda: GeneratedCifar10(
             str(files / "cifar"), train=False, transform=random_pipeline()),
+        "cifar10+random transforms.v2": lambda: GeneratedCifar10(
+            str(files / "cifar"), train=False, transform=random_pipeline_v2()),
         "cifar10 plain": lambda: GeneratedCifar10(str(files / "cifar"), train=False,
                                                   transform=T.ToTensor()),
         "imagefolder+random torchvision": lambda: torchvision.datasets.ImageFolder(
@@ -167,7 +183,8 @@ def table(files):
     }
 
 
-CASES = ["cifar10+random torchvision", "cifar10 plain", "imagefolder+random torchvision",
+CASES = ["cifar10+random torchvision",
+         pytest.param("cifar10+random transforms.v2", marks=NO_V2), "cifar10 plain", "imagefolder+random torchvision",
          "tuples of numbers", "nested, every dtype", "a plain list"]
 
 
@@ -200,6 +217,7 @@ def test_workers_give_the_same_structure_as_in_process(files):
 
 
 @pytest.mark.parametrize("case", ["cifar10+random torchvision",
+                                  pytest.param("cifar10+random transforms.v2", marks=NO_V2),
                                   "imagefolder+random torchvision"])
 def test_sample_seeding_makes_a_random_torchvision_pipeline_independent_of_workers(
         files, case):

@@ -4,7 +4,7 @@
 // against `_augmentation_space` for several bin counts and image sizes; and
 // whole policies against TrivialAugmentWide / RandAugment with torch.randint
 // made to return the draws this engine took from its stream. Each row is held to
-// the bound README's table states.
+// the bound docs/datasets.md's table states.
 #include <gtest/gtest.h>
 
 #include <cstdio>

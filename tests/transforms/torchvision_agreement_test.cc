@@ -1,7 +1,7 @@
 // Each transform against torchvision 0.14 on PIL images (what ImageFolder
 // pipelines feed it), with the same parameters given to both: the largest
 // difference per transform (in uint8 steps; float for the tensor output) and the
-// share of bytes that differ, held to the bound README's table states. The
+// share of bytes that differ, held to the bound docs/datasets.md's table states. The
 // parameter draws themselves are numpy's (rng/), not torch's, by design.
 #include <gtest/gtest.h>
 

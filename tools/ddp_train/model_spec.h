@@ -5,8 +5,8 @@
 //                       MaxPool2d(2), Flatten, Linear(32*(H/4)*(W/4), CLASSES=10)
 // The input shape is one sample's ([F] or [C, H, W]).
 // Parameter names and shapes are those of the equivalent nn.Sequential, which the
-// README gives as Python code (python/tests/test_checkpoint.py runs that code and
-// loads checkpoints of each spec into it strictly).
+// docs/training.md gives as Python code (python/tests/test_checkpoint.py runs that code
+// and loads checkpoints of each spec into it strictly).
 #pragma once
 
 #include <memory>
