@@ -12,23 +12,25 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PATH:/usr/local/cuda/bin"
 
-build=build/default
+build=build/demo
 echo "== Python tools (scripts/python_env.sh --tools-only -> build/venv)"
 bash scripts/python_env.sh --tools-only
-echo "== build (preset default: ddp-train, seed-audit, the image writer, the Python package)"
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+cuda=OFF  # CUDA code is compiled only where a GPU will run it
+if [[ "${gpus:-0}" -gt 0 ]]; then cuda=ON; fi
+echo "== build (preset demo: ddp-train, seed-audit, the image writer, the Python package)"
 # One build makes the engine for the programs and for the Python package, which
-# lands whole in $build/python (PYTHONPATH below); `pip install .` is the way
-# to install it for good.
-cmake --preset default -DSEEDLOADER_BUILD_PYTHON=ON \
+# lands whole in $build/python (PYTHONPATH below); `pip install .` is the way to
+# install it for good. The same -O2 as the default preset, without debug info.
+cmake --preset demo -DSEEDLOADER_WITH_CUDA=$cuda \
   -DPython_EXECUTABLE="$PWD/build/venv/bin/python" >/dev/null
-cmake --build --preset default -j 2 --target ddp-train seed-audit ddp_make_images _core
+cmake --build --preset demo
 
-data=$build/demo/images
+data=$build/images
 echo "== data: 1024 JPEGs, 4 classes, 48x48 (deterministic) under $data"
 rm -rf "$data"
 $build/examples/ddp_make_images "$data" 1024 4 48
 
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 backend=mpi
 if [[ "${gpus:-0}" -gt 0 ]]; then backend=nccl; fi
 seed=1234
@@ -37,8 +39,8 @@ pipeline=(--data "imagefolder:$data" --transform rrc:32,hflip --batch-size 32 --
 echo "== train: mpirun -np 2 ddp-train, backend $backend"
 mpirun --allow-run-as-root --oversubscribe -np 2 $build/tools/ddp-train "${pipeline[@]}" \
   --model cnn:small:4 --epochs 2 --lr 0.05 --momentum 0.9 --backend "$backend" \
-  --save $build/demo/checkpoint.safetensors --log-json $build/demo/log.jsonl
-echo "checkpoint: $build/demo/checkpoint.safetensors ($(stat -c %s $build/demo/checkpoint.safetensors) bytes)"
+  --save $build/checkpoint.safetensors --log-json $build/log.jsonl
+echo "checkpoint: $build/checkpoint.safetensors ($(stat -c %s $build/checkpoint.safetensors) bytes)"
 
 echo "== seed-audit run on the same configuration (2 ranks x 2 workers x 2 epochs)"
 $build/tools/seed-audit run "${pipeline[@]}" --epochs 2 --world-size 2 --shuffle
@@ -49,7 +51,7 @@ $build/tools/seed-audit derive --seed "$seed" --purpose worker --epoch 0 --rank 
 
 echo
 echo "== Python: torch DDP, 2 ranks (torch.multiprocessing.spawn), 2 workers each"
-rm -rf $build/demo/py_images $build/demo/train_ddp.pt
+rm -rf $build/py_images $build/train_ddp.pt
 PYTHONPATH=$build/python build/venv/bin/python examples/python/train_ddp.py --spawn 2 --make-data 256 \
-  --data $build/demo/py_images --epochs 2 --checkpoint $build/demo/train_ddp.pt
-echo "checkpoint: $build/demo/train_ddp.pt (model, optimizer, loader state)"
+  --data $build/py_images --epochs 2 --checkpoint $build/train_ddp.pt
+echo "checkpoint: $build/train_ddp.pt (model, optimizer, loader state)"
