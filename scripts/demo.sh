@@ -9,7 +9,7 @@
 # A few minutes on 2 cores, most of it compiling.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --demo
 export PATH="$PATH:/usr/local/cuda/bin"
 
 build=build/demo

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian packages seedloader needs that are missing.
 # Idempotent: a machine that has everything is left alone. Run as root.
+# Usage: scripts/setup.sh [--demo]   (--demo: only what scripts/demo.sh needs,
+# without the test, benchmark and fuzzing tools)
 set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
-  libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libpcg-cpp-dev libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libwebp-dev
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libarchive-dev libeigen3-dev libxxhash-dev
-  clang-14 libclang-rt-14-dev
-  python3-numpy python3-torch python3-torchvision python3-matplotlib
-  python3-dev python3-venv python3-pip python3-pil
+  python3-numpy python3-torch python3-dev python3-venv python3-pip python3-pil
 )
+if [[ ${1:-} != --demo ]]; then
+  packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
+             python3-torchvision python3-matplotlib)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

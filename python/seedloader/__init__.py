@@ -217,6 +217,7 @@ class DataLoader:
         self._shuffle = bool(shuffle)
         self._channel = None     # collate_fn: the epoch's batches, to the workers
         self._collated = None    # collate_fn: (epoch, [[index]]) the engine runs
+        self._collated_size = 0  # collate_fn: the most batches an epoch may have
         self._seed = int(seed)
         self._options = _loader_options(
             num_workers=num_workers,
@@ -423,11 +424,26 @@ class DataLoader:
             if isinstance(self.dataset, Dataset) or len(self.dataset) == self._built_for:
                 return self._core
             self._close_engine()
-        dataset = self.dataset
-        if not isinstance(dataset, Dataset):
-            self._built_for = len(dataset)
+        if not isinstance(self.dataset, Dataset):
+            self._built_for = len(self.dataset)
         if self._collate is not None:
-            return self._collated_engine()
+            dataset, plan = self._collated_dataset()
+            # One item per batch, in the order the published batches give.
+            self._options.batch_size, self._options.shuffle = 1, False
+            self._options.drop_last = False
+        else:
+            dataset, plan = self._sample_dataset()
+        self._options.seed = self._seed
+        self._core = _core.Loader(dataset, self._options, self._worker_init(),
+                                  self._format, plan)
+        if self._pin_request is not False:
+            self._pin(required=bool(self._pin_request))
+        return self._core
+
+    def _sample_dataset(self):
+        """(the engine's dataset, its batch plan or None), the batch size set: a C++
+        dataset as it is, a Python one with its layout; a user's sampler drawn."""
+        dataset, plan = self.dataset, None
         if not isinstance(dataset, Dataset):
             if self._layout is None:
                 self._layout = self._learn_layout()
@@ -436,27 +452,24 @@ class DataLoader:
             dataset = _core.PythonDataset(
                 dataset, [f.as_tuple() for f in self._layout.fields],
                 _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
-        plan, capacity = None, self.batch_size
+        capacity = self.batch_size
         if self.sampler is not None or self.batch_sampler is not None:
             plan = self._draw_plan
             drawn = self._draw_plan(self._epoch)
             capacity = max([getattr(self.batch_sampler, "batch_size", None) or 1] +
                            [len(b) for b in drawn] + [self.batch_size or 1])
         self._options.batch_size = capacity
-        self._options.seed = self._seed
-        self._core = _core.Loader(dataset, self._options, self._worker_init(),
-                                  self._format, plan)
-        if self._pin_request is not False:
-            self._pin(required=bool(self._pin_request))
-        return self._core
+        return dataset, plan
 
-    def _collated_engine(self):
-        """The engine over a collate_fn's batches: one item per batch
-        (seedloader._dataset.CollatedBatches), the epoch's batches drawn here."""
+    def _collated_dataset(self):
+        """(the engine's dataset, its batch plan) under a collate_fn: one item per
+        batch (seedloader._dataset.CollatedBatches), the epoch's batches drawn here
+        and published to the workers."""
         self._channel = _dataset.PlanChannel()
         batches = _dataset.CollatedBatches(
             self.dataset, self._collate, self._channel, self._seed,
             self.seeding == "sample", max(len(self), 1))
+        self._collated_size = len(batches)
         self._publish(self._epoch)
         if self._layout is None:
             budget = self._variable[1]
@@ -464,15 +477,7 @@ class DataLoader:
                 batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2)
         dataset = _core.PythonDataset(batches, [f.as_tuple() for f in self._layout.fields],
                                       self._layout, True)
-        self._options.batch_size = 1
-        self._options.seed = self._seed
-        self._options.shuffle = False    # the order is the published batches'
-        self._options.drop_last = False
-        self._core = _core.Loader(dataset, self._options, self._worker_init(),
-                                  self._format, self._publish)
-        if self._pin_request is not False:
-            self._pin(required=bool(self._pin_request))
-        return self._core
+        return dataset, self._publish
 
     def _worker_init(self):
         """What each forked worker runs first: torch's get_worker_info() set for a
@@ -496,12 +501,9 @@ class DataLoader:
             options = _loader_options(shuffle=self._shuffle, order=self.order,
                                       seed=self._seed, rank=self.rank,
                                       world_size=self.world_size)
-            order = _core.epoch_order(options, len(self.dataset), epoch).tolist()
-            size = self.batch_size
-            drawn = [order[k:k + size] for k in range(0, len(order), size)]
-            if self.drop_last and drawn and len(drawn[-1]) < size:
-                drawn.pop()
-        bound = max(len(self), 1)
+            drawn = _batched(_core.epoch_order(options, len(self.dataset), epoch).tolist(),
+                             self.batch_size, self.drop_last)
+        bound = self._collated_size
         if len(drawn) > bound:
             raise ConfigError("epoch %d has %d batches; this loader with a collate_fn "
                               "was built for at most %d (len(loader) when it started)"
@@ -538,11 +540,8 @@ class DataLoader:
         if self.batch_sampler is not None:
             batches = [[int(i) for i in b] for b in self.batch_sampler]
         else:
-            indices = [int(i) for i in self.sampler]
-            size = self.batch_size
-            batches = [indices[k:k + size] for k in range(0, len(indices), size)]
-            if self.drop_last and batches and len(batches[-1]) < size:
-                batches.pop()
+            batches = _batched([int(i) for i in self.sampler], self.batch_size,
+                               self.drop_last)
         self._plan = (epoch, batches)
         return batches
 
@@ -596,6 +595,14 @@ def _loader_options(**values):
             value = choices[value]
         setattr(options, name, value)
     return options
+
+
+def _batched(indices, size, drop_last):
+    """`indices` in batches of `size`, the last one shorter or, with drop_last, gone."""
+    batches = [indices[k:k + size] for k in range(0, len(indices), size)]
+    if drop_last and batches and len(batches[-1]) < size:
+        batches.pop()
+    return batches
 
 
 def _held_slot_error(error):

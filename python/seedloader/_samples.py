@@ -481,8 +481,7 @@ class Collated:
         for f in self.layout.fields:
             flat = tensors[f.name][0][:lengths[f.name][0]]
             shape = [int(d) for d in tensors[_shape_name(f)][0]] if f.shape else []
-            leaves.append(flat.view(shape) if hasattr(flat, "view") and not isinstance(
-                flat, np.ndarray) else flat.reshape(shape))
+            leaves.append(flat.reshape(shape))  # a view: the slice is contiguous
         return _build(self.layout.tree, leaves, exact=True)
 
 
