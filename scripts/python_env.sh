@@ -2,8 +2,8 @@
 # Installs the Python package as a user does: a virtual environment over Debian's
 # python3 (its numpy and torch stay visible), the build tools from PyPI, then
 # `pip install .`. Usage: scripts/python_env.sh [--tools-only], then
-# build/venv/bin/python; --tools-only stops before `pip install .` (for a CMake
-# build that makes the package itself, as scripts/demo.sh does).
+# build/venv/bin/python; --tools-only installs only nanobind, for a CMake build
+# that makes the package itself (scripts/demo.sh).
 # The environment is build/venv; scikit-build-core keeps its build in build/pip, so
 # a second run only rebuilds what changed. Both can be deleted at any time.
 set -euo pipefail
@@ -12,12 +12,15 @@ venv=build/venv
 if [[ ! -x $venv/bin/python ]]; then
   /usr/bin/python3 -m venv --system-site-packages "$venv"
 fi
+if [[ ${1:-} == --tools-only ]]; then
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "nanobind>=2.0"
+  exit 0
+fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check \
   "scikit-build-core>=0.10" "nanobind>=2.0"
 # seedloader.torch.load_checkpoint / save_checkpoint read and write ddp-train's
 # checkpoints with safetensors and check their XXH64 checksums with xxhash.
 "$venv/bin/python" -m pip install -q --disable-pip-version-check safetensors xxhash
-[[ ${1:-} == --tools-only ]] && exit 0
 # --no-build-isolation: build with the tools just installed instead of downloading
 # them again into a throwaway environment.
 CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install -q \
