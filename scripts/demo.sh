@@ -9,8 +9,12 @@
 # A few minutes on 2 cores, most of it compiling.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --demo
+bash scripts/setup.sh --demo-build
 export PATH="$PATH:/usr/local/cuda/bin"
+mkdir -p build
+# torch, numpy and Pillow (the Python part's) install while the engine builds.
+bash scripts/setup.sh --demo-python >build/setup-python.log 2>&1 &
+python_setup=$!
 
 build=build/demo
 echo "== Python tools (scripts/python_env.sh --tools-only -> build/venv)"
@@ -50,6 +54,10 @@ echo "== reproduce any worker's stream in Python: seed-audit derive"
 $build/tools/seed-audit derive --seed "$seed" --purpose worker --epoch 0 --rank 1 --worker 1 --count 3
 
 echo
+if ! wait $python_setup; then
+  cat build/setup-python.log >&2
+  exit 1
+fi
 echo "== Python: torch DDP, 2 ranks (torch.multiprocessing.spawn), 2 workers each"
 rm -rf $build/py_images $build/train_ddp.pt
 PYTHONPATH=$build/python build/venv/bin/python examples/python/train_ddp.py --spawn 2 --make-data 256 \

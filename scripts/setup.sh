@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
 # Installs, with apt-get, the Debian packages seedloader needs that are missing.
 # Idempotent: a machine that has everything is left alone. Run as root.
-# Usage: scripts/setup.sh [--demo]   (--demo: only what scripts/demo.sh needs,
-# without the test, benchmark and fuzzing tools)
+# Usage: scripts/setup.sh [--demo-build | --demo-python]
+#   (no option) everything: building, testing, benchmarks, fuzzing
+#   --demo-build   what scripts/demo.sh needs to build (compilers, libraries,
+#                  Python's headers and venv)
+#   --demo-python  what its Python part needs to run (torch, numpy, Pillow),
+#                  which the demo installs while it builds
 set -euo pipefail
 
-packages=(
+build_packages=(
   build-essential cmake pkg-config
   libboost-dev libpcg-cpp-dev libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libwebp-dev
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libarchive-dev libeigen3-dev libxxhash-dev
-  python3-numpy python3-torch python3-dev python3-venv python3-pip python3-pil
+  python3-dev python3-venv python3-pip
 )
-if [[ ${1:-} != --demo ]]; then
-  packages+=(libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
-             python3-torchvision python3-matplotlib)
-fi
+python_packages=(python3-numpy python3-torch python3-pil)
+case ${1:-} in
+  --demo-build) packages=("${build_packages[@]}") ;;
+  --demo-python) packages=("${python_packages[@]}") ;;
+  "") packages=("${build_packages[@]}" "${python_packages[@]}"
+                libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
+                python3-torchvision python3-matplotlib) ;;
+  *) echo "usage: scripts/setup.sh [--demo-build | --demo-python]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
