@@ -429,9 +429,9 @@ class Collated:
         self.fields = []
         self._budgets = []  # bytes, per leaf
         for f, budget in zip(layout.fields, budgets):
-            self._budgets.append(max(budget // _itemsize(f.dtype), 1) * _itemsize(f.dtype))
-            self.fields.append(Field(f.path, f.name, f.dtype,
-                                     (max(budget // _itemsize(f.dtype), 1),), True))
+            elements = max(budget // _itemsize(f.dtype), 1)
+            self._budgets.append(elements * _itemsize(f.dtype))
+            self.fields.append(Field(f.path, f.name, f.dtype, (elements,), True))
             if f.shape:  # a scalar's shape is ()
                 self.fields.append(Field(f.path + " shape", _shape_name(f), "int64",
                                          (len(f.shape),)))
