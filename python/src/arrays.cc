@@ -11,11 +11,17 @@ namespace nb = nanobind;
 namespace seedloader::python {
 namespace {
 
-nb::object make_numpy_array(const TensorView& view, nb::handle owner) {
+// The view's strides in elements, as DLPack counts them (the view's are bytes).
+std::vector<std::int64_t> element_strides(const TensorView& view) {
   const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
-  std::vector<std::size_t> shape(view.shape.begin(), view.shape.end());
-  std::vector<std::int64_t> strides;  // DLPack counts strides in elements
+  std::vector<std::int64_t> strides;
   for (std::int64_t s : view.strides) strides.push_back(s / item);
+  return strides;
+}
+
+nb::object make_numpy_array(const TensorView& view, nb::handle owner) {
+  std::vector<std::size_t> shape(view.shape.begin(), view.shape.end());
+  std::vector<std::int64_t> strides = element_strides(view);
   // The slot is the batch's own memory: writable, as a collated batch would be.
   nb::ndarray<nb::numpy> array(const_cast<std::byte*>(view.data), shape.size(),
                                shape.data(), owner, strides.data(),
@@ -30,7 +36,7 @@ struct ManagedView {
   void* context = nullptr;
   void (*deleter)(ManagedView*) = nullptr;
   std::vector<std::int64_t> shape;
-  std::vector<std::int64_t> strides;  // in elements, as DLPack counts them
+  std::vector<std::int64_t> strides;  // in elements
   PyObject* owner = nullptr;
 };
 
@@ -59,9 +65,8 @@ nb::object make_torch_tensor(const TensorView& view, nb::handle owner) {
   static PyObject* from_dlpack =
       nb::object(nb::module_::import_("torch._C").attr("_from_dlpack")).release().ptr();
   auto m = std::make_unique<ManagedView>();
-  const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
   m->shape = view.shape;
-  for (std::int64_t s : view.strides) m->strides.push_back(s / item);
+  m->strides = element_strides(view);
   // The slot is the batch's own memory: writable, as a collated batch would be.
   m->tensor.data = const_cast<std::byte*>(view.data);
   m->tensor.device = {static_cast<std::int32_t>(nb::device::cpu::value), 0};
