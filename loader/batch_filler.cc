@@ -49,7 +49,8 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
   auto* indices = reinterpret_cast<std::uint64_t*>(slot + ctx.geometry->indices);
   const std::uint64_t n = ctx.dataset->size();
   std::vector<std::byte*> ptrs(ctx.dataset->layout().num_fields());
-  for (std::uint64_t i = 0; i < count; ++i) {
+  const std::uint64_t rows = count + (ctx.partner_row && count > 0 ? 1 : 0);
+  for (std::uint64_t i = 0; i < rows; ++i) {
     if (watch.cancelled()) {
       result.outcome = FillResult::Outcome::kCancelled;
       return result;
@@ -75,7 +76,7 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
             result.outcome = FillResult::Outcome::kCancelled;
             return result;
           }
-          ++result.skipped;
+          if (i < count) ++result.skipped;  // the partner row is counted by its own batch
           index = (original + attempt + 1) % n;
         }
       }
@@ -99,7 +100,8 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
   }
   if (ctx.mixer != nullptr) {
     try {
-      ctx.mixer->apply(slot, *ctx.geometry, ctx.base_seed, epoch, ctx.rank, batch, count);
+      ctx.mixer->apply(slot, *ctx.geometry, ctx.base_seed, epoch, ctx.rank, batch, count,
+                       ctx.partner_row);
     } catch (const std::exception& e) {
       result.outcome = FillResult::Outcome::kFailed;
       result.message = std::string("batch mix: ") + e.what();

@@ -31,6 +31,9 @@ struct FillContext {
   std::uint64_t base_seed = 0;
   std::uint64_t rank = 0;
   const BatchMixer* mixer = nullptr;  // set: mix each filled batch
+  // The slot's indices hold one more, the mix's partner for row 0: it is read into
+  // row `count` and serves the mix, not the batch (Partition::kElastic).
+  bool partner_row = false;
 };
 
 struct FillResult {

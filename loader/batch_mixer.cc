@@ -129,7 +129,7 @@ BatchMixer::BatchMixer(BatchMix mix, const SampleLayout& dataset_layout)
 
 void BatchMixer::apply(std::byte* slot, const SlotGeometry& g, std::uint64_t base_seed,
                        std::uint64_t epoch, std::uint64_t rank, std::uint64_t batch,
-                       std::uint64_t count) const {
+                       std::uint64_t count, bool partner_row) const {
   if (count == 0) return;
   const FieldSpec& image = layout_.field(image_);
   const FieldSpec& label = layout_.field(label_);
@@ -137,8 +137,9 @@ void BatchMixer::apply(std::byte* slot, const SlotGeometry& g, std::uint64_t bas
   const auto* indices = reinterpret_cast<const std::uint64_t*>(slot + g.indices);
 
   // Labels first: a bad one fails the batch before anything is changed.
-  std::vector<std::int64_t> labels(count);
-  for (std::uint64_t i = 0; i < count; ++i) {
+  const std::uint64_t rows = count + (partner_row ? 1 : 0);
+  std::vector<std::int64_t> labels(rows);
+  for (std::uint64_t i = 0; i < rows; ++i) {
     labels[i] = read_label(slot + g.field_offset[label_] + i * g.field_row_bytes[label_],
                            label.dtype);
     if (labels[i] < 0 || labels[i] >= mix_.num_classes) {
@@ -158,11 +159,13 @@ void BatchMixer::apply(std::byte* slot, const SlotGeometry& g, std::uint64_t bas
   std::byte* images = slot + g.field_offset[image_];
   const std::size_t row_bytes = g.field_row_bytes[image_];
   // Rows are rewritten from the last down, so row i-1 is still unmixed when row
-  // i takes from it; the last row's original serves row 0.
-  std::vector<std::byte> last(images + (count - 1) * row_bytes,
-                              images + count * row_bytes);
+  // i takes from it; the last row's original (or the partner row) serves row 0.
+  std::vector<std::byte> last;
+  if (!partner_row)
+    last.assign(images + (count - 1) * row_bytes, images + count * row_bytes);
+  const std::byte* first_source = partner_row ? images + count * row_bytes : last.data();
   auto source = [&](std::uint64_t i) -> const std::byte* {
-    return i == 0 ? last.data() : images + (i - 1) * row_bytes;
+    return i == 0 ? first_source : images + (i - 1) * row_bytes;
   };
 
   if (cutmix) {
@@ -219,7 +222,7 @@ void BatchMixer::apply(std::byte* slot, const SlotGeometry& g, std::uint64_t bas
     auto* row = reinterpret_cast<float*>(slot + g.field_offset[target] +
                                          i * g.field_row_bytes[target]);
     std::fill(row, row + mix_.num_classes, 0.0f);
-    const std::int64_t previous = labels[i == 0 ? count - 1 : i - 1];
+    const std::int64_t previous = labels[i == 0 ? rows - 1 : i - 1];
     row[previous] += take;
     row[labels[i]] += keep;
     lengths[i * g.num_fields + target] = static_cast<std::uint64_t>(mix_.num_classes);

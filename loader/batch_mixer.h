@@ -24,11 +24,13 @@ class BatchMixer {
   const SampleLayout& layout() const { return layout_; }
   std::size_t dataset_fields() const { return layout_.num_fields() - 1; }
 
-  // Mixes rows [0, count) of a filled slot in place and writes the targets.
+  // Mixes rows [0, count) of a filled slot in place and writes the targets. Row 0
+  // is paired with row count - 1, or with row `count` when `partner_row` (the
+  // sample before it in a global batch spread over ranks, left as it is).
   // Throws DataError naming the sample whose label is outside [0, num_classes).
   void apply(std::byte* slot, const SlotGeometry& geometry, std::uint64_t base_seed,
              std::uint64_t epoch, std::uint64_t rank, std::uint64_t batch,
-             std::uint64_t count) const;
+             std::uint64_t count, bool partner_row = false) const;
 
  private:
   BatchMix mix_;

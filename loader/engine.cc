@@ -12,6 +12,7 @@
 #include "loader/worker_main.h"
 #include "seedloader/derive.h"
 #include "seedloader/distributed_sampler.h"
+#include "seedloader/elastic_sampler.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
@@ -50,9 +51,13 @@ LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
 // shared region (batch_size 10^6 over 10 samples would map 10^6 rows).
 // Under a batch plan a batch may repeat indices (a sampler drawing with
 // replacement), so only batch_size bounds it.
+// An elastic batch mix needs one more row: the partner of the rank's first sample
+// (Engine::preceding_).
 std::uint64_t slot_capacity(std::uint64_t epoch_samples, const LoaderOptions& o) {
   if (o.batch_plan) return o.batch_size;
-  return std::max<std::uint64_t>(1, std::min(o.batch_size, epoch_samples));
+  const bool partner = o.partition == Partition::kElastic && o.mix.enabled();
+  return std::max<std::uint64_t>(1, std::min(o.batch_size, epoch_samples)) +
+         (partner ? 1 : 0);
 }
 
 // The epoch's batches from options.batch_plan, checked against the slot and the
@@ -248,7 +253,9 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
   fill_.seeding = options_.seeding;
   fill_.on_bad_sample = options_.on_bad_sample;
   fill_.base_seed = base_seed_;
-  fill_.rank = options_.rank;
+  // Elastic: a global batch is mixed as one, from the stream of its number alone.
+  fill_.rank = options_.partition == Partition::kElastic ? 0 : options_.rank;
+  fill_.partner_row = options_.partition == Partition::kElastic && mixer_.has_value();
   fill_.mixer = mixer_ ? &*mixer_ : nullptr;
   slots_.resize(region_layout_.num_slots());
 }
@@ -345,6 +352,8 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
     num_batches_ = batches_->num_batches();
   } else {
     batches_.emplace(sampler_->indices(epoch), options_.batch_size, options_.drop_last);
+    if (fill_.partner_row)
+      preceding_ = static_cast<const ElasticSampler&>(*sampler_).preceding(epoch);
   }
   epoch_ = epoch;
   first_batch_ = std::min(first_batch, num_batches_);
@@ -369,6 +378,7 @@ void Engine::pump() noexcept {
     std::span<const Index> idx = batches_->batch(next_issue_);
     auto* out = reinterpret_cast<std::uint64_t*>(data(s) + region_layout_.slot().indices);
     for (std::size_t i = 0; i < idx.size(); ++i) out[i] = idx[i];
+    if (fill_.partner_row) out[idx.size()] = preceding_[next_issue_];
     SlotHeader& h = header(s);
     h.generation = generation_;
     h.epoch = epoch_;

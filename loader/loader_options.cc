@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "seedloader/distributed_sampler.h"
+#include "seedloader/elastic_sampler.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
@@ -39,6 +40,16 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
   if (o.batch_plan && o.shuffle) {
     fail("shuffle must be false when batch_plan gives the order");
   }
+  if (o.partition == Partition::kElastic) {
+    if (o.seeding != SeedScope::kSample) {
+      fail(
+          "partition elastic needs seeding sample: a worker's stream depends on the "
+          "worker count and the rank, so the same global batch would be augmented "
+          "differently at another world size");
+    }
+    if (o.batch_plan)
+      fail("partition elastic draws its own order; a batch_plan replaces it");
+  }
   if (dataset_size == 0) fail("the dataset is empty");
   const BatchMix& m = o.mix;
   for (const auto& [name, alpha] : {std::pair{"mixup_alpha", m.mixup_alpha},
@@ -59,6 +70,17 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
 
 std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
                                       const LoaderOptions& options, std::uint64_t seed) {
+  if (options.partition == Partition::kElastic) {
+    ElasticOptions e;
+    e.world_size = options.world_size;
+    e.rank = options.rank;
+    e.batch_size = options.batch_size;
+    e.shuffle = options.shuffle;
+    e.seed = seed;
+    e.drop_last = options.drop_last;
+    e.order = options.order;
+    return std::make_unique<ElasticSampler>(dataset_size, e);
+  }
   if (options.world_size > 1) {
     DistributedOptions d;
     d.world_size = options.world_size;

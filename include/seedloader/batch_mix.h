@@ -9,7 +9,11 @@
 // Generator.beta, draw for draw, for alpha <= 1), and for CutMix the box centre
 // (integers(0, W), then integers(0, H)). So a batch's mixing depends on the seed,
 // epoch, rank and batch index only: not on the worker count or the order
-// batches are filled, and mid-epoch resume gives the same batches.
+// batches are filled, and mid-epoch resume gives the same batches. Under
+// Partition::kElastic the global batch is mixed as one: every rank draws from
+// (3, epoch, 0, b), and its first sample is paired with the one before it in the
+// global batch (the last of the global batch for rank 0), so the mixed global batch
+// is the same at every world size.
 //
 //   MixUp:  image[i] = lam * image[i] + (1 - lam) * image[i-1]
 //   CutMix: half-sides r = 0.5 * sqrt(1 - lam) times W and H around the centre,

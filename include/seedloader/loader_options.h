@@ -21,6 +21,19 @@ enum class SeedScope {
   kSample,  // per-sample stream (2, epoch, index): batches identical for any W
 };
 
+// How the data set is split across ranks.
+enum class Partition {
+  // DistributedSampler (distributed_sampler.h): rank r takes positions r, r+W, ...
+  // of the epoch's order, so which samples meet in one step depends on W.
+  kStrided,
+  // ElasticSampler (elastic_sampler.h): global batch g is positions [gG, (g+1)G)
+  // for G = batch_size x world_size and rank r takes its r-th run of batch_size,
+  // so every global batch, and with per-sample streams every byte of it, is the
+  // same at any world size dividing G and any worker count. Requires
+  // SeedScope::kSample; a batch mix then pairs and draws over the global batch.
+  kElastic,
+};
+
 // What a DataError thrown by get() does.
 enum class BadSample {
   kRaise,  // the consumer gets WorkerError (worker, sample index, message)
@@ -41,7 +54,8 @@ struct LoaderOptions {
   // iterated: iterate from one thread that outlives the loader.
   bool persistent_workers = false;
   std::uint64_t rank = 0;
-  std::uint64_t world_size = 1;  // > 1: DistributedSampler shards the dataset
+  std::uint64_t world_size = 1;  // > 1: the partition shards the dataset
+  Partition partition = Partition::kStrided;
   // Set: each epoch's batches come from here, called once in the main process
   // when the epoch begins, instead of from the built-in samplers (shuffle and
   // world_size then play no part in the order): e.g. a user's sampler in
@@ -75,8 +89,9 @@ void validate(const LoaderOptions& options, std::uint64_t dataset_size);
 
 // The built-in sampler a DataLoader with `options` draws each epoch's order
 // from over `dataset_size` samples, `seed` being its base seed:
-// DistributedSampler when world_size > 1, else RandomSampler with shuffle,
-// else SequentialSampler (batch_plan plays no part).
+// ElasticSampler under Partition::kElastic, else DistributedSampler when
+// world_size > 1, else RandomSampler with shuffle, else SequentialSampler
+// (batch_plan plays no part).
 std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
                                       const LoaderOptions& options, std::uint64_t seed);
 

@@ -359,5 +359,50 @@ TEST(BatchMixTest, LabelOutsideTheClassesNamesTheSample) {
   }
 }
 
+// Under the elastic partition a global batch is mixed as one: one draw from its
+// number's stream, each sample paired with the one before it in the global batch.
+// So the ranks of any world size dividing G deliver together what one rank does.
+TEST(BatchMixTest, ElasticGlobalBatchesMixAlikeAtEveryWorldSize) {
+  const InMemoryDataset data = make_dataset(DType::kF32);
+  constexpr std::uint64_t kGlobal = 6;
+  auto global = [&](std::uint64_t world, int workers, double mixup, double cutmix) {
+    std::vector<Mixed> out;
+    for (std::uint64_t r = 0; r < world; ++r) {
+      LoaderOptions o = mix_options(mixup, cutmix, workers);
+      o.partition = Partition::kElastic;
+      o.seeding = SeedScope::kSample;
+      o.world_size = world;
+      o.rank = r;
+      o.batch_size = kGlobal / world;
+      const auto batches = run(data, o, 2);
+      out.resize(batches.size());
+      for (std::size_t k = 0; k < batches.size(); ++k) {
+        Mixed& m = out[k];
+        const Mixed& b = batches[k];
+        m.indices.insert(m.indices.end(), b.indices.begin(), b.indices.end());
+        m.images.insert(m.images.end(), b.images.begin(), b.images.end());
+        m.targets.insert(m.targets.end(), b.targets.begin(), b.targets.end());
+        m.labels.insert(m.labels.end(), b.labels.begin(), b.labels.end());
+      }
+    }
+    return out;
+  };
+  for (auto [mixup, cutmix] : {std::pair{0.4, 0.0}, std::pair{0.0, 1.0}}) {
+    const auto one = global(1, 0, mixup, cutmix);
+    ASSERT_EQ(one.size(), 4u);  // 23 samples padded to 24
+    for (const Mixed& m : one) ASSERT_EQ(m.indices.size(), kGlobal);
+    for (std::uint64_t world : {2u, 3u, 6u}) {
+      EXPECT_EQ(global(world, world == 3 ? 2 : 0, mixup, cutmix), one)
+          << "world " << world << " mixup " << mixup << " cutmix " << cutmix;
+    }
+    // The pairing crosses ranks: some sample's target names its global neighbour.
+    const Mixed& m = one[0];
+    for (std::size_t i = 1; i < kGlobal; ++i) {
+      const float* row = &m.targets[i * kClasses];
+      if (m.labels[i] != m.labels[i - 1]) EXPECT_GT(row[m.labels[i - 1]], 0.0f);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace seedloader

@@ -18,6 +18,20 @@ CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order) {
       "(exactly PyTorch's DistributedSampler(seed=SEED) after set_epoch(EPOCH))");
 }
 
+const EnumNames<Partition>& partition_names() {
+  static const EnumNames<Partition> names{{"strided", Partition::kStrided},
+                                          {"elastic", Partition::kElastic}};
+  return names;
+}
+
+CLI::Option* add_partition_option(CLI::App& app, Partition& partition) {
+  return add_enum_option(
+      app, "--partition", partition, partition_names(),
+      "How ranks split the data: strided (PyTorch's DistributedSampler) or elastic "
+      "(global batch g is positions [gG, (g+1)G) of the epoch's order, G = batch size "
+      "x world size, so it is the same at any world size; needs --seeding sample)");
+}
+
 LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f) {
   LoaderFlagOptions o;
   o.data = app.add_option("--data", f.data, data_spec_help())->required();

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "seedloader/loader_options.h"
 #include "seedloader/sampler.h"
 #include "tools/common/enum_option.h"
 
@@ -38,6 +39,11 @@ struct LoaderFlagOptions {
 const EnumNames<ShuffleOrder>& order_names();
 // Registers --order into `order` (sampler.h's ShuffleOrder).
 CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order);
+
+// The names --partition takes: strided, elastic.
+const EnumNames<Partition>& partition_names();
+// Registers --partition into `partition` (loader_options.h's Partition).
+CLI::Option* add_partition_option(CLI::App& app, Partition& partition);
 
 // Registers --data (required), --transform, --batch-size, --workers and --timeout
 // on `app`.

@@ -1,0 +1,60 @@
+// ElasticSampler: the shard of an epoch one rank visits when the global batch, not
+// the rank's share of the data set, is what must stay fixed. With global batch size
+// G = batch_size x world_size:
+//   the epoch's order is one permutation of the whole data set (or 0..N-1 without
+//   shuffle), epoch_permutation(N, seed, epoch, order), the same at every world size;
+//   it is padded to a multiple of G by repeating from its start (the whole list as
+//   often as needed), as DistributedSampler pads, or truncated to one with drop_last;
+//   global batch g is positions [gG, (g+1)G) of that list, and rank r takes
+//   [gG + r*b, gG + (r+1)*b).
+// So global batch g holds the same indices, in the same order, for every world size
+// dividing G: a run can stop at one world size and continue at another.
+// Immutable after construction.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "seedloader/sampler.h"
+
+namespace seedloader {
+
+struct ElasticOptions {
+  std::uint64_t world_size = 1;
+  std::uint64_t rank = 0;
+  std::uint64_t batch_size = 1;  // per rank: G = batch_size x world_size
+  bool shuffle = true;
+  std::uint64_t seed = 0;
+  bool drop_last = false;
+  ShuffleOrder order = ShuffleOrder::kNumpy;
+};
+
+class ElasticSampler : public Sampler {
+ public:
+  // Throws ConfigError for world_size or batch_size 0, rank >= world_size, or a
+  // data set smaller than one global batch with drop_last.
+  ElasticSampler(std::uint64_t dataset_size, ElasticOptions options);
+
+  // Indices this rank visits per epoch: num_batches() x batch_size.
+  std::uint64_t size() const override { return num_batches_ * options_.batch_size; }
+  std::uint64_t global_batch_size() const { return global_; }
+  std::uint64_t num_batches() const { return num_batches_; }
+  // This rank's indices, batch after batch.
+  std::vector<Index> indices(std::uint64_t epoch) const override;
+  // The whole epoch's list, padded or truncated: num_batches() x G indices.
+  std::vector<Index> global_indices(std::uint64_t epoch) const;
+  // For each of this rank's batches, the index at the global position just before
+  // the rank's first (the global batch's last for rank 0): the sample a batch mix
+  // pairs with the rank's first sample, as it would in the whole global batch.
+  std::vector<Index> preceding(std::uint64_t epoch) const;
+
+  const ElasticOptions& options() const { return options_; }
+
+ private:
+  std::uint64_t dataset_size_;
+  ElasticOptions options_;
+  std::uint64_t global_;
+  std::uint64_t num_batches_;
+};
+
+}  // namespace seedloader

@@ -1,0 +1,79 @@
+#include "seedloader/elastic_sampler.h"
+
+#include <string>
+
+#include "seedloader/error.h"
+
+namespace seedloader {
+
+namespace {
+[[noreturn]] void fail(const std::string& why) {
+  throw ConfigError("ElasticSampler: " + why);
+}
+}  // namespace
+
+ElasticSampler::ElasticSampler(std::uint64_t dataset_size, ElasticOptions options)
+    : dataset_size_(dataset_size), options_(options) {
+  const ElasticOptions& o = options_;
+  if (o.world_size == 0) fail("world_size is 0");
+  if (o.batch_size == 0) fail("batch_size is 0");
+  if (o.rank >= o.world_size) {
+    fail("rank " + std::to_string(o.rank) + " is not below world_size " +
+         std::to_string(o.world_size));
+  }
+  if (o.batch_size > UINT64_MAX / o.world_size) fail("batch_size x world_size overflows");
+  global_ = o.batch_size * o.world_size;
+  if (o.drop_last) {
+    num_batches_ = dataset_size_ / global_;
+    if (num_batches_ == 0) {
+      fail("a data set of " + std::to_string(dataset_size_) +
+           " samples holds no whole global batch of " + std::to_string(global_) +
+           " (batch_size " + std::to_string(o.batch_size) + " x world_size " +
+           std::to_string(o.world_size) + ") with drop_last");
+    }
+  } else {
+    num_batches_ = (dataset_size_ + global_ - 1) / global_;
+  }
+}
+
+std::vector<Index> ElasticSampler::global_indices(std::uint64_t epoch) const {
+  const std::uint64_t n = dataset_size_;
+  if (n == 0) return {};
+  std::vector<Index> order =
+      options_.shuffle ? epoch_permutation(n, options_.seed, epoch, options_.order)
+                       : SequentialSampler(n).indices(epoch);
+  const std::uint64_t total = num_batches_ * global_;
+  if (total <= n) {
+    order.resize(total);
+    return order;
+  }
+  order.reserve(total);
+  for (std::uint64_t pos = n; pos < total; ++pos) order.push_back(order[pos % n]);
+  return order;
+}
+
+std::vector<Index> ElasticSampler::indices(std::uint64_t epoch) const {
+  const std::vector<Index> all = global_indices(epoch);
+  const std::uint64_t b = options_.batch_size;
+  std::vector<Index> mine;
+  mine.reserve(size());
+  for (std::uint64_t g = 0; g < num_batches_; ++g) {
+    const std::uint64_t first = g * global_ + options_.rank * b;
+    mine.insert(mine.end(), all.begin() + static_cast<std::ptrdiff_t>(first),
+                all.begin() + static_cast<std::ptrdiff_t>(first + b));
+  }
+  return mine;
+}
+
+std::vector<Index> ElasticSampler::preceding(std::uint64_t epoch) const {
+  const std::vector<Index> all = global_indices(epoch);
+  const std::uint64_t before =
+      (options_.rank * options_.batch_size + global_ - 1) % global_;
+  std::vector<Index> out;
+  out.reserve(num_batches_);
+  for (std::uint64_t g = 0; g < num_batches_; ++g)
+    out.push_back(all[g * global_ + before]);
+  return out;
+}
+
+}  // namespace seedloader
