@@ -11,9 +11,21 @@ share of every epoch. Two ways to start it:
 --redirects 0; add `--redirects 1 --tee 1` there.)
 
 Backend nccl with one GPU per rank (LOCAL_RANK) when CUDA is available, else gloo.
-Rank 0 saves a checkpoint after every epoch; --resume continues from it.
+Rank 0 saves a checkpoint after every epoch (and every --checkpoint-every steps);
+--resume continues from it.
+
+With --partition elastic the data stream is a function of the global batch
+(--global-batch-size G, G / world_size per rank), so a run saved at one world size
+resumes exactly at another:
+
+    python train_ddp.py --spawn 4 --partition elastic --global-batch-size 16 \
+        --data /tmp/ddpdata --make-data 256 --steps 6 --checkpoint ck.pt
+    python train_ddp.py --spawn 2 --partition elastic --global-batch-size 16 \
+        --data /tmp/ddpdata --steps 12 --checkpoint ck.pt --resume
 """
 import argparse
+import hashlib
+import json
 import os
 import socket
 
@@ -61,28 +73,50 @@ def train(args):
         make_images(args.data, args.make_data)
     dist.barrier()  # the images exist before any rank lists them
 
+    batch_size, extra = args.batch_size, {}
+    if args.partition == "elastic":
+        # The global batch is fixed; each rank takes its share of every one.
+        if args.global_batch_size % world:
+            raise SystemExit("--global-batch-size %d is not a multiple of the %d ranks"
+                             % (args.global_batch_size, world))
+        batch_size = args.global_batch_size // world
+        extra = dict(partition="elastic", seeding="sample")
     # No rank or world_size given: the loader asks torch.distributed.
     loader = seedloader.DataLoader(
         seedloader.ImageFolder(args.data, transform="rrc:32,hflip,normalize:imagenet"),
-        batch_size=args.batch_size, num_workers=2, shuffle=True, seed=args.seed,
-        drop_last=True, persistent_workers=True)
+        batch_size=batch_size, num_workers=2, shuffle=True, seed=args.seed,
+        drop_last=True, persistent_workers=True, **extra)
     torch.manual_seed(args.seed)  # the same initial weights on every rank
     model = DDP(small_cnn().to(device), device_ids=[local_rank] if cuda else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 
-    start = 0
+    step = 0  # optimizer steps taken, by every rank together
     if args.resume:
         # Every rank reads rank 0's file, mapping its tensors onto this rank's device.
         ckpt = torch.load(args.checkpoint, map_location=device)
         model.module.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
-        loader.load_state_dict(ckpt["loader"])  # every rank is at the same position
-        start = loader.epoch  # the saved epoch was finished: the one after it
+        # Every rank is at the same position; under the elastic partition the state
+        # may come from another world size.
+        loader.load_state_dict(ckpt["loader"])
+        step = ckpt.get("step", 0)
         if rank == 0:
-            print("resumed from %s after epoch %d" % (args.checkpoint, start - 1))
+            print("resumed from %s at epoch %d, step %d"
+                  % (args.checkpoint, loader.epoch, step))
+    total_steps = args.steps or args.epochs * len(loader)
+    log = open("%s.rank%d" % (args.log_steps, rank), "a") if args.log_steps else None
 
-    for epoch in range(start, args.epochs):
-        loader.set_epoch(epoch)  # a new shuffle and new random streams each epoch
+    def save():
+        if rank == 0:
+            ckpt = {"model": model.module.state_dict(), "step": step,
+                    "optimizer": optimizer.state_dict(), "loader": loader.state_dict()}
+            torch.save(ckpt, args.checkpoint + ".tmp")
+            os.replace(args.checkpoint + ".tmp", args.checkpoint)  # never half-written
+        dist.barrier()  # the checkpoint is complete before any rank goes on
+
+    while step < total_steps:
+        # Each iteration runs the next epoch with a new shuffle and new random
+        # streams (or the rest of the epoch a resumed state stopped in).
         model.train()
         totals = torch.zeros(3, device=device)  # loss sum, correct, samples
         for batch in loader:
@@ -95,16 +129,27 @@ def train(args):
             optimizer.step()
             totals += torch.stack([loss.detach() * len(y), (out.argmax(1) == y).sum(),
                                    torch.tensor(len(y), device=device)])
-        dist.all_reduce(totals)  # the whole epoch over all ranks, for the log
+            step += 1
+            if log is not None:  # what this rank trained on in this step
+                log.write(json.dumps({"step": step, "epoch": loader.epoch, "rank": rank,
+                                      "indices": loader.last_indices,
+                                      "content": [hashlib.sha1(row.cpu().numpy().tobytes())
+                                                  .hexdigest()[:16] for row in batch["image"]]})
+                          + "\n")
+            if step == total_steps or (args.checkpoint_every and
+                                       step % args.checkpoint_every == 0):
+                save()
+            if step == total_steps:
+                break
+        dist.all_reduce(totals)  # the epoch (or its part) over all ranks, for the log
         if rank == 0:
             loss_sum, correct, n = totals.tolist()
             print("epoch %d: loss %.4f  accuracy %.3f  (%d samples, %d ranks)"
-                  % (epoch, loss_sum / n, correct / n, n, world), flush=True)
-            ckpt = {"model": model.module.state_dict(),
-                    "optimizer": optimizer.state_dict(), "loader": loader.state_dict()}
-            torch.save(ckpt, args.checkpoint + ".tmp")
-            os.replace(args.checkpoint + ".tmp", args.checkpoint)  # never half-written
-        dist.barrier()  # the checkpoint is complete before any rank goes on
+                  % (loader.epoch, loss_sum / n, correct / n, n, world), flush=True)
+        if step < total_steps:
+            save()
+    if log is not None:
+        log.close()
 
     loader.close()
     dist.destroy_process_group()
@@ -124,7 +169,18 @@ def main():
                    help="start this many ranks with torch.multiprocessing.spawn "
                         "(ignored under torchrun)")
     p.add_argument("--epochs", type=int, default=2, help="in all, resumed ones included")
-    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--steps", type=int, default=0,
+                   help="optimizer steps in all, resumed ones included (instead of --epochs)")
+    p.add_argument("--batch-size", type=int, default=32, help="per rank (strided)")
+    p.add_argument("--partition", choices=("strided", "elastic"), default="strided",
+                   help="strided: torch's DistributedSampler split; elastic: every "
+                        "global batch the same at any world size (per-sample seeding)")
+    p.add_argument("--global-batch-size", type=int, default=32,
+                   help="elastic: samples per step over all ranks")
+    p.add_argument("--checkpoint-every", type=int, default=0, metavar="STEPS",
+                   help="also save every STEPS steps (the end of each epoch always)")
+    p.add_argument("--log-steps", default="", metavar="PREFIX",
+                   help="each rank appends what it trained on per step to PREFIX.rankR")
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--checkpoint", default="ddp_checkpoint.pt")

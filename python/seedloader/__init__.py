@@ -130,6 +130,13 @@ class DataLoader:
     on_bad_sample: "raise" or "skip" (a sample raising DataError is replaced).
     rank, world_size: None takes distributed_context(); world_size > 1 shards the
       data as torch's DistributedSampler does (unless sampler/batch_sampler).
+    partition: how ranks split the data. "strided" (default): torch's
+      DistributedSampler. "elastic": with G = batch_size * world_size, global batch
+      g is positions [g*G, (g+1)*G) of one epoch order (padded to a multiple of G,
+      or truncated with drop_last) and rank r takes its r-th run of batch_size, so
+      each step's samples, and with seeding="sample" every byte of them, are the
+      same at any world size dividing G; state_dict() then resumes at another
+      world size or batch size with the same G. Needs seeding="sample".
     format: "torch" (default when torch imports) or "numpy".
     mixup_alpha, cutmix_alpha, cutmix_prob, num_classes: MixUp / CutMix in the
       worker, as torchvision's transforms.v2 do (see docs/datasets.md).
@@ -160,7 +167,8 @@ class DataLoader:
                  multiprocessing_context=None, generator=None, *, prefetch_factor=None,
                  persistent_workers=False, pin_memory_device="", in_order=True,
                  seed=None, seeding="worker", on_bad_sample="raise", rank=None,
-                 world_size=None, format=None, order="numpy", mixup_alpha=0.0,
+                 world_size=None, format=None, order="numpy", partition="strided",
+                 mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
                  variable_fields=(), variable_bytes=65536, pad_variable=False):
         _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
@@ -202,6 +210,10 @@ class DataLoader:
         self.rank, self.world_size = int(rank), int(world_size)
         self.seeding = seeding
         self.order = order
+        self.partition = partition
+        if partition == "elastic" and (sampler is not None or batch_sampler is not None):
+            raise ConfigError("partition='elastic' draws its own order over the whole data "
+                              "set; it does not take a sampler or batch_sampler")
         self.pad_variable = bool(pad_variable)
         self._variable = (tuple(variable_fields), int(variable_bytes))
         self._collate = None if collate_fn is None or _is_default_collate(collate_fn) \
@@ -226,7 +238,8 @@ class DataLoader:
             prefetch=(2 if prefetch_factor is None else prefetch_factor) + 1,
             shuffle=bool(shuffle), order=order, seed=self._seed, drop_last=drop_last,
             persistent_workers=persistent_workers, rank=self.rank,
-            world_size=self.world_size, seeding=seeding, on_bad_sample=on_bad_sample,
+            world_size=self.world_size, partition=partition, seeding=seeding,
+            on_bad_sample=on_bad_sample,
             timeout=float(timeout), mixup_alpha=float(mixup_alpha),
             cutmix_alpha=float(cutmix_alpha), cutmix_prob=float(cutmix_prob),
             num_classes=0 if num_classes is None else int(num_classes))
@@ -257,8 +270,7 @@ class DataLoader:
         if self.sampler is not None:
             n = len(self.sampler)
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
-        return _core.epoch_batches(len(self.dataset), self.batch_size, self.drop_last,
-                                   self.world_size)
+        return _core.epoch_batches(self._order_options(), len(self.dataset))
 
     @property
     def last_indices(self):
@@ -360,37 +372,48 @@ class DataLoader:
         """Where the loader is: resume with load_state_dict() on a loader built with
         the same dataset and options (the keys of torchdata's StatefulDataLoader
         state where they mean the same; "_finished": the epoch was delivered
-        whole, so a loaded state continues with the next one)."""
+        whole, so a loaded state continues with the next one). The position is
+        global: "samples" is what every rank together consumed in the epoch, and
+        under partition="elastic" any world size with the same global batch size
+        resumes from it."""
+        global_batch = (self.batch_size or 0) * self.world_size
         state = {"epoch": self._epoch, "_num_yielded": self._yielded,
                  "_finished": self._epoch_used and self._yielded >= len(self),
+                 "samples": self._yielded * global_batch,
+                 "global_batch_size": global_batch,
                  "base_seed": self.seed, "seeding": self.seeding, "order": self.order,
-                 "world_size": self.world_size, "rank": self.rank,
-                 "batch_size": self.batch_size, "num_batches": len(self)}
+                 "partition": self.partition, "world_size": self.world_size,
+                 "rank": self.rank, "batch_size": self.batch_size,
+                 "num_batches": len(self), "dataset": _dataset_fingerprint(self.dataset)}
         if self._plan is not None and self._plan[0] == self._epoch:
             state["batches"] = self._plan[1]  # a user's sampler may not draw them again
         return state
 
     def load_state_dict(self, state):
-        """The next iteration continues epoch state["epoch"] after its first
-        state["_num_yielded"] batches, exactly as an uninterrupted epoch would (the
-        next epoch when the state says the epoch was finished)."""
+        """The next iteration continues epoch state["epoch"] after the batches the
+        state says were consumed, exactly as an uninterrupted epoch would (the next
+        epoch when the state says the epoch was finished). Under
+        partition="elastic" the state may come from another world size, batch size
+        or worker count with the same global batch size; otherwise the world size
+        and batch size must match."""
         missing = [k for k in ("epoch", "_num_yielded", "base_seed") if k not in state]
         if missing:
             raise ConfigError("load_state_dict: the state has no %s (it has %s)"
                               % (", ".join(missing), ", ".join(sorted(map(str, state)))))
         epoch = _epoch_number(state["epoch"], "load_state_dict: epoch")
-        yielded = state["_num_yielded"]
-        if isinstance(yielded, bool) or not isinstance(yielded, int) or \
-                not 0 <= yielded <= len(self):
-            raise ConfigError("load_state_dict: _num_yielded is %r; this loader has %d "
-                              "batches per epoch" % (yielded, len(self)))
         # Not the rank: every rank is at the same position, so one rank's state
         # (say rank 0's checkpoint) resumes them all.
         mine = self.state_dict()
-        for key in ("seeding", "order", "world_size", "batch_size", "num_batches"):
-            if state.get(key, mine[key]) != mine[key]:
+        must_match = ["partition", "seeding", "order", "dataset"]
+        must_match += (["global_batch_size"] if self.partition == "elastic" else
+                       ["world_size", "batch_size", "num_batches"])
+        for key in must_match:
+            saved = state.get(key, "strided" if key == "partition" else mine[key])
+            if saved != mine[key]:
                 raise ConfigError("load_state_dict: the state was saved with %s=%r, this "
-                                  "loader has %r" % (key, state[key], mine[key]))
+                                  "loader has %r" % (key, saved, mine[key]))
+        yielded = _resumed_batches(state, mine["global_batch_size"], len(self),
+                                   self.partition == "elastic")
         if int(state["base_seed"]) != self._seed:
             self._seed = int(state["base_seed"])
             self._close_engine()  # rebuilt, and pinned again, for the new seed
@@ -431,6 +454,7 @@ class DataLoader:
             # One item per batch, in the order the published batches give.
             self._options.batch_size, self._options.shuffle = 1, False
             self._options.drop_last = False
+            self._options.partition = _core.Partition.strided
         else:
             dataset, plan = self._sample_dataset()
         self._options.seed = self._seed
@@ -498,10 +522,7 @@ class DataLoader:
         if self.sampler is not None or self.batch_sampler is not None:
             drawn = self._draw_plan(epoch)
         else:
-            options = _loader_options(shuffle=self._shuffle, order=self.order,
-                                      seed=self._seed, rank=self.rank,
-                                      world_size=self.world_size)
-            drawn = _batched(_core.epoch_order(options, len(self.dataset), epoch).tolist(),
+            drawn = _batched(_core.epoch_order(self._order_options(), len(self.dataset), epoch).tolist(),
                              self.batch_size, self.drop_last)
         bound = self._collated_size
         if len(drawn) > bound:
@@ -511,6 +532,13 @@ class DataLoader:
         self._channel.publish(epoch, drawn)
         self._collated = (epoch, drawn)
         return [[k] for k in range(len(drawn))]
+
+    def _order_options(self):
+        """The options that decide the built-in samplers' order and batch count."""
+        return _loader_options(shuffle=self._shuffle, order=self.order, seed=self._seed,
+                               rank=self.rank, world_size=self.world_size,
+                               partition=self.partition, batch_size=self.batch_size or 1,
+                               drop_last=self.drop_last)
 
     def _learn_layout(self, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES):
         """The layout of `dataset`'s items (the dataset's samples by default) from
@@ -577,6 +605,7 @@ class DataLoader:
 
 _CHOICES = {
     "order": {"numpy": _core.ShuffleOrder.numpy, "torch": _core.ShuffleOrder.torch},
+    "partition": {"strided": _core.Partition.strided, "elastic": _core.Partition.elastic},
     "seeding": {"worker": _core.SeedScope.worker, "sample": _core.SeedScope.sample},
     "on_bad_sample": {"raise": _core.BadSample.raise_error, "skip": _core.BadSample.skip},
 }
@@ -595,6 +624,40 @@ def _loader_options(**values):
             value = choices[value]
         setattr(options, name, value)
     return options
+
+
+def _dataset_fingerprint(dataset):
+    """What a state records of the data set, so that a state is not loaded into a
+    loader over another: its size and description (a C++ dataset's own, a Python
+    dataset's class)."""
+    if isinstance(dataset, Dataset):
+        description = repr(dataset)
+    else:
+        kind = type(dataset)
+        description = "%s.%s" % (kind.__module__, kind.__qualname__)
+    return {"size": len(dataset), "description": description}
+
+
+def _resumed_batches(state, global_batch, num_batches, elastic):
+    """The batches of the epoch a state says were consumed: its global sample count
+    over the global batch size under the elastic partition, else _num_yielded."""
+    if elastic and "samples" in state:
+        samples = state["samples"]
+        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0 or \
+                samples % global_batch:
+            raise ConfigError("load_state_dict: samples is %r, not a whole number of "
+                              "global batches of %d" % (samples, global_batch))
+        if samples // global_batch > num_batches:
+            raise ConfigError("load_state_dict: samples is %d, %d global batches; this "
+                              "loader has %d per epoch" % (samples, samples // global_batch,
+                                                           num_batches))
+        return samples // global_batch
+    yielded = state["_num_yielded"]
+    if isinstance(yielded, bool) or not isinstance(yielded, int) or \
+            not 0 <= yielded <= num_batches:
+        raise ConfigError("load_state_dict: _num_yielded is %r; this loader has %d "
+                          "batches per epoch" % (yielded, num_batches))
+    return yielded
 
 
 def _batched(indices, size, drop_last):

@@ -73,12 +73,14 @@ class PythonDataset(Dataset):
 def draw_base_seed(who: str) -> int:
     """A base seed drawn from the OS and announced on stderr."""
 
-def epoch_batches(size: int, batch_size: int, drop_last: bool, world_size: int) -> int:
-    """Batches per epoch on one rank under the built-in samplers."""
+def epoch_batches(options: LoaderOptions, size: int) -> int:
+    """
+    Batches per epoch on one rank under the built-in samplers (options: batch_size, drop_last, rank, world_size, partition).
+    """
 
 def epoch_order(options: LoaderOptions, size: int, epoch: int) -> Annotated[NDArray[numpy.uint64], dict(shape=(None,))]:
     """
-    This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size), before batching.
+    This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size, partition, and batch_size and drop_last for the elastic partition), before batching.
     """
 
 class SeedScope(enum.Enum):
@@ -90,6 +92,11 @@ class BadSample(enum.Enum):
     raise_error = 0
 
     skip = 1
+
+class Partition(enum.Enum):
+    strided = 0
+
+    elastic = 1
 
 class ShuffleOrder(enum.Enum):
     numpy = 0
@@ -158,6 +165,12 @@ class LoaderOptions:
 
     @world_size.setter
     def world_size(self, arg: int, /) -> None: ...
+
+    @property
+    def partition(self) -> Partition: ...
+
+    @partition.setter
+    def partition(self, arg: Partition, /) -> None: ...
 
     @property
     def seeding(self) -> SeedScope: ...

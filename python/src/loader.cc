@@ -33,7 +33,6 @@
 #include "python/src/python_dataset.h"
 #include "seedloader/data_loader.h"
 #include "seedloader/derive.h"
-#include "seedloader/distributed_sampler.h"
 #include "seedloader/error.h"
 
 namespace nb = nanobind;
@@ -219,19 +218,16 @@ void bind_loader(nb::module_& m) {
         "A base seed drawn from the OS and announced on stderr.");
   m.def(
       "epoch_batches",
-      [](std::uint64_t size, std::uint64_t batch_size, bool drop_last,
-         std::uint64_t world_size) {
-        if (batch_size == 0) throw ConfigError("batch_size must be at least 1");
-        std::uint64_t samples = size;
-        if (world_size > 1) {  // DistributedSampler's share, as the engine builds it
-          DistributedOptions d;
-          d.world_size = world_size;
-          samples = DistributedSampler(size, d).size();
-        }
-        return drop_last ? samples / batch_size : (samples + batch_size - 1) / batch_size;
+      [](const LoaderOptions& options, std::uint64_t size) {
+        if (options.batch_size == 0) throw ConfigError("batch_size must be at least 1");
+        // The sampler the engine would build (its size does not depend on the seed).
+        const std::uint64_t samples = make_sampler(size, options, 0)->size();
+        const std::uint64_t b = options.batch_size;
+        return options.drop_last ? samples / b : (samples + b - 1) / b;
       },
-      nb::arg("size"), nb::arg("batch_size"), nb::arg("drop_last"), nb::arg("world_size"),
-      "Batches per epoch on one rank under the built-in samplers.");
+      nb::arg("options"), nb::arg("size"),
+      "Batches per epoch on one rank under the built-in samplers (options: "
+      "batch_size, drop_last, rank, world_size, partition).");
   m.def(
       "epoch_order",
       [](const LoaderOptions& options, std::uint64_t size, std::uint64_t epoch) {
@@ -246,7 +242,8 @@ void bind_loader(nb::module_& m) {
       },
       nb::arg("options"), nb::arg("size"), nb::arg("epoch"),
       "This rank's sample order in `epoch` under the built-in samplers (options: "
-      "shuffle, order, seed, rank, world_size), before batching.");
+      "shuffle, order, seed, rank, world_size, partition, and batch_size and "
+      "drop_last for the elastic partition), before batching.");
 
   nb::enum_<SeedScope>(m, "SeedScope")
       .value("worker", SeedScope::kWorker)
@@ -254,6 +251,9 @@ void bind_loader(nb::module_& m) {
   nb::enum_<BadSample>(m, "BadSample")
       .value("raise_error", BadSample::kRaise)  // on_bad_sample="raise"
       .value("skip", BadSample::kSkip);
+  nb::enum_<Partition>(m, "Partition")
+      .value("strided", Partition::kStrided)
+      .value("elastic", Partition::kElastic);
   nb::enum_<ShuffleOrder>(m, "ShuffleOrder")
       .value("numpy", ShuffleOrder::kNumpy)
       .value("torch", ShuffleOrder::kTorch);
@@ -271,6 +271,7 @@ void bind_loader(nb::module_& m) {
       .def_rw("persistent_workers", &LoaderOptions::persistent_workers)
       .def_rw("rank", &LoaderOptions::rank)
       .def_rw("world_size", &LoaderOptions::world_size)
+      .def_rw("partition", &LoaderOptions::partition)
       .def_rw("seeding", &LoaderOptions::seeding)
       .def_rw("on_bad_sample", &LoaderOptions::on_bad_sample)
       .def_prop_rw(
