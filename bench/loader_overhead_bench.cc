@@ -3,7 +3,8 @@
 // hand-off, the worker's loop over samples, slot publication and the in-order
 // wait. Reports batches/s with 2 workers beside the in-thread (num_workers = 0)
 // rate. Compare with bench/torch_overhead.py (PyTorch's DataLoader, same job).
-// Also the round-trip latency of one slot hand-off between two processes.
+// Also the round-trip latency of one slot hand-off between two processes, and the
+// cost of resuming an elastic epoch near its end against at its start.
 #include <benchmark/benchmark.h>
 
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <new>
+#include <string>
 
 #include "bench/batch_stream.h"
 #include "loader/shared_region.h"
@@ -54,6 +56,58 @@ void BM_LoaderBatches(benchmark::State& state) {
 }
 
 BENCHMARK(BM_LoaderBatches)->Arg(0)->Arg(2)->UseRealTime()->MinTime(2.0);
+
+// Ten million samples, each its own index, stored nowhere.
+class IndexDataset final : public Dataset {
+ public:
+  explicit IndexDataset(std::uint64_t n) : n_(n) {}
+  std::uint64_t size() const override { return n_; }
+  const SampleLayout& layout() const override { return layout_; }
+  void get(std::uint64_t index, Rng&, SampleWriter& out) const override {
+    out.field<std::int64_t>(0)[0] = static_cast<std::int64_t>(index);
+  }
+  std::string describe() const override { return "IndexDataset"; }
+
+ private:
+  std::uint64_t n_;
+  SampleLayout layout_{{{"x", DType::kI64, {}, false}}};
+};
+
+// From resume() to the first batch, on rank 1 of 4 under the elastic partition
+// over 10^7 samples, at 0% and at 99% of the epoch: the epoch's order is drawn
+// whole either way, and no batch before the position is loaded, so the two
+// should cost the same.
+void BM_ElasticResumeToFirstBatch(benchmark::State& state) {
+  static const IndexDataset data(10'000'000);
+  LoaderOptions o;
+  o.batch_size = 64;
+  o.num_workers = 2;
+  o.shuffle = true;
+  o.seed = 1;
+  o.persistent_workers = true;
+  o.seeding = SeedScope::kSample;
+  o.partition = Partition::kElastic;
+  o.rank = 1;
+  o.world_size = 4;
+  DataLoader loader(data, o);
+  const std::uint64_t at =
+      loader.num_batches() * static_cast<std::uint64_t>(state.range(0)) / 100;
+  std::int64_t checksum = 0;
+  for (auto _ : state) {
+    loader.resume(0, at);
+    auto it = loader.begin();
+    checksum += it->tensor(0).values<std::int64_t>()[0];
+  }
+  benchmark::DoNotOptimize(checksum);
+  state.counters["batch"] = static_cast<double>(at);
+}
+
+BENCHMARK(BM_ElasticResumeToFirstBatch)
+    ->Arg(0)
+    ->Arg(99)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
 
 // Round trip of one slot hand-off between two processes: main publishes kTask,
 // a forked echo process answers kReady, main publishes kFree. The latency

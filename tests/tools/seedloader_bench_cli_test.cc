@@ -85,6 +85,19 @@ TEST(SeedloaderBenchCliTest, WithoutDecodeReferenceTheJsonHasNoDecodeFields) {
   EXPECT_TRUE(j.contains("main_cpu_share")) << r.out;
 }
 
+TEST(SeedloaderBenchCliTest, MeasuresOneRankOfAnElasticPartition) {
+  const auto r = bench(
+      "--data synthetic:64 --transform rrc:16 --batch-size 4 --workers 1 --batches 2 "
+      "--warmup 1 --partition elastic --seeding sample --world-size 4 --rank 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(last_json_line(r.out).at("batches"), 2) << r.out;
+  const auto worker = bench(
+      "--data synthetic:64 --transform rrc:16 --partition elastic --world-size 2 2>&1");
+  EXPECT_EQ(worker.exit_code, 2) << worker.out;
+  EXPECT_NE(worker.out.find("partition elastic needs seeding sample"), std::string::npos)
+      << worker.out;
+}
+
 TEST(SeedloaderBenchCliTest, DecodeReferenceOnSyntheticDataIsAUsageError) {
   const auto r = bench(
       "--data synthetic:64 --batch-size 8 --workers 1 "

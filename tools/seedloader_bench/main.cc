@@ -102,6 +102,13 @@ int main(int argc, char** argv) {
   app.add_option("--seed", a.seed, "Base seed")
       ->check(seedloader::tools::non_negative_integer())
       ->capture_default_str();
+  seedloader::tools::add_partition_option(app, a.partition);
+  app.add_option("--world-size", a.world_size, "Ranks the data is split across")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--rank", a.rank, "The rank measured (below --world-size)")
+      ->check(seedloader::tools::non_negative_integer())
+      ->capture_default_str();
   app.add_flag("--device", a.device, "Copy every batch to GPU 0 (CUDA builds)");
   app.add_flag("--json", a.json, "Print one JSON object");
   app.add_option("--decode-reference", a.decode_reference,
@@ -126,6 +133,9 @@ int main(int argc, char** argv) {
     opt.drop_last = true;
     opt.persistent_workers = true;
     opt.seeding = a.seeding;
+    opt.partition = a.partition;
+    opt.world_size = a.world_size;
+    opt.rank = a.rank;
     opt.timeout = std::chrono::seconds(a.timeout_s);
     seedloader::DataLoader loader(*dataset, opt);
     if (loader.num_batches() == 0) {

@@ -17,6 +17,9 @@ struct BenchArgs : tools::LoaderFlags {
   std::uint64_t batches = 50;
   std::uint64_t warmup = 5;
   SeedScope seeding = SeedScope::kWorker;
+  Partition partition = Partition::kStrided;
+  std::uint64_t world_size = 1;  // measured as rank `rank` of this many
+  std::uint64_t rank = 0;
   std::uint64_t seed = 0;
   bool device = false;
   bool json = false;
