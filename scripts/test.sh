@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 preset=${1:-default}
 bash scripts/setup.sh
 bash scripts/build.sh "$preset"
-ctest --preset "$preset" --timeout 600
+# Two at a time: the tests are independent, and the two cores would otherwise
+# idle through each test's process start-up and waits.
+ctest --preset "$preset" --timeout 600 -j 2
 # The Python package (pip install . and its pytest suite) with the default preset;
 # sanitizer builds of the engine cannot be loaded into a stock interpreter.
 if [[ $preset == default ]]; then
