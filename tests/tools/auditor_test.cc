@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "seedloader/elastic_sampler.h"
 #include "seedloader/error.h"
 #include "tests/tools/audit_simulation.h"
 #include "tools/seed_audit/auditor.h"
@@ -166,6 +167,121 @@ TEST(AuditorTest, ReportDoesNotDependOnHowWorkersLinesInterleave) {
                             std::tie(b.rank, b.epoch, b.worker);
                    });
   EXPECT_EQ(kinds(audit(records)), kinds(audit(by_worker)));
+}
+
+// A job whose run 0 failed after `step` batches (per rank) of epoch 0 and whose
+// run 1 resumed epoch 0 on `resumed.ranks` ranks at batch `resume_batch` of every
+// rank, then ran the rest of `resumed`'s epochs (strided: DistributedSampler).
+std::vector<SampleRecord> restarted(const World& first, std::uint64_t step,
+                                    const World& resumed, std::uint64_t resume_batch) {
+  std::vector<SampleRecord> out;
+  for (const SampleRecord& r : simulate(first)) {
+    if (r.epoch == 0 && r.batch < step) out.push_back(r);
+  }
+  for (SampleRecord r : simulate(resumed)) {
+    if (r.epoch > 0 || r.batch >= resume_batch) {
+      r.run = 1;
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+TEST(AuditorTest, ResumingEachRanksBatchAtFewerRanksConsumesSamplesTwice) {
+  // Run 0 read positions [0, 4 x 3 x 4) of the epoch's order, run 1 reads from
+  // 2 x 3 x 4 on: 24 samples twice. Both pad 103 to 104, repeating position 0.
+  World first{.size = 103, .ranks = 4, .epochs = 1, .mode = SeedingMode::kSample};
+  World second = first;
+  second.ranks = 2;
+  Report r = audit(restarted(first, 3, second, 3), {.dataset_size = 103});
+  EXPECT_EQ(kinds(r), (Kinds{{"resume_duplicate", 24}})) << report_text(r);
+  const Example& e = r.findings[0].examples.at(0);
+  EXPECT_EQ(e.sample.run, 1u);
+  EXPECT_EQ(e.other->run, 0u);
+  EXPECT_EQ(e.sample.epoch, 0u);
+  EXPECT_EQ(e.sample.index, e.other->index);
+  EXPECT_NE(report_text(r).find("run 1 rank "), std::string::npos) << report_text(r);
+  EXPECT_EQ(report_json(r)["findings"][0]["examples"][0]["same_as"]["run"], 0);
+}
+
+TEST(AuditorTest, ResumingEachRanksBatchAtMoreRanksLeavesAGap) {
+  World first{.size = 103, .ranks = 2, .epochs = 2, .mode = SeedingMode::kSample};
+  World second = first;
+  second.ranks = 4;
+  Report r = audit(restarted(first, 3, second, 3), {.dataset_size = 103});
+  EXPECT_EQ(kinds(r), (Kinds{{"resume_gap", 24}})) << report_text(r);
+  const Example& e = r.findings[0].examples.at(0);
+  EXPECT_EQ(e.sample.epoch, 0u);
+  EXPECT_EQ(e.note, "consumed by none of the epoch's runs (0, 1)");
+}
+
+TEST(AuditorTest, RestartingTheEpochFromItsStartConsumesTheFirstRunsSamplesTwice) {
+  World w{.size = 103, .ranks = 2, .epochs = 1, .mode = SeedingMode::kSample};
+  EXPECT_EQ(kinds(audit(restarted(w, 3, w, 0), {.dataset_size = 103})),
+            (Kinds{{"resume_duplicate", 2 * 3 * 4}}));
+  // Without a dataset size: more cross-run repeats than padding could explain,
+  // so all of them count, the padded position 103 (position 0 again) included.
+  EXPECT_EQ(kinds(audit(restarted(w, 3, w, 0))), (Kinds{{"resume_duplicate", 25}}));
+}
+
+TEST(AuditorTest, PaddingRepeatedAcrossARestartIsNoFinding) {
+  // 103 on 4 ranks: run 1 reads the padded position 103, a repeat of position 0,
+  // which run 0 read. One more repeat than that is a duplicate.
+  World w{.size = 103, .ranks = 4, .epochs = 2, .mode = SeedingMode::kSample};
+  std::vector<SampleRecord> records = restarted(w, 3, w, 3);
+  Report r = audit(records, {.dataset_size = 103});
+  EXPECT_TRUE(r.clean()) << report_text(r);
+  SampleRecord again = records.front();
+  again.run = 1;
+  records.push_back(again);
+  EXPECT_EQ(kinds(audit(records, {.dataset_size = 103})),
+            (Kinds{{"resume_duplicate", 1}}));
+}
+
+TEST(AuditorTest, AMissingSampleIsCoverageInOneRunAndAResumeGapAcrossRuns) {
+  World w{.size = 103, .ranks = 2, .epochs = 1, .mode = SeedingMode::kSample};
+  std::vector<SampleRecord> one = simulate(w);
+  std::vector<SampleRecord> two = restarted(w, 3, w, 3);
+  for (auto* records : {&one, &two}) {
+    records->erase(std::find_if(records->begin(), records->end(),
+                                [](const SampleRecord& r) { return r.index == 42; }));
+  }
+  EXPECT_EQ(kinds(audit(one, {.dataset_size = 103})), (Kinds{{"coverage", 1}}));
+  EXPECT_EQ(kinds(audit(two, {.dataset_size = 103})), (Kinds{{"resume_gap", 1}}));
+  EXPECT_TRUE(audit(two, {.dataset_size = 103, .allowed_missing = 1}).clean());
+}
+
+// Elastic: global batch g is the same at 4 ranks x 2 and 2 ranks x 4 (G = 8).
+std::vector<SampleRecord> elastic_restart(std::uint64_t size, std::uint64_t step) {
+  std::vector<SampleRecord> out;
+  for (std::uint32_t run : {0u, 1u}) {
+    const std::uint64_t ranks = run == 0 ? 4 : 2;
+    for (std::uint64_t rank = 0; rank < ranks; ++rank) {
+      ElasticSampler s(
+          size, {.world_size = ranks, .rank = rank, .batch_size = 8 / ranks, .seed = 3});
+      std::vector<Index> order = s.indices(0);
+      for (std::uint64_t b = run == 0 ? 0 : step; b < (run == 0 ? step : s.num_batches());
+           ++b) {
+        for (std::uint64_t k = 0; k < s.options().batch_size; ++k) {
+          SampleRecord r;
+          r.run = run;
+          r.rank = static_cast<std::uint32_t>(rank);
+          r.batch = b;
+          r.index = order[b * s.options().batch_size + k];
+          r.rng = sample_stream(3, 0, r.index).fingerprint();
+          out.push_back(r);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(AuditorTest, ElasticRestartIsCleanWhenPaddingToTheGlobalBatchIsKnown) {
+  // 100 samples padded to 104 = 13 x 8: four repeats, more than 4 ranks pad.
+  std::vector<SampleRecord> records = elastic_restart(100, 5);
+  EXPECT_TRUE(audit(records, {.dataset_size = 100, .pad_multiple = 8}).clean());
+  EXPECT_FALSE(audit(records, {.dataset_size = 100}).clean());
 }
 
 TEST(AuditorTest, IndexOutsideTheDatasetIsAnInputError) {

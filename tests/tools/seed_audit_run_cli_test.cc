@@ -77,6 +77,79 @@ TEST(SeedAuditRunCliTest, ProgressBarGoesToStderrOnRequest) {
   EXPECT_EQ(quiet.out, "");
 }
 
+// A restart: run 0 on --world-size stops after 5 batches of epoch 0, run 1 resumes
+// it on --resume-world-size.
+const std::string kRestart =
+    "--data synthetic:203 --workers 2 --epochs 2 --seed 5 --shuffle --seeding sample "
+    "--resume-at 5";
+
+TEST(SeedAuditRunCliTest, StridedResumeAtFewerRanksConsumesSamplesTwice) {
+  // Run 0 read positions [0, 4 x 5 x 4), run 1 reads from 2 x 5 x 4 on.
+  Audit a = run_audit(kRestart +
+                      " --partition strided --batch-size 4 --world-size 4 "
+                      "--resume-world-size 2");
+  EXPECT_EQ(a.exit_code, 1) << a.out;
+  EXPECT_EQ(a.kinds, (std::map<std::string, int>{{"resume_duplicate", 40}})) << a.out;
+}
+
+TEST(SeedAuditRunCliTest, StridedResumeAtMoreRanksLeavesAGap) {
+  Audit a = run_audit(kRestart +
+                      " --partition strided --batch-size 4 --world-size 2 "
+                      "--resume-world-size 4");
+  EXPECT_EQ(a.exit_code, 1) << a.out;
+  EXPECT_EQ(a.kinds, (std::map<std::string, int>{{"resume_gap", 40}})) << a.out;
+}
+
+TEST(SeedAuditRunCliTest, ElasticResumeAtAnotherWorldSizeIsClean) {
+  // G = 8 from 4 ranks to 2, and G = 6 from 2 ranks to 3; 203 is padded to a
+  // multiple of G, so the resumed run also reads padding.
+  for (const char* worlds : {"--batch-size 2 --world-size 4 --resume-world-size 2",
+                             "--batch-size 3 --world-size 2 --resume-world-size 3",
+                             "--batch-size 3 --world-size 2 --resume-world-size 3 "
+                             "--drop-last"}) {
+    Audit a = run_audit(kRestart + " --partition elastic " + worlds);
+    EXPECT_EQ(a.exit_code, 0) << worlds << "\n" << a.out;
+    EXPECT_TRUE(a.kinds.empty()) << worlds << "\n" << a.out;
+  }
+}
+
+TEST(SeedAuditRunCliTest, ElasticRefusesAWorldSizeNotDividingTheGlobalBatch) {
+  auto r = run_command(std::string(SEEDLOADER_SEED_AUDIT) + " run " + kRestart +
+                       " --partition elastic --batch-size 4 --world-size 2 "
+                       "--resume-world-size 3 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--resume-world-size 3 does not divide the global batch 8"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(SeedAuditRunCliTest, ElasticRefusesSeedingOtherThanPerSample) {
+  for (const char* seeding : {"full", "torch", "naive"}) {
+    auto r = run_command(std::string(SEEDLOADER_SEED_AUDIT) +
+                         " run --data synthetic:20 --partition elastic --seeding " +
+                         seeding + " 2>&1");
+    EXPECT_EQ(r.exit_code, 2) << seeding;
+    EXPECT_NE(r.out.find("partition elastic needs seeding sample"), std::string::npos)
+        << r.out;
+  }
+}
+
+TEST(SeedAuditRunCliTest, ResumeAtMustFallInsideTheEpoch) {
+  auto r = run_command(std::string(SEEDLOADER_SEED_AUDIT) +
+                       " run --data synthetic:20 --batch-size 4 --world-size 2 "
+                       "--resume-at 3 --resume-world-size 1 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--resume-at 3 is not below the 3 batches an epoch has on rank 0"),
+            std::string::npos)
+      << r.out;
+  r = run_command(std::string(SEEDLOADER_SEED_AUDIT) +
+                  " run --data synthetic:20 --resume-at 1 2>&1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--resume-at and --resume-world-size go together"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(SeedAuditRunCliTest, BadDataSpecExitsTwo) {
   auto r = run_command(std::string(SEEDLOADER_SEED_AUDIT) + " run --data nothing:1 2>&1");
   EXPECT_EQ(r.exit_code, 2);

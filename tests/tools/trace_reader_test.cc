@@ -72,6 +72,39 @@ TEST(TraceReaderTest, MalformedLinesNameTheProblem) {
   EXPECT_EQ(problem(R"({"rank":0,"note":{"a":[true,null,-1.5e3]},)" + ok + "}"), "");
 }
 
+TEST(TraceReaderTest, RunIsOptionalAndDefaultsToTheFirstRun) {
+  const std::string ok = R"("rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"x")";
+  EXPECT_EQ(parse_trace_line("{" + ok + "}").run, 0u);
+  EXPECT_EQ(parse_trace_line("{" + ok + R"(,"run":3})").run, 3u);
+  EXPECT_EQ(problem("{" + ok + R"(,"run":-1})"),
+            R"("run" must be a non-negative integer)");
+  EXPECT_EQ(problem("{" + ok + R"(,"run":"1"})"),
+            R"("run" must be a non-negative integer)");
+  EXPECT_EQ(problem("{" + ok + R"(,"run":1.0})"),
+            R"("run" must be a non-negative integer)");
+  EXPECT_EQ(problem("{" + ok + R"(,"run":65535})"), R"("run" 65535 exceeds 65534)");
+  EXPECT_EQ(problem("{" + ok + R"(,"run":1,"run":2})"), R"(duplicate key "run")");
+}
+
+TEST(TraceReaderTest, AMalformedRunNamesFileAndLine) {
+  std::string path = testing_util::process_temp_dir() + "trace_reader_run.jsonl";
+  {
+    std::ofstream f(path);
+    f << R"({"run":0,"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"a"})"
+      << "\n"
+      << R"({"run":null,"rank":0,"epoch":0,"worker":0,"batch":0,"index":1,"rng":"b"})"
+      << "\n";
+  }
+  try {
+    read_trace(path, [](const SampleRecord&) {});
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + R"(:2: "run" must be a non-negative integer)");
+  }
+  std::remove(path.c_str());
+}
+
 TEST(TraceReaderTest, ReadTraceNamesFileAndLineAndSkipsBlankLines) {
   std::string path = testing_util::process_temp_dir() + "trace_reader_test.jsonl";
   {

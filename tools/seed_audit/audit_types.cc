@@ -18,6 +18,10 @@ const char* finding_name(FindingKind kind) {
       return "epoch_order_repeat";
     case FindingKind::kCoverage:
       return "coverage";
+    case FindingKind::kResumeDuplicate:
+      return "resume_duplicate";
+    case FindingKind::kResumeGap:
+      return "resume_gap";
   }
   return "unknown";
 }
@@ -49,6 +53,17 @@ const char* finding_hint(FindingKind kind) {
       return "An epoch misses samples or repeats more than padding to a multiple of "
              "the world size explains; check the sampler's size, drop_last and "
              "sharding.";
+    case FindingKind::kResumeDuplicate:
+      return "A restarted run consumed samples an earlier run of the epoch had "
+             "already consumed: it restarted the epoch from its start, or resumed a "
+             "per-rank batch index at another world size under the strided "
+             "partition; resume at the global position reached (partition elastic, "
+             "resume(epoch, global batch)) or restart at an epoch boundary.";
+    case FindingKind::kResumeGap:
+      return "No run consumed these samples of an epoch that a restart split: the "
+             "resumed run skipped past them, e.g. a per-rank batch index resumed at "
+             "a larger world size under the strided partition; resume at the global "
+             "position reached (partition elastic, resume(epoch, global batch)).";
   }
   return "";
 }

@@ -13,6 +13,8 @@ namespace seedloader::audit {
 // One sample as the loader produced it. `rng` fingerprints the random state in use
 // when the sample started (equal exactly when the states are equal).
 struct SampleRecord {
+  // Which run of the training job produced it: 0, 1, ... one per restart.
+  std::uint32_t run = 0;
   std::uint32_t rank = 0;
   std::uint32_t epoch = 0;
   std::uint32_t worker = 0;
@@ -31,6 +33,7 @@ inline constexpr std::uint64_t kMaxRank = 65534;
 inline constexpr std::uint64_t kMaxIndex = 0xFFFFFFFEull;
 inline constexpr std::uint64_t kMaxEpoch = 0xFFFFFFFEull;
 inline constexpr std::uint64_t kMaxWorker = 0xFFFFFFFEull;
+inline constexpr std::uint64_t kMaxRun = 65534;
 
 enum class FindingKind {
   kWorkerRngDuplicate,
@@ -40,6 +43,8 @@ enum class FindingKind {
   kRankBatchDuplicate,
   kEpochOrderRepeat,
   kCoverage,
+  kResumeDuplicate,
+  kResumeGap,
 };
 
 // The finding's name in reports ("worker_rng_duplicate", ...).
@@ -55,6 +60,7 @@ struct SamplePlace {
   std::optional<std::uint32_t> worker;
   std::optional<std::uint64_t> batch;
   std::optional<std::uint64_t> index;
+  std::optional<std::uint32_t> run;  // named only by the findings across runs
 };
 
 struct Example {

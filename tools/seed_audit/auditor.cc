@@ -8,7 +8,11 @@
 namespace seedloader::audit {
 
 Auditor::Auditor(AuditOptions options)
-    : indices_(options.dataset_size, options.allowed_missing) {
+    : states_(options.pad_multiple),
+      indices_(options.dataset_size, options.allowed_missing, options.pad_multiple) {
+  if (options.pad_multiple && *options.pad_multiple == 0) {
+    throw ConfigError("the padding multiple must be positive");
+  }
   if (options.dataset_size && *options.dataset_size == 0) {
     throw ConfigError("dataset size must be positive");
   }
@@ -26,6 +30,10 @@ void Auditor::add(const SampleRecord& r) {
   if (r.index > kMaxIndex) {
     throw DataError("sample index " + std::to_string(r.index) +
                     " exceeds the audit's limit of " + std::to_string(kMaxIndex));
+  }
+  if (r.run > kMaxRun) {
+    throw DataError("run " + std::to_string(r.run) + " exceeds the audit's limit of " +
+                    std::to_string(kMaxRun));
   }
   if (r.epoch > kMaxEpoch || r.worker > kMaxWorker) {
     throw DataError("epoch or worker id exceeds the audit's limit of " +

@@ -20,6 +20,9 @@ struct AuditOptions {
   std::optional<std::uint64_t> dataset_size;
   // Samples an epoch may leave out by design (drop_last), for coverage.
   std::uint64_t allowed_missing = 0;
+  // Each epoch's order is padded to a multiple of this (the elastic partition:
+  // its global batch); unset: of the ranks each run shows (DistributedSampler).
+  std::optional<std::uint64_t> pad_multiple;
 };
 
 class Auditor {

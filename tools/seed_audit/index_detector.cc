@@ -1,14 +1,30 @@
 #include "tools/seed_audit/index_detector.h"
 
+#include <algorithm>
 #include <string>
 
 #include "seedloader/error.h"
 
 namespace seedloader::audit {
+namespace {
+
+// Page entries hold visitor id + 1 in 16 bits, 0 meaning unseen.
+constexpr std::size_t kMaxVisitors = 0xFFFF;
+
+void append_examples(const std::vector<Example>& from, FindingTally& to) {
+  for (const Example& x : from) {
+    if (to.examples.size() < kMaxExamples) to.examples.push_back(x);
+  }
+}
+
+}  // namespace
 
 IndexDetector::IndexDetector(std::optional<std::uint64_t> dataset_size,
-                             std::uint64_t allowed_missing)
-    : dataset_size_(dataset_size), allowed_missing_(allowed_missing) {}
+                             std::uint64_t allowed_missing,
+                             std::optional<std::uint64_t> pad_multiple)
+    : dataset_size_(dataset_size),
+      allowed_missing_(allowed_missing),
+      pad_multiple_(pad_multiple) {}
 
 IndexDetector::Epoch& IndexDetector::epoch(std::uint32_t e) {
   if (last_ == nullptr || last_epoch_ != e) {
@@ -16,6 +32,24 @@ IndexDetector::Epoch& IndexDetector::epoch(std::uint32_t e) {
     last_epoch_ = e;
   }
   return *last_;
+}
+
+std::uint16_t IndexDetector::visitor(const SampleRecord& r) {
+  const std::pair<std::uint32_t, std::uint32_t> key{r.run, r.rank};
+  if (!visitors_.empty() && visitors_[last_visitor_] == key) return last_visitor_;
+  auto it = visitor_ids_.find(key);
+  if (it == visitor_ids_.end()) {
+    if (visitors_.size() == kMaxVisitors) {
+      throw DataError("run " + std::to_string(r.run) + ", rank " +
+                      std::to_string(r.rank) + ": the audit tells at most " +
+                      std::to_string(kMaxVisitors) + " (run, rank) pairs apart");
+    }
+    it = visitor_ids_.emplace(key, static_cast<std::uint16_t>(visitors_.size())).first;
+    visitors_.push_back(key);
+    runs_.insert(r.run);
+  }
+  last_visitor_ = it->second;
+  return last_visitor_;
 }
 
 void IndexDetector::add(const SampleRecord& r) {
@@ -26,12 +60,14 @@ void IndexDetector::add(const SampleRecord& r) {
                     std::to_string(r.epoch) + ", worker " + std::to_string(r.worker) +
                     ", batch " + std::to_string(r.batch) + ")");
   }
+  const std::uint16_t me = visitor(r);
   Epoch& ep = epoch(r.epoch);
   ++ep.total;
-  if (r.rank >= ep.ranks.size()) ep.ranks.resize(r.rank + 1, false);
-  if (!ep.ranks[r.rank]) {
-    ep.ranks[r.rank] = true;
-    ++ep.num_ranks;
+  RunShare& share = ep.runs[r.run];
+  if (r.rank >= share.ranks.size()) share.ranks.resize(r.rank + 1, false);
+  if (!share.ranks[r.rank]) {
+    share.ranks[r.rank] = true;
+    ++share.num_ranks;
   }
   std::uint64_t page = r.index >> kPageBits;
   if (page >= ep.pages.size()) ep.pages.resize(page + 1);
@@ -40,17 +76,29 @@ void IndexDetector::add(const SampleRecord& r) {
   }
   std::uint16_t& first = ep.pages[page][r.index & ((1u << kPageBits) - 1)];
   if (first == 0) {
-    first = static_cast<std::uint16_t>(r.rank + 1);
+    first = static_cast<std::uint16_t>(me + 1);
     ++ep.distinct;
     return;
   }
-  std::uint32_t first_rank = first - 1u;
+  const auto [first_run, first_rank] = visitors_[first - 1u];
+  if (first_run != r.run) {
+    ++ep.cross_run;
+    if (ep.cross_run_examples.size() < kMaxExamples) {
+      SamplePlace sample = place_of(r);
+      sample.run = r.run;
+      SamplePlace other{first_rank, r.epoch, std::nullopt, std::nullopt, r.index};
+      other.run = first_run;
+      ep.cross_run_examples.push_back(Example{
+          sample, other, "consumed again after a restart, first by", std::string(r.aug)});
+    }
+    return;
+  }
   Example e{place_of(r),
             SamplePlace{first_rank, r.epoch, std::nullopt, std::nullopt, r.index},
             "index also visited by", std::string(r.aug)};
   if (first_rank != r.rank) {
-    ++ep.cross_rank;
-    if (ep.cross_examples.size() < kMaxExamples) ep.cross_examples.push_back(e);
+    ++share.cross_rank;
+    if (share.cross_examples.size() < kMaxExamples) share.cross_examples.push_back(e);
   }
   if (ep.repeat_examples.size() < kMaxExamples)
     ep.repeat_examples.push_back(std::move(e));
@@ -62,39 +110,78 @@ bool IndexDetector::seen(const Epoch& ep, std::uint64_t index) const {
          ep.pages[page][index & ((1u << kPageBits) - 1)] != 0;
 }
 
+std::uint64_t IndexDetector::multiple(std::uint32_t ranks) const {
+  return pad_multiple_ ? *pad_multiple_ : ranks;
+}
+
+void IndexDetector::report_missing(std::uint32_t e, const Epoch& ep,
+                                   FindingTally& tally) const {
+  const std::uint64_t n = *dataset_size_;
+  tally.count += n - ep.distinct;
+  std::string note = "missing from the epoch";
+  if (runs_.size() > 1) {
+    note = "consumed by none of the epoch's runs (";
+    const char* sep = "";
+    for (const auto& [run, share] : ep.runs) {
+      note += sep + std::to_string(run);
+      sep = ", ";
+    }
+    note += ")";
+  }
+  for (std::uint64_t i = 0; i < n && tally.examples.size() < kMaxExamples; ++i) {
+    if (seen(ep, i)) continue;
+    tally.examples.push_back(
+        Example{SamplePlace{std::nullopt, e, std::nullopt, std::nullopt, i}, std::nullopt,
+                note, ""});
+  }
+}
+
 void IndexDetector::report(Report& out) const {
-  FindingTally ranks, coverage;
+  FindingTally ranks, coverage, duplicates, gaps;
   for (const auto& [e, ep] : epochs_) {
-    if (ep.cross_rank > ep.num_ranks - 1) {
-      ranks.count += ep.cross_rank;
-      for (const Example& x : ep.cross_examples) {
-        if (ranks.examples.size() < kMaxExamples) ranks.examples.push_back(x);
+    std::uint64_t max_multiple = 1;
+    for (const auto& [run, share] : ep.runs) {
+      const std::uint64_t m = multiple(share.num_ranks);
+      max_multiple = std::max(max_multiple, m);
+      if (share.cross_rank > m - 1) {
+        ranks.count += share.cross_rank;
+        append_examples(share.cross_examples, ranks);
       }
     }
-    if (!dataset_size_) continue;
+    if (!dataset_size_) {
+      if (ep.cross_run > max_multiple - 1) {
+        duplicates.count += ep.cross_run;
+        append_examples(ep.cross_run_examples, duplicates);
+      }
+      continue;
+    }
     const std::uint64_t n = *dataset_size_;
-    const std::uint64_t world = ep.num_ranks;
-    const std::uint64_t padding = world * ((n + world - 1) / world) - n;
-    const std::uint64_t missing = n - ep.distinct;
-    const std::uint64_t repeats = ep.total - ep.distinct;
-    if (missing > allowed_missing_) {
-      coverage.count += missing;
-      for (std::uint64_t i = 0; i < n && coverage.examples.size() < kMaxExamples; ++i) {
-        if (seen(ep, i)) continue;
-        coverage.examples.push_back(
-            Example{SamplePlace{std::nullopt, e, std::nullopt, std::nullopt, i},
-                    std::nullopt, "missing from the epoch", ""});
-      }
+    std::uint64_t padding = 0;
+    for (const auto& [run, share] : ep.runs) {
+      const std::uint64_t m = multiple(share.num_ranks);
+      padding = std::max(padding, m * ((n + m - 1) / m) - n);
     }
+    if (n - ep.distinct > allowed_missing_) {
+      report_missing(e, ep, runs_.size() > 1 ? gaps : coverage);
+    }
+    const std::uint64_t repeats = ep.total - ep.distinct;
     if (repeats > padding) {
-      coverage.count += repeats - padding;
-      for (const Example& x : ep.repeat_examples) {
-        if (coverage.examples.size() < kMaxExamples) coverage.examples.push_back(x);
+      const std::uint64_t excess = repeats - padding;
+      const std::uint64_t across = std::min(ep.cross_run, excess);
+      if (across > 0) {
+        duplicates.count += across;
+        append_examples(ep.cross_run_examples, duplicates);
+      }
+      if (excess > across) {
+        coverage.count += excess - across;
+        append_examples(ep.repeat_examples, coverage);
       }
     }
   }
   ranks.report_as(FindingKind::kRankBatchDuplicate, out);
   coverage.report_as(FindingKind::kCoverage, out);
+  duplicates.report_as(FindingKind::kResumeDuplicate, out);
+  gaps.report_as(FindingKind::kResumeGap, out);
 }
 
 std::uint64_t IndexDetector::bytes() const {

@@ -1,4 +1,4 @@
-// OwnerTable: a dense id for each (rank, epoch, worker) triple seen in a trace, so
+// OwnerTable: a dense id for each (run, rank, epoch, worker) seen in a trace, so
 // the per-state table can name a sample's owner in 4 bytes, plus what the order
 // detector keeps per owner. Lines usually come in runs from one owner, so the last
 // lookup is cached. Not thread-safe; one owner.
@@ -13,6 +13,7 @@
 namespace seedloader::audit {
 
 struct Owner {
+  std::uint32_t run;
   std::uint32_t rank;
   std::uint32_t epoch;
   std::uint32_t worker;
@@ -28,16 +29,16 @@ class OwnerTable {
   OwnerTable(const OwnerTable&) = delete;
   OwnerTable& operator=(const OwnerTable&) = delete;
 
-  // The id of r's (rank, epoch, worker), creating it on first sight.
+  // The id of r's (run, rank, epoch, worker), creating it on first sight.
   std::uint32_t id(const SampleRecord& r) {
-    if (last_ != kNone && owners_[last_].rank == r.rank &&
+    if (last_ != kNone && owners_[last_].run == r.run && owners_[last_].rank == r.rank &&
         owners_[last_].epoch == r.epoch && owners_[last_].worker == r.worker) {
       return last_;
     }
-    Key key{r.rank, r.epoch, r.worker};
+    Key key{r.run, r.rank, r.epoch, r.worker};
     auto [it, inserted] =
         ids_.try_emplace(key, static_cast<std::uint32_t>(owners_.size()));
-    if (inserted) owners_.push_back(Owner{r.rank, r.epoch, r.worker});
+    if (inserted) owners_.push_back(Owner{r.run, r.rank, r.epoch, r.worker});
     last_ = it->second;
     return last_;
   }
@@ -49,13 +50,13 @@ class OwnerTable {
  private:
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
   struct Key {
-    std::uint32_t rank, epoch, worker;
+    std::uint32_t run, rank, epoch, worker;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const {
       return (std::uint64_t{k.rank} << 48) ^ (std::uint64_t{k.epoch} << 20) ^ k.worker ^
-             (std::uint64_t{k.worker} << 40);
+             (std::uint64_t{k.worker} << 40) ^ (std::uint64_t{k.run} << 32);
     }
   };
 

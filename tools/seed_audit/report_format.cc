@@ -7,6 +7,7 @@ namespace {
 
 nlohmann::ordered_json place_json(const SamplePlace& p) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (p.run) j["run"] = *p.run;
   if (p.rank) j["rank"] = *p.rank;
   if (p.epoch) j["epoch"] = *p.epoch;
   if (p.worker) j["worker"] = *p.worker;
@@ -23,6 +24,7 @@ std::string place_text(const SamplePlace& p) {
     s << sep << name << " " << *value;
     sep = " ";
   };
+  field("run", p.run);
   field("rank", p.rank);
   field("epoch", p.epoch);
   field("worker", p.worker);

@@ -2,17 +2,20 @@
 // simulated world, and audit every sample's random stream.
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "seedloader/data_loader.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
 #include "tools/common/data_spec.h"
+#include "tools/common/enum_option.h"
 #include "tools/common/loader_flags.h"
 #include "tools/common/number_checks.h"
 #include "tools/common/progress_bar.h"
@@ -35,59 +38,117 @@ struct RunArgs : tools::LoaderFlags {
   std::optional<std::uint64_t> seed;
   bool shuffle = false;
   ShuffleOrder order = ShuffleOrder::kNumpy;
+  Partition partition = Partition::kStrided;
   bool drop_last = false;
   bool persistent_workers = false;
   SeedingMode seeding = SeedingMode::kFull;
+  std::optional<std::uint64_t> resume_at;
+  std::optional<std::uint64_t> resume_world_size;
   std::string json;
   bool progress = false;
 };
 
-int run_pipeline(const RunArgs& a) {
-  const SeedingMode mode = a.seeding;
-  std::unique_ptr<Dataset> data = tools::open_dataset(a.data, a.transform);
-  const std::uint64_t seed = a.seed ? *a.seed : draw_base_seed("seed-audit");
-  const std::uint64_t n = data->size();
-  // drop_last drops each rank's last short batch: up to batch - 1 samples a rank
-  // (the sampler itself pads, as PyTorch's DistributedSampler does by default).
-  const std::uint64_t allowed_missing =
-      a.drop_last ? a.world_size * (a.batch_size - 1) : 0;
-  Auditor auditor(AuditOptions{n, allowed_missing});
+// One run of the simulated job: every rank of a world, from batch `start_batch`
+// of epoch 0 (a resumed run) to the end of epoch `epochs` - 1, or only to batch
+// `stop_batch` of epoch 0 when set (a run that fails there).
+struct Leg {
+  std::uint32_t run = 0;
+  std::uint64_t world_size = 1;
+  std::uint64_t batch_size = 1;  // per rank
+  std::uint64_t epochs = 1;
+  std::uint64_t start_batch = 0;
+  std::optional<std::uint64_t> stop_batch;
+};
 
-  std::optional<tools::ProgressBar> bar;
-  for (std::uint64_t rank = 0; rank < a.world_size; ++rank) {
+// The job: one run, or under --resume-at a run that stops at batch STEP of epoch 0
+// and one that resumes that epoch at --resume-world-size, where a per-rank
+// checkpoint (strided) or the global batch reached (elastic) says. Throws
+// ConfigError for a restart the partition cannot express.
+std::vector<Leg> plan_legs(const RunArgs& a) {
+  if (!a.resume_at) return {Leg{0, a.world_size, a.batch_size, a.epochs, 0, {}}};
+  const std::uint64_t step = *a.resume_at;
+  const std::uint64_t world2 = *a.resume_world_size;
+  std::uint64_t batch2 = a.batch_size;
+  if (a.partition == Partition::kElastic) {
+    const std::uint64_t global = a.batch_size * a.world_size;
+    if (global % world2 != 0) {
+      throw ConfigError("--resume-world-size " + std::to_string(world2) +
+                        " does not divide the global batch " + std::to_string(global) +
+                        " (--batch-size " + std::to_string(a.batch_size) +
+                        " x --world-size " + std::to_string(a.world_size) +
+                        "), which the elastic partition keeps across the restart");
+    }
+    batch2 = global / world2;
+  }
+  return {Leg{0, a.world_size, a.batch_size, 1, 0, step},
+          Leg{1, world2, batch2, a.epochs, step, {}}};
+}
+
+LoaderOptions leg_options(const RunArgs& a, const Leg& leg, std::uint64_t rank,
+                          std::uint64_t seed, SeedScope scope) {
+  LoaderOptions opt;
+  opt.batch_size = leg.batch_size;
+  opt.num_workers = a.workers;
+  opt.shuffle = a.shuffle;
+  opt.order = a.order;
+  opt.seed = seed;
+  opt.drop_last = a.drop_last;
+  opt.persistent_workers = a.persistent_workers;
+  opt.rank = rank;
+  opt.world_size = leg.world_size;
+  opt.partition = a.partition;
+  opt.timeout = std::chrono::seconds(a.timeout_s);
+  opt.seeding = scope;
+  return opt;
+}
+
+// Batches one rank of `leg` loads in all, for the progress bar.
+std::uint64_t leg_batches(const LoaderOptions& opt, const Leg& leg, std::uint64_t n,
+                          std::uint64_t seed) {
+  const std::uint64_t samples = make_sampler(n, opt, seed)->size();
+  const std::uint64_t per_epoch = opt.drop_last
+                                      ? samples / opt.batch_size
+                                      : (samples + opt.batch_size - 1) / opt.batch_size;
+  if (leg.stop_batch) return std::min(*leg.stop_batch, per_epoch);
+  const std::uint64_t all = per_epoch * leg.epochs;
+  return all - std::min(leg.start_batch, per_epoch);
+}
+
+void run_leg(const RunArgs& a, const Dataset& data, std::uint64_t seed, const Leg& leg,
+             Auditor& auditor, tools::ProgressBar& bar) {
+  for (std::uint64_t rank = 0; rank < leg.world_size; ++rank) {
     // Each simulated rank is its own process: its dataset (and any generator the
     // dataset owns) starts from the state the program gives it, as in a real run.
-    SeedingDataset dataset(*data, mode, seed);
+    SeedingDataset dataset(data, a.seeding, seed);
     const std::size_t fp_field = dataset.fingerprint_field();
-    LoaderOptions opt;
-    opt.batch_size = a.batch_size;
-    opt.num_workers = a.workers;
-    opt.shuffle = a.shuffle;
-    opt.order = a.order;
-    opt.seed = seed;
-    opt.drop_last = a.drop_last;
-    opt.persistent_workers = a.persistent_workers;
-    opt.rank = rank;
-    opt.world_size = a.world_size;
-    opt.timeout = std::chrono::seconds(a.timeout_s);
-    opt.seeding = dataset.loader_scope();
+    LoaderOptions opt = leg_options(a, leg, rank, seed, dataset.loader_scope());
     opt.worker_init = [&dataset](int worker, std::uint64_t) {
       dataset.on_worker_start(worker);
     };
     DataLoader loader(dataset, opt);
-    if (!bar) {
-      bar.emplace(a.progress || isatty(STDERR_FILENO),
-                  loader.num_batches() * a.epochs * a.world_size);
+    if (leg.stop_batch && *leg.stop_batch >= loader.num_batches()) {
+      throw ConfigError("--resume-at " + std::to_string(*leg.stop_batch) +
+                        " is not below the " + std::to_string(loader.num_batches()) +
+                        " batches an epoch has on rank " + std::to_string(rank));
     }
-    for (std::uint64_t epoch = 0; epoch < a.epochs; ++epoch) {
+    for (std::uint64_t epoch = 0; epoch < leg.epochs; ++epoch) {
       dataset.set_epoch(epoch);
-      loader.set_epoch(epoch);
+      if (epoch == 0) {
+        loader.resume(epoch, leg.start_batch);
+      } else {
+        loader.set_epoch(epoch);
+      }
+      std::uint64_t batches = 0;
       for (const Batch& b : loader) {
+        if (epoch == 0 && leg.stop_batch && leg.start_batch + batches == *leg.stop_batch)
+          break;  // the failure: the rest of the epoch is never loaded
+        ++batches;
         auto indices = b.indices();
         auto fps = b.tensor(fp_field).values<std::int64_t>();
         auto used = b.tensor(fp_field + 1).values<std::uint8_t>();
         for (std::size_t i = 0; i < indices.size(); ++i) {
           SampleRecord r;
+          r.run = leg.run;
           r.rank = static_cast<std::uint32_t>(rank);
           r.epoch = static_cast<std::uint32_t>(epoch);
           r.worker = static_cast<std::uint32_t>(b.worker());
@@ -97,17 +158,61 @@ int run_pipeline(const RunArgs& a) {
           r.has_rng = used[i] != 0;
           auditor.add(r);
         }
-        bar->add(1, indices.size());
+        bar.add(1, indices.size());
       }
     }
   }
-  if (bar) bar->finish();
+}
+
+int run_pipeline(const RunArgs& a) {
+  if (a.resume_at.has_value() != a.resume_world_size.has_value()) {
+    throw ConfigError("--resume-at and --resume-world-size go together");
+  }
+  std::unique_ptr<Dataset> data = tools::open_dataset(a.data, a.transform);
+  const std::uint64_t seed = a.seed ? *a.seed : draw_base_seed("seed-audit");
+  const std::uint64_t n = data->size();
+  const std::vector<Leg> legs = plan_legs(a);
+  AuditOptions audit{.dataset_size = n};
+  if (a.partition == Partition::kElastic) {
+    // Padded (or, with drop_last, truncated) to a multiple of the global batch.
+    const std::uint64_t global = a.batch_size * a.world_size;
+    audit.pad_multiple = global;
+    audit.allowed_missing = a.drop_last ? global - 1 : 0;
+  } else if (a.drop_last) {
+    // drop_last drops each rank's last short batch: up to batch - 1 samples a rank
+    // (the sampler itself pads, as PyTorch's DistributedSampler does by default).
+    for (const Leg& leg : legs) {
+      audit.allowed_missing =
+          std::max(audit.allowed_missing, leg.world_size * (leg.batch_size - 1));
+    }
+  }
+  Auditor auditor(audit);
+
+  // The options are checked (ConfigError) before anything is loaded.
+  std::uint64_t total = 0;
+  const SeedScope scope = SeedingDataset(*data, a.seeding, seed).loader_scope();
+  for (const Leg& leg : legs) {
+    LoaderOptions opt = leg_options(a, leg, 0, seed, scope);
+    validate(opt, n);
+    total += leg_batches(opt, leg, n, seed) * leg.world_size;
+  }
+  tools::ProgressBar bar(a.progress || isatty(STDERR_FILENO), total);
+  for (const Leg& leg : legs) run_leg(a, *data, seed, leg, auditor, bar);
+  bar.finish();
   // The summary goes with the text report: to stderr when the JSON takes stdout.
   std::FILE* text = a.json == "-" ? stderr : stdout;
   std::fprintf(text, "%s, %llu ranks x %d workers x %llu epochs, seeding %s, seed %llu\n",
                data->describe().c_str(), static_cast<unsigned long long>(a.world_size),
                a.workers, static_cast<unsigned long long>(a.epochs),
-               seeding_mode_name(mode), static_cast<unsigned long long>(seed));
+               seeding_mode_name(a.seeding), static_cast<unsigned long long>(seed));
+  if (a.resume_at) {
+    std::fprintf(text,
+                 "partition %s; run 0 stopped after batch %llu of epoch 0, run 1 "
+                 "resumed it on %llu ranks\n",
+                 tools::enum_name(tools::partition_names(), a.partition).c_str(),
+                 static_cast<unsigned long long>(*a.resume_at),
+                 static_cast<unsigned long long>(*a.resume_world_size));
+  }
   std::fflush(text);
   return emit_report(auditor.report(), a.json);
 }
@@ -122,7 +227,9 @@ void add_run_command(CLI::App& app, Action& action) {
       "rank its own DataLoader), and audit every sample's random stream. --seeding\n"
       "full (seedloader's) and sample must be clean; torch (PyTorch's worker seeds,\n"
       "rank not mixed in) and naive (every worker copies the parent's generator)\n"
-      "show the findings. Exit 0 clean, 1 findings, 2 usage or input error.");
+      "show the findings. --resume-at simulates a restart at another world size\n"
+      "(resume_duplicate, resume_gap under --partition strided; clean under elastic).\n"
+      "Exit 0 clean, 1 findings, 2 usage or input error.");
   tools::EnumNames<SeedingMode> seeding_names;
   for (SeedingMode m : {SeedingMode::kFull, SeedingMode::kSample, SeedingMode::kTorch,
                         SeedingMode::kNaive})
@@ -147,6 +254,20 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--shuffle", args->shuffle,
                 "Shuffle (DistributedSampler, same seed per rank)");
   tools::add_order_option(*cmd, args->order);
+  tools::add_partition_option(*cmd, args->partition);
+  cmd->add_option("--resume-at", args->resume_at,
+                  "Simulate a restart: run 0 stops after STEP batches (per rank) of "
+                  "epoch 0, run 1 resumes that epoch at --resume-world-size ranks "
+                  "(strided: at batch STEP on every rank, as a per-rank checkpoint "
+                  "does; elastic: at global batch STEP, the same global batch, "
+                  "G / R2 samples a rank) and runs the remaining epochs; both runs "
+                  "are audited together")
+      ->check(tools::non_negative_integer())
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--resume-world-size", args->resume_world_size,
+                  "Ranks of the resumed run (with --resume-at)")
+      ->check(tools::non_negative_integer())
+      ->check(CLI::Range(std::uint64_t{1}, kMaxRank + 1));
   cmd->add_flag("--drop-last", args->drop_last, "Drop the last, short batch");
   cmd->add_flag("--persistent-workers", args->persistent_workers,
                 "Keep workers across epochs");

@@ -15,8 +15,14 @@ void StateDetector::add(const SampleRecord& r, std::uint32_t owner,
   Example e{place_of(r),
             SamplePlace{f.rank, f.epoch, f.worker, std::nullopt, first->index},
             "same random state as", std::string(r.aug)};
+  if (f.run != r.run) {  // e.g. worker streams that restart with a resumed epoch
+    e.sample.run = r.run;
+    e.other->run = f.run;
+  }
   if (f.epoch == r.epoch && first->index == r.index) {
-    if (f.rank != r.rank) epoch.repeats.add(std::move(e));
+    // Across runs the sample itself was consumed twice (resume_duplicate, unless
+    // padding explains it); its per-sample stream repeating with it is no fault.
+    if (f.rank != r.rank && f.run == r.run) epoch.repeats.add(std::move(e));
     return;
   }
   if (f.rank != r.rank) {
@@ -35,7 +41,9 @@ void StateDetector::report(Report& out) const {
   epoch_.report_as(FindingKind::kEpochRngRepeat, out);
   FindingTally rank = rank_;
   for (const auto& [e, ep] : same_index_) {
-    if (ep.repeats.count <= ep.max_rank) continue;  // padding: at most ranks - 1
+    // Padding: at most ranks - 1 (or pad_multiple - 1) indices.
+    const std::uint64_t padding = pad_multiple_ ? *pad_multiple_ - 1 : ep.max_rank;
+    if (ep.repeats.count <= padding) continue;
     rank.count += ep.repeats.count;
     for (const Example& x : ep.repeats.examples) {
       if (rank.examples.size() < kMaxExamples) rank.examples.push_back(x);

@@ -11,11 +11,13 @@
 // padding makes at most (ranks - 1) indices of an epoch appear on two ranks. More
 // cross-rank repeats of that kind than padding explains mean the ranks read the
 // same indices with the same states (rank not in the seed *and* no sharding), and
-// they are reported as rank_rng_duplicate.
+// they are reported as rank_rng_duplicate. Same-(epoch, index) repeats between
+// runs of a restarted job are left to IndexDetector (resume_duplicate).
 // Memory: one FingerprintTable slot per distinct state. Not thread-safe.
 #pragma once
 
 #include <map>
+#include <optional>
 
 #include "tools/seed_audit/finding_tally.h"
 #include "tools/seed_audit/fingerprint_table.h"
@@ -25,6 +27,12 @@ namespace seedloader::audit {
 
 class StateDetector {
  public:
+  // pad_multiple: what an epoch's order is padded to a multiple of (the elastic
+  // partition's global batch: up to pad_multiple - 1 padded indices); unset: the
+  // ranks seen, as DistributedSampler pads.
+  explicit StateDetector(std::optional<std::uint64_t> pad_multiple = std::nullopt)
+      : pad_multiple_(pad_multiple) {}
+
   // REQUIRES: r.index <= kMaxIndex; `owner` is r's id in `owners`.
   void add(const SampleRecord& r, std::uint32_t owner, const OwnerTable& owners);
   void report(Report& out) const;
@@ -40,6 +48,7 @@ class StateDetector {
   FingerprintTable table_;
   FindingTally worker_, epoch_, rank_, sample_;
   std::map<std::uint32_t, SameIndexRepeats> same_index_;
+  std::optional<std::uint64_t> pad_multiple_;
 };
 
 }  // namespace seedloader::audit

@@ -15,12 +15,15 @@ struct TraceArgs {
   std::string path;
   std::optional<std::uint64_t> dataset_size;
   std::uint64_t allowed_missing = 0;
+  std::optional<std::uint64_t> global_batch;
   std::string json;
 };
 
 int run_trace(const TraceArgs& a) {
   return emit_report(
-      audit_trace_file(a.path, AuditOptions{a.dataset_size, a.allowed_missing}), a.json);
+      audit_trace_file(a.path,
+                       AuditOptions{a.dataset_size, a.allowed_missing, a.global_batch}),
+      a.json);
 }
 
 }  // namespace
@@ -33,9 +36,10 @@ void add_trace_command(CLI::App& app, Action& action) {
       "  "
       "{\"rank\":0,\"epoch\":0,\"worker\":1,\"batch\":3,\"index\":17,\"rng\":\"<state>\"}"
       "\n"
-      "with optional \"content\" and \"aug\". \"rng\" is any string equal exactly when\n"
-      "the random state the sample started from is equal (tools/torch_trace.py\n"
-      "records PyTorch pipelines). Exit 0 clean, 1 findings, 2 usage or input error.");
+      "with optional \"content\", \"aug\" and \"run\" (0, 1, ...: which run of a job\n"
+      "that restarted; absent: 0). \"rng\" is any string equal exactly when the random\n"
+      "state the sample started from is equal (tools/torch_trace.py records PyTorch\n"
+      "pipelines). Exit 0 clean, 1 findings, 2 usage or input error.");
   cmd->add_option("FILE", args->path, "Trace file (JSONL)")->required();
   cmd->add_option("--dataset-size", args->dataset_size,
                   "Dataset size N: check that every epoch covers [0, N) (coverage)")
@@ -44,6 +48,11 @@ void add_trace_command(CLI::App& app, Action& action) {
                   "Samples an epoch may leave out by design (drop_last), for coverage")
       ->check(tools::non_negative_integer())
       ->capture_default_str();
+  cmd->add_option("--global-batch", args->global_batch,
+                  "Each epoch's order is padded to a multiple of G (the elastic "
+                  "partition's global batch); default: the ranks of each run")
+      ->check(tools::non_negative_integer())
+      ->check(CLI::PositiveNumber);
   add_json_report_option(*cmd, args->json);
   cmd->callback([args, &action] { action = [args] { return run_trace(*args); }; });
 }

@@ -187,6 +187,9 @@ class LineParser {
       } else {
         r.content = tools::mix64(uint_value("content"));
       }
+    } else if (key == "run") {
+      mark(seen, 8, key);
+      r.run = static_cast<std::uint32_t>(bounded("run", kMaxRun));
     } else if (key == "aug") {
       mark(seen, 7, key);
       if (peek() == '"') {

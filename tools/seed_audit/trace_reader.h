@@ -1,10 +1,11 @@
 // Reading traces: one JSON object per line, one line per sample:
 //   {"rank":0,"epoch":0,"worker":1,"batch":3,"index":17,"rng":"<fingerprint>"}
-// plus optional "content" (string or integer: a hash of the produced sample) and
-// "aug" (any JSON value: the drawn parameters). Unknown keys are ignored; blank
-// lines are skipped; anything else malformed is an error naming the line. `rng`
-// and `content` strings are reduced to 64-bit hashes.
-// A hand-written parser for this flat shape, since traces run to 10^7 lines.
+// plus optional "content" (string or integer: a hash of the produced sample),
+// "aug" (any JSON value: the drawn parameters) and "run" (which run of a job that
+// restarted produced the sample: 0, 1, ...; absent: run 0). Unknown keys are ignored;
+// blank lines are skipped; anything else malformed is an error naming the line. `rng` and
+// `content` strings are reduced to 64-bit hashes. A hand-written parser for this flat
+// shape, since traces run to 10^7 lines.
 #pragma once
 
 #include <cstddef>
