@@ -14,12 +14,17 @@ class HostFeed final : public BatchFeed {
   HostFeed(DataLoader& loader, Loss loss, std::int64_t classes, std::string who)
       : loader_(loader), loss_(loss), classes_(classes), who_(std::move(who)) {}
 
-  void start(std::uint64_t epoch) override {
+  std::uint64_t open(std::uint64_t epoch, std::uint64_t first) override {
     it_.reset();  // abandons an unfinished epoch
-    loader_.set_epoch(epoch);
     fresh_ = true;
+    if (loader_.options().seeding == SeedScope::kSample) {
+      loader_.resume(epoch, first);
+      return 0;
+    }
+    loader_.set_epoch(epoch);
+    return first;
   }
-  const StepInputs* next() override {
+  const StepInputs* fetch() override {
     if (fresh_) {
       it_.emplace(loader_.begin());
       fresh_ = false;
@@ -31,6 +36,7 @@ class HostFeed final : public BatchFeed {
     in_.x = host_.x;
     in_.x_shape = host_.x_shape;
     in_.target = host_.target;
+    in_.batch = &**it_;
     return &in_;
   }
 
@@ -56,8 +62,11 @@ class DeviceFeed final : public BatchFeed {
         prefetcher_(loader, device, stream),
         labels_(ddp::Device::kCuda, 0) {}
 
-  void start(std::uint64_t epoch) override { prefetcher_.start_epoch(epoch); }
-  const StepInputs* next() override {
+  std::uint64_t open(std::uint64_t epoch, std::uint64_t first) override {
+    prefetcher_.start_epoch(epoch);
+    return first;
+  }
+  const StepInputs* fetch() override {
     const DeviceBatch* b = prefetcher_.next();
     if (!b) return nullptr;
     TensorView x = b->host.tensor(std::size_t{0});
@@ -66,6 +75,7 @@ class DeviceFeed final : public BatchFeed {
                         "' is " + dtype_name(x.dtype) +
                         " (add a totensor/normalize step)");
     in_.x = static_cast<const float*>(b->fields[0]);
+    in_.batch = &b->host;
     in_.x_shape.assign(x.shape.begin(), x.shape.end());
     if (in_.x_shape.size() == 1) in_.x_shape.push_back(1);
     in_.target = Target();

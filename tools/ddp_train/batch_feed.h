@@ -3,6 +3,11 @@
 // shared-memory slot (converting only non-float32 fields); DeviceFeed (CUDA builds)
 // takes them through the loader's DevicePrefetcher, so batch k+1 is copied while
 // batch k trains. Inputs stay valid until the next call to next() or start().
+// An epoch may start at any batch (resuming a run): with per-sample seeding the
+// host feed starts the loader there (DataLoader::resume) and the batches are those
+// of a full epoch; with worker seeding, and in the device feed (whose prefetcher
+// starts epochs at batch 0), the earlier batches are loaded and discarded, since
+// the worker streams must advance as they did.
 // Not thread-safe; owns no data beyond the current batch.
 #pragma once
 
@@ -21,14 +26,30 @@ struct StepInputs {
   const float* x = nullptr;
   ddp::Shape x_shape;
   Target target;
+  const Batch* batch = nullptr;  // the loader's host view (indices, fingerprints)
 };
 
 class BatchFeed {
  public:
   virtual ~BatchFeed() = default;
-  virtual void start(std::uint64_t epoch) = 0;
+  // The next next() returns batch `first` of `epoch` (abandoning an unfinished
+  // epoch).
+  void start(std::uint64_t epoch, std::uint64_t first = 0) { skip_ = open(epoch, first); }
   // The next batch of the epoch, or nullptr after the last.
-  virtual const StepInputs* next() = 0;
+  const StepInputs* next() {
+    for (; skip_ > 0; --skip_)
+      if (!fetch()) return nullptr;
+    return fetch();
+  }
+
+ protected:
+  // Starts `epoch` at batch `first` or before it; returns how many batches
+  // fetch() must discard to reach `first`.
+  virtual std::uint64_t open(std::uint64_t epoch, std::uint64_t first) = 0;
+  virtual const StepInputs* fetch() = 0;
+
+ private:
+  std::uint64_t skip_ = 0;
 };
 
 // `classes` (xent: the model's outputs) bounds the labels and `who` names the
