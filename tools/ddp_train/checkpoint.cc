@@ -388,6 +388,7 @@ void save_checkpoint(const std::string& path, std::span<const Stage> stages,
                 {"epoch", std::to_string(state.epoch)},
                 {"epoch_samples", std::to_string(state.epoch_samples)},
                 {"global_step", std::to_string(state.global_step)},
+                {"run", std::to_string(state.run)},
                 {"world_size", std::to_string(state.world_size)},
                 {"workers", std::to_string(state.workers)},
                 {"dataset_size", std::to_string(state.dataset_size)},
@@ -443,6 +444,7 @@ CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> 
   s.epoch_samples = meta_u64(path, meta, "epoch_samples");
   s.global_step = meta_u64(path, meta, "global_step");
   s.world_size = meta_u64(path, meta, "world_size");
+  if (meta.count("run")) s.run = meta_u64(path, meta, "run");
   s.workers = meta_u64(path, meta, "workers");
   s.dataset_size = meta_u64(path, meta, "dataset_size");
   auto fp = meta.find("dataset_fingerprint");

@@ -5,11 +5,19 @@
 //                 model.load_state_dict(safetensors.torch.load_file(PATH), strict=True)
 //                 loads it. __metadata__ (which load_file ignores): format,
 //                 format_version (3), config (JSON of the options a resume must
-//                 share), base_seed, epoch, epoch_samples (samples this rank consumed
+//                 share), base_seed, epoch, epoch_samples (samples each rank consumed
 //                 in `epoch`), global_step, world_size, workers, dataset_size,
 //                 dataset_fingerprint (train_data.h's data_fingerprint),
 //                 optimizer_file (the companion's file name), optimizer_checksum (the
-//                 companion's metadata_checksum), checksums and metadata_checksum.
+//                 companion's metadata_checksum), checksums and metadata_checksum;
+//                 and run (0 for a fresh run, one more per resume; files written
+//                 before it existed read as 0).
+//                 epoch_samples stays per rank under either partition, so older
+//                 files read as before: the batch to continue at is epoch_samples /
+//                 the per-rank batch size of the run that saved, which is config's
+//                 batch_size (strided) or config's global_batch_size / world_size
+//                 (elastic, where that batch is a global batch: the same for the
+//                 world size resuming).
 //   PATH.optim    the companion (optimizer_file()): "<param>.<state>" tensors
 //                 (momentum_buffer; exp_avg, exp_avg_sq), F32, and "step", I64 [1];
 //                 __metadata__: format (seedloader.ddp-train.optimizer),
@@ -71,8 +79,9 @@ struct Position {
 struct CheckpointState {
   std::uint64_t base_seed = 0;
   std::uint64_t epoch = 0;          // Position::epoch
-  std::uint64_t epoch_samples = 0;  // on this rank, in `epoch`: Position::batch x batch
+  std::uint64_t epoch_samples = 0;  // on each rank, in `epoch`: Position::batch x batch
   std::uint64_t global_step = 0;
+  std::uint64_t run = 0;  // resumes since the fresh run (--trace's "run")
   std::uint64_t world_size = 1;
   std::uint64_t workers = 0;
   std::uint64_t dataset_size = 0;
@@ -80,7 +89,8 @@ struct CheckpointState {
   std::string config;                     // resume_config_json()
   std::string optimizer;                  // optimizer_json(), for PyTorch
 
-  // The file stores samples, not batches, so both need the run's batch size.
+  // The file stores samples, not batches, so both need the saving run's per-rank
+  // batch size.
   Position position(std::uint64_t batch_size) const {
     return {epoch, epoch_samples / batch_size};
   }

@@ -78,6 +78,13 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
       ->check(tools::non_negative_integer());
   app.add_flag("--no-shuffle", o.no_shuffle, "The sampler's unshuffled order");
   tools::add_order_option(app, o.order);
+  tools::add_partition_option(app, o.partition);
+  app.add_option("--global-batch-size", o.global_batch_size,
+                 "elastic: samples per step over all ranks (G); each rank takes G/np, "
+                 "so np must divide G (default: --batch-size x np)")
+      ->check(tools::non_negative_integer())
+      ->check(CLI::PositiveNumber)
+      ->excludes(lf.batch_size);
   tools::add_enum_option(app, "--backend", o.backend, backend_names(),
                          "auto (nccl when a GPU is visible), mpi or nccl");
   // Bounded, so that the conversion to a byte count is defined (1 TiB at most).
@@ -104,6 +111,10 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--resume", o.resume,
                  "Continue exactly from this checkpoint and its FILE.optim");
   app.add_option("--log-json", o.log_json, "Append one JSON line per epoch here");
+  app.add_option("--trace", o.trace,
+                 "Append one JSON line per trained sample here (rank, epoch, step, "
+                 "batch, index, rng, content: a seed-audit trace), rank 0 writing for "
+                 "all ranks");
   app.add_flag("--progress", o.progress,
                "Progress bar even when stderr is not a terminal");
 }
@@ -122,15 +133,44 @@ void validate(const TrainOptions& o) {
     throw ConfigError("--checkpoint-every needs --save FILE");
   for (int d : o.devices)
     if (d < 0) throw ConfigError("--devices: negative device " + std::to_string(d));
+  if (o.global_batch_size && o.partition != Partition::kElastic)
+    throw ConfigError("--global-batch-size applies to --partition elastic only");
+  if (o.partition == Partition::kElastic && o.seeding != SeedScope::kSample)
+    throw ConfigError(
+        "--partition elastic needs --seeding sample (per-sample streams make a global "
+        "batch the same bytes at any world size)");
 }
 
-std::string resume_config_json(const TrainOptions& o) {
+std::uint64_t global_batch_size(const TrainOptions& o, std::uint64_t world_size) {
+  if (o.partition == Partition::kElastic && o.global_batch_size)
+    return *o.global_batch_size;
+  return o.batch_size * world_size;
+}
+
+std::uint64_t rank_batch_size(const TrainOptions& o, std::uint64_t world_size) {
+  if (o.partition != Partition::kElastic || !o.global_batch_size) return o.batch_size;
+  const std::uint64_t g = *o.global_batch_size;
+  if (g % world_size != 0)
+    throw ConfigError("--global-batch-size " + std::to_string(g) +
+                      " is not divisible by the world size (mpirun -np " +
+                      std::to_string(world_size) +
+                      "): every rank takes G/np samples a step");
+  return g / world_size;
+}
+
+std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size) {
   nlohmann::json j;
   j["data"] = o.data;
   j["transform"] = o.transform;
   j["model"] = o.model;
   j["loss"] = tools::enum_name(loss_names(), o.loss);
-  j["batch_size"] = o.batch_size;
+  // Strided files hold no partition key (as before it existed): absent means strided.
+  if (o.partition == Partition::kElastic) {
+    j["partition"] = tools::enum_name(tools::partition_names(), o.partition);
+    j["global_batch_size"] = global_batch_size(o, world_size);
+  } else {
+    j["batch_size"] = o.batch_size;
+  }
   j["optimizer"] = tools::enum_name(optimizer_names(), o.optimizer);
   j["lr"] = o.lr;
   j["momentum"] = o.momentum;

@@ -41,7 +41,10 @@ struct TrainOptions : tools::LoaderFlags {
   float momentum = 0.0f;
   float weight_decay = 0.0f;
   std::optional<std::uint64_t> seed;
-  SeedScope seeding = SeedScope::kWorker;  // full: worker streams; sample: per sample
+  SeedScope seeding = SeedScope::kWorker;     // full: worker streams; sample: per sample
+  Partition partition = Partition::kStrided;  // --partition
+  // elastic: samples per step over all ranks (G); unset: batch_size x world size.
+  std::optional<std::uint64_t> global_batch_size;
   bool no_shuffle = false;
   ShuffleOrder order = ShuffleOrder::kNumpy;  // --order
   Backend backend = Backend::kAuto;
@@ -50,6 +53,7 @@ struct TrainOptions : tools::LoaderFlags {
   std::vector<int> devices;  // dp: replica devices
   int split = 0;             // ddp-mp: layers on the first device
   std::string init, save, resume, log_json;
+  std::string trace;  // per-sample JSON lines (see trainer.h), appended by rank 0
   std::uint64_t checkpoint_every = 0;
   bool progress = false;
 };
@@ -60,7 +64,18 @@ void add_train_options(CLI::App& app, TrainOptions& o);
 // Throws ConfigError for a combination no single option can reject.
 void validate(const TrainOptions& o);
 
-// The options a resumed run must share with its checkpoint, as a JSON string.
-std::string resume_config_json(const TrainOptions& o);
+// The per-rank batch size in a world of `world_size` ranks: --batch-size, or under
+// elastic G / world_size. Throws ConfigError naming G and the world size when the
+// world size does not divide G.
+std::uint64_t rank_batch_size(const TrainOptions& o, std::uint64_t world_size);
+
+// The samples of one step over all ranks: G under elastic (--global-batch-size, or
+// --batch-size x world_size), batch_size x world_size under strided.
+std::uint64_t global_batch_size(const TrainOptions& o, std::uint64_t world_size);
+
+// The options a resumed run in a world of `world_size` ranks must share with its
+// checkpoint, as a JSON string. Strided: batch_size (per rank). Elastic: partition
+// and global_batch_size instead, so another world size dividing G may resume.
+std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size = 1);
 
 }  // namespace seedloader::train

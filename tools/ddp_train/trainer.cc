@@ -22,6 +22,7 @@
 #include "tools/ddp_train/checkpoint.h"
 #include "tools/ddp_train/launch_env.h"
 #include "tools/ddp_train/rank_agreement.h"
+#include "tools/ddp_train/step_trace.h"
 #include "tools/ddp_train/train_data.h"
 #include "tools/ddp_train/train_model.h"
 
@@ -83,19 +84,49 @@ void check_output(const char* option, const std::string& path) {
     refuse(std::string("not writable: ") + std::strerror(errno));
 }
 
+// The partition a checkpoint's config names (files without one are strided).
+std::string saved_partition(const nlohmann::json& config) {
+  return config.value("partition",
+                      tools::enum_name(tools::partition_names(), Partition::kStrided));
+}
+
 // Names the first option in which a checkpoint's config differs from this run's.
+// A strided run resumes at its own world size only; an elastic one at any world size
+// dividing the same global batch size, since its position is a global batch.
 void check_resume_config(const std::string& path, const CheckpointState& s,
                          const TrainOptions& o, int world, std::uint64_t data_size,
                          std::uint64_t fingerprint) {
-  if (s.world_size != static_cast<std::uint64_t>(world))
-    throw DataError("checkpoint " + path + ": saved with world size " +
-                    std::to_string(s.world_size) + ", this run has " +
-                    std::to_string(world) + " (exact resume needs the same world size)");
-  nlohmann::json saved, now = nlohmann::json::parse(resume_config_json(o));
+  const std::uint64_t w = static_cast<std::uint64_t>(world);
+  nlohmann::json saved, now = nlohmann::json::parse(resume_config_json(o, w));
   try {
     saved = nlohmann::json::parse(s.config);
   } catch (const std::exception&) {
     throw DataError("checkpoint " + path + ": metadata 'config' is not JSON");
+  }
+  if (!saved.is_object())
+    throw DataError("checkpoint " + path + ": metadata 'config' is not a JSON object");
+  const std::string partition = saved_partition(saved), ours = saved_partition(now);
+  if (partition != ours)
+    throw DataError("checkpoint " + path + ": saved with --partition " + partition +
+                    ", this run has --partition " + ours);
+  if (o.partition == Partition::kElastic) {
+    const nlohmann::json& g = saved["global_batch_size"];
+    if (g != now["global_batch_size"])
+      throw DataError("checkpoint " + path + ": saved with global batch size " +
+                      g.dump() + ", this run has " + now["global_batch_size"].dump() +
+                      " (pass --global-batch-size " + g.dump() +
+                      " to continue its data stream)");
+    if (s.world_size == 0 || !g.is_number_unsigned() ||
+        g.get<std::uint64_t>() % s.world_size != 0)
+      throw DataError("checkpoint " + path + ": world_size " +
+                      std::to_string(s.world_size) +
+                      " does not divide its global batch size " + g.dump());
+  } else if (s.world_size != w) {
+    throw DataError("checkpoint " + path + ": saved with world size " +
+                    std::to_string(s.world_size) + ", this run has " +
+                    std::to_string(world) +
+                    " (exact resume needs the same world size; --partition elastic "
+                    "resumes at another)");
   }
   for (auto& [key, value] : now.items()) {
     if (!saved.contains(key) || saved[key] != value)
@@ -155,7 +186,8 @@ class Run {
  private:
   // Throws ConfigError for an option the world size rules out, or for launcher
   // variables (torchrun, srun) that disagree with the MPI world (launch_env.h).
-  void check_world() const;
+  // Sets batch_.
+  void check_world();
   // Rank 0 checks it can write --save and --log-json; every rank throws if not,
   // so nothing trains towards a save that must fail. Collective.
   void check_outputs();
@@ -188,8 +220,11 @@ class Run {
   // trained. Logs every epoch and writes --checkpoint-every checkpoints.
   Position train(Position start);
   // Trains epoch `start.epoch` from batch `start.batch` to its end or the step
-  // budget's; returns the epoch's batches done (replayed ones included).
+  // budget's; returns the epoch's batches done (those before `start.batch` included).
   std::uint64_t train_epoch(Position start, EpochStats& es, tools::ProgressBar& bar);
+  // The per-rank batch size of the run that saved --resume's checkpoint, which its
+  // epoch_samples counts in. REQUIRES: resumed_.
+  std::uint64_t saved_batch_size() const;
   // Writes --save so that a resume continues at `next`. Collective.
   void save(Position next);
   void log_epoch(std::uint64_t epoch, const EpochStats& es, double wall);
@@ -206,6 +241,9 @@ class Run {
   ddp::Shape sample_;         // one sample's input shape
   std::int64_t classes_ = 0;  // the model's outputs per row: labels lie below it
   std::uint64_t seed_ = 0, global_step_ = 0, num_batches_ = 0, total_steps_ = 0;
+  std::uint64_t batch_ = 0;  // per rank (rank_batch_size)
+  std::uint64_t run_ = 0;    // resumes since the fresh run
+  std::unique_ptr<StepTrace> trace_;
   std::uint64_t data_fingerprint_ = 0;  // only with --save or --resume
   std::optional<CheckpointState> resumed_;
 };
@@ -241,9 +279,10 @@ void Run::go() {
   }
 }
 
-void Run::check_world() const {
+void Run::check_world() {
   check_launch_env(mpi_.rank(), mpi_.size(),
                    [](const char* name) -> const char* { return std::getenv(name); });
+  batch_ = rank_batch_size(o_, static_cast<std::uint64_t>(mpi_.size()));
   if (o_.mode == Mode::kDataParallel && mpi_.size() > 1)
     throw ConfigError(
         "--mode dp runs as one process (replicas are threads); run it without "
@@ -308,6 +347,7 @@ Position Run::resume() {
   resumed_ = s;
   seed_ = s.base_seed;
   global_step_ = s.global_step;
+  run_ = s.run + 1;
   if (mpi_.rank() == 0 && s.workers != static_cast<std::uint64_t>(o_.workers) &&
       o_.seeding == SeedScope::kWorker)
     std::fprintf(stderr,
@@ -315,18 +355,25 @@ Position Run::resume() {
                  "--seeding full the augmentations differ from an uninterrupted run "
                  "(--seeding sample does not depend on the worker count)\n",
                  o_.workers, static_cast<unsigned long long>(s.workers));
-  return s.position(o_.batch_size);
+  return s.position(saved_batch_size());
+}
+
+std::uint64_t Run::saved_batch_size() const {
+  // check_resume_config made the global batch size equal and checked the division.
+  if (o_.partition == Partition::kElastic)
+    return global_batch_size(o_, static_cast<std::uint64_t>(mpi_.size())) /
+           resumed_->world_size;
+  return batch_;
 }
 
 void Run::check_resumed_position() const {
   if (resumed_)
-    check_position(o_.resume, *resumed_, static_cast<std::uint64_t>(o_.batch_size),
-                   num_batches_, total_steps_);
+    check_position(o_.resume, *resumed_, saved_batch_size(), num_batches_, total_steps_);
 }
 
 void Run::open_loader() {
   LoaderOptions lo;
-  lo.batch_size = o_.batch_size;
+  lo.batch_size = batch_;
   lo.num_workers = o_.workers;
   lo.shuffle = !o_.no_shuffle;
   lo.order = o_.order;
@@ -334,6 +381,7 @@ void Run::open_loader() {
   lo.persistent_workers = true;
   lo.rank = static_cast<std::uint64_t>(mpi_.rank());
   lo.world_size = static_cast<std::uint64_t>(mpi_.size());
+  lo.partition = o_.partition;
   lo.seeding = o_.seeding;
   lo.timeout = std::chrono::seconds(o_.timeout_s);
   loader_ = std::make_unique<DataLoader>(*data_, lo);
@@ -348,6 +396,8 @@ void Run::open_loader() {
   }
 #endif
   if (!feed_) feed_ = make_host_feed(*loader_, o_.loss, classes_, data_->describe());
+  if (!o_.trace.empty())
+    trace_ = std::make_unique<StepTrace>(o_.trace, mpi_, batch_, run_);
 }
 
 std::vector<RankFact> Run::facts(Position start) const {
@@ -357,7 +407,8 @@ std::vector<RankFact> Run::facts(Position start) const {
       {"sample layout", layout_string(data_->layout())},
       {"data set", data_->describe()},
   };
-  const nlohmann::json options = nlohmann::json::parse(resume_config_json(o_));
+  const nlohmann::json options = nlohmann::json::parse(
+      resume_config_json(o_, static_cast<std::uint64_t>(mpi_.size())));
   for (const auto& [key, value] : options.items())
     out.push_back({"option " + key, value.dump()});
   std::string resumed = "none (no --resume)";
@@ -419,16 +470,17 @@ Position Run::train(Position start) {
 
 std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBar& bar) {
   const std::uint64_t world = static_cast<std::uint64_t>(mpi_.size());
-  feed_->start(start.epoch);
-  std::uint64_t b = 0;
+  // A resumed epoch starts at its first untrained batch (the feed replays the
+  // earlier ones where the worker streams must advance as they did).
+  feed_->start(start.epoch, start.batch);
+  std::uint64_t b = start.batch;
   for (;;) {
     const auto tw = Clock::now();
     const StepInputs* in = feed_->next();
     es.wait += seconds_since(tw);
     if (!in) break;
-    // Replays the batches a resumed epoch already trained on: every worker's
-    // stream advances exactly as it did, so later batches are bit-identical.
-    if (b++ < start.batch) continue;
+    if (trace_) trace_->record(start.epoch, b, global_step_ + 1, *in->batch);
+    ++b;
     StepStats s = model_->step(in->x, in->x_shape, in->target);
     es.sum.loss_sum += s.loss_sum;
     es.sum.correct += s.correct;
@@ -449,13 +501,14 @@ std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBa
 void Run::save(Position next) {
   CheckpointState s;
   s.base_seed = seed_;
-  s.set_position(next, o_.batch_size);
+  s.set_position(next, batch_);
   s.global_step = global_step_;
+  s.run = run_;
   s.world_size = static_cast<std::uint64_t>(mpi_.size());
   s.workers = static_cast<std::uint64_t>(o_.workers);
   s.dataset_size = data_->size();
   s.dataset_fingerprint = data_fingerprint_;
-  s.config = resume_config_json(o_);
+  s.config = resume_config_json(o_, static_cast<std::uint64_t>(mpi_.size()));
   s.optimizer = optimizer_json(o_);
   if (mpi_.rank() == 0) save_checkpoint(o_.save, model_->stages(), s);
   mpi_.barrier();
