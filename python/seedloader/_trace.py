@@ -4,7 +4,10 @@ Every sample a traced loader produces appends one JSON line to the trace:
 
     {"rank":0,"epoch":1,"worker":0,"batch":3,"index":17,"rng":"<fingerprint>"}
 
-plus "content" (a hash of the returned sample) when record_content is set.
+plus "content" (a hash of the returned sample) when record_content is set, and
+"run" when given: which run of a training job that restarted (0, 1, ...), so that
+one trace spans the runs and the audit sees samples consumed twice or never
+across a restart (an absent run is run 0).
 
     loader = trace(DataLoader(ds, batch_size=8, shuffle=True, num_workers=2),
                    "trace.jsonl", rank=0)
@@ -246,9 +249,10 @@ class _SampleRecorder:
     """Writes one trace line per sample; shared by the map-style and iterable
     wrappers (one copy per process, since workers get copies of the wrapper)."""
 
-    def __init__(self, path, rank, generators, record_content):
+    def __init__(self, path, rank, generators, record_content, run=None):
         self.path = os.fspath(path)
         self.rank = int(rank)
+        self.run = None if run is None else int(run)
         self.watch = _GeneratorWatch(generators)
         self.record_content = record_content
         self._fd = None
@@ -264,6 +268,8 @@ class _SampleRecorder:
         used = [b for label, b in before.items() if after.get(label) != b]
         record = {"rank": self.rank, "epoch": epoch, "worker": worker, "batch": batch,
                   "index": index, "rng": self._fingerprint(used, epoch, worker)}
+        if self.run is not None:
+            record["run"] = self.run
         if self.record_content:
             record["content"] = hashlib.blake2b(
                 pickle.dumps(_plain(item)), digest_size=16).hexdigest()
@@ -272,8 +278,8 @@ class _SampleRecorder:
     def _fingerprint(self, used, epoch, worker):
         if not used:
             self._unused += 1
-            return "unused/%d/%d/%d/%d/%d" % (self.rank, epoch, worker, os.getpid(),
-                                              self._unused)
+            return "unused/%s/%d/%d/%d/%d/%d" % (self.run, self.rank, epoch, worker,
+                                                 os.getpid(), self._unused)
         h = hashlib.blake2b(digest_size=16)
         for b in used:
             h.update(len(b).to_bytes(8, "little"))
@@ -501,16 +507,22 @@ class TraceRecorder:
     generators: dotted attribute paths below the dataset ("tf.rng") of generators
     the walk cannot reach (behind properties, in sets or closures, deeper than
     MAX_DEPTH); checked when a dataset is wrapped.
+    run: which run of a restarted job this process is (0, 1, ...), written to
+    every line; None writes no run field (a single run).
     """
 
-    def __init__(self, path, rank=0, generators=(), record_content=False):
+    def __init__(self, path, rank=0, generators=(), record_content=False, run=None):
+        if run is not None and (isinstance(run, bool) or operator.index(run) < 0):
+            raise ValueError("run must be a non-negative integer, not %r" % (run,))
         self.path = os.fspath(path)
         self.rank = rank
+        self.run = run
         self.generators = tuple(generators)
         self.record_content = record_content
 
     def _recorder(self, dataset):
-        rec = _SampleRecorder(self.path, self.rank, self.generators, self.record_content)
+        rec = _SampleRecorder(self.path, self.rank, self.generators, self.record_content,
+                              self.run)
         rec.watch.check_names(dataset)
         return rec
 
@@ -552,7 +564,7 @@ class TraceRecorder:
                               batch_size=None, **kw)
 
 
-def trace(loader, path, rank=0, generators=(), record_content=False):
+def trace(loader, path, rank=0, generators=(), record_content=False, run=None):
     """`loader` (a DataLoader you built) as a loader that appends one line per
-    sample to `path`; see TraceRecorder for `generators`."""
-    return TraceRecorder(path, rank, generators, record_content).trace(loader)
+    sample to `path`; see TraceRecorder for `generators` and `run`."""
+    return TraceRecorder(path, rank, generators, record_content, run).trace(loader)

@@ -259,3 +259,56 @@ def test_check_rejects_a_malformed_trace(tmp_path):
     path.write_text('{"rank":0}\n')
     with pytest.raises(seedloader.DataError):
         seedloader.audit.check(path, SIZE)
+
+
+def test_run_is_written_on_every_line_only_when_given(tmp_path, read_trace):
+    for run, path in ((2, tmp_path / "run.jsonl"), (None, tmp_path / "single.jsonl")):
+        _epochs(trace(tud.DataLoader(Indexed(), batch_size=2, num_workers=2), path,
+                      run=run), 1)
+        lines = read_trace(path)
+        assert len(lines) == SIZE
+        if run is None:
+            assert not any("run" in line for line in lines)
+        else:
+            assert {line["run"] for line in lines} == {run}
+
+
+def _restarted_job(path, resume_from):
+    """Run 0 consumes 3 batches of 2 (no workers, so nothing more is loaded) and
+    fails; run 1 reads the epoch's indices from position `resume_from` on."""
+    loader = trace(tud.DataLoader(Indexed(), batch_size=2), path, run=0)
+    for k, _ in enumerate(loader):
+        if k == 2:
+            break
+    rest = list(range(resume_from, SIZE))
+    _epochs(trace(tud.DataLoader(Indexed(), batch_size=2, sampler=rest), path, run=1), 1)
+
+
+def test_restarting_the_epoch_from_its_start_is_a_resume_duplicate(tmp_path, audit_check):
+    path = tmp_path / "t.jsonl"
+    _restarted_job(path, 0)
+    assert audit_check(path, SIZE) == {"resume_duplicate": 6}
+    report = seedloader.audit.check(path, SIZE)
+    example = report["findings"][0]["examples"][0]
+    assert (example["run"], example["same_as"]["run"], example["epoch"]) == (1, 0, 0)
+    assert "restart" in report["findings"][0]["hint"]
+
+
+def test_resuming_where_the_failed_run_stopped_is_clean(tmp_path, audit_check):
+    _restarted_job(tmp_path / "t.jsonl", 6)
+    assert audit_check(tmp_path / "t.jsonl", SIZE) == {}
+
+
+def test_resuming_past_where_the_failed_run_stopped_is_a_resume_gap(tmp_path,
+                                                                     audit_check):
+    _restarted_job(tmp_path / "t.jsonl", 8)
+    assert audit_check(tmp_path / "t.jsonl", SIZE) == {"resume_gap": 2}
+    report = seedloader.audit.check(tmp_path / "t.jsonl", SIZE)
+    assert sorted(e["index"] for e in report["findings"][0]["examples"]) == [6, 7]
+
+
+def test_run_must_be_a_non_negative_integer(tmp_path):
+    with pytest.raises(ValueError, match="run must be a non-negative integer"):
+        trace(tud.DataLoader(Indexed()), tmp_path / "t.jsonl", run=-1)
+    with pytest.raises(TypeError):
+        trace(tud.DataLoader(Indexed()), tmp_path / "t.jsonl", run="1")

@@ -5,6 +5,8 @@ usage: torch_trace_scenarios.py SCENARIO OUT.jsonl
   seeded           the same dataset, reseeded in worker_init_fn from torch.initial_seed()
   same_seed_ranks  two simulated ranks with the same torch.manual_seed, DistributedSampler
   random_sampler   two simulated ranks, each with a RandomSampler over the whole dataset
+  restart_from_start  run 0 fails after 3 batches of epoch 0; run 1 restarts the epoch
+                   from its start (what a checkpoint taken per epoch leads to)
 """
 import os
 import sys
@@ -81,6 +83,14 @@ def main(scenario, out):
             torch.manual_seed(100 + rank)
             rec = TraceRecorder(out, rank=rank)
             run_epochs(rec.loader(TorchRand(), batch_size=2, shuffle=True, num_workers=2), 1)
+    elif scenario == "restart_from_start":
+        for run in range(2):
+            torch.manual_seed(0)  # both runs start from the same checkpoint
+            rec = TraceRecorder(out, rank=0, run=run)
+            loader = rec.loader(TorchRand(), batch_size=2, shuffle=True, num_workers=2)
+            for k, _ in enumerate(loader):
+                if run == 0 and k == 2:
+                    break  # the failure: batches 3 and on are never consumed
     else:
         sys.exit("unknown scenario " + scenario)
 

@@ -77,5 +77,17 @@ TEST_F(TorchTraceTest, RandomSamplerOnTwoRanksReadsTheSameSamples) {
   EXPECT_EQ(kinds.count("rank_rng_duplicate"), 0u);
 }
 
+TEST_F(TorchTraceTest, RestartingTheEpochFromItsStartConsumesSamplesTwice) {
+  int code = -1;
+  auto kinds = audit_scenario("restart_from_start", code);
+  EXPECT_EQ(code, 1);
+  // Run 0 consumed 3 batches of 2; its workers may have loaded up to 4 more
+  // (prefetch_factor 2 x 2 workers) before it failed. Run 1 starts over with the
+  // same seed, so the same samples get the same states: only the index repeats.
+  EXPECT_EQ(kinds.size(), 1u);
+  EXPECT_GE(kinds["resume_duplicate"], 6);
+  EXPECT_LE(kinds["resume_duplicate"], 14);
+}
+
 }  // namespace
 }  // namespace seedloader
