@@ -9,7 +9,8 @@
 trace / TraceRecorder: see seedloader._trace (the trace format and what is
 recorded). check() returns the report `seed-audit trace FILE --json` writes:
 {"verdict": "clean" | "findings", "samples": N, "findings": [{"kind", "count",
-"examples", "hint"}]}.
+"examples", "hint"}]}. A trace that spans the runs of a restarted job
+(trace(..., run=K) in each run) also reports resume_duplicate and resume_gap.
 """
 
 import json
