@@ -144,14 +144,14 @@ DevicePrefetcher::~DevicePrefetcher() {
   impl_->it.reset();
 }
 
-void DevicePrefetcher::start_epoch(std::uint64_t epoch) {
+void DevicePrefetcher::start_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
   SL_CHECK_CUDA(cudaStreamSynchronize(impl_->copy->get()));
   for (auto& s : impl_->stages) {
     s->batch.host.reset();
     s->valid = false;
   }
   impl_->it.reset();
-  impl_->loader.set_epoch(epoch);
+  impl_->loader.resume(epoch, first_batch);
   impl_->it.emplace(impl_->loader.begin());
   impl_->advance = false;
   impl_->current = -1;

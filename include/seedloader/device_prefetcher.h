@@ -35,8 +35,9 @@ class DevicePrefetcher {
   DevicePrefetcher(const DevicePrefetcher&) = delete;
   DevicePrefetcher& operator=(const DevicePrefetcher&) = delete;
 
-  // Starts `epoch` on the loader and queues the copy of its first batch.
-  void start_epoch(std::uint64_t epoch);
+  // Starts `epoch` on the loader at batch `first_batch` (DataLoader::resume: the
+  // batches before it are not loaded) and queues the copy of that batch.
+  void start_epoch(std::uint64_t epoch, std::uint64_t first_batch = 0);
   // The next batch on the device, or nullptr after the last. The compute stream
   // is made to wait for its copy; the following batch's copy is queued before
   // this returns. Valid until the next call.

@@ -62,5 +62,36 @@ TEST(DevicePrefetcherTest, DeviceBatchesMatchHostBatchesInOrder) {
   cudaStreamDestroy(compute);
 }
 
+// Starting at batch 5 delivers batches 5, 6, ... of the epoch, loading none before
+// (the resume of a run with per-sample seeding).
+TEST(DevicePrefetcherTest, StartsAnEpochAtAGivenBatch) {
+  std::string why;
+  if (!have_device(&why)) GTEST_SKIP() << why;
+  StreamProbeDataset ds(1000, 32);
+  LoaderOptions o;
+  o.batch_size = 64;
+  o.num_workers = 2;
+  o.shuffle = true;
+  o.seed = 5;
+  o.seeding = SeedScope::kSample;
+  DataLoader loader(ds, o);
+  std::vector<std::vector<std::uint64_t>> whole;
+  loader.set_epoch(1);
+  for (const Batch& b : loader)
+    whole.emplace_back(b.indices().begin(), b.indices().end());
+  DevicePrefetcher prefetcher(loader, 0);
+  prefetcher.start_epoch(1, 5);
+  std::uint64_t k = 5;
+  while (const DeviceBatch* b = prefetcher.next()) {
+    ASSERT_LT(k, whole.size());
+    EXPECT_EQ(b->host.number(), k);
+    EXPECT_EQ(
+        std::vector<std::uint64_t>(b->host.indices().begin(), b->host.indices().end()),
+        whole[k]);
+    ++k;
+  }
+  EXPECT_EQ(k, whole.size());
+}
+
 }  // namespace
 }  // namespace seedloader

@@ -59,12 +59,14 @@ class DeviceFeed final : public BatchFeed {
       : loss_(loss),
         classes_(classes),
         who_(std::move(who)),
+        loader_(loader),
         prefetcher_(loader, device, stream),
         labels_(ddp::Device::kCuda, 0) {}
 
   std::uint64_t open(std::uint64_t epoch, std::uint64_t first) override {
-    prefetcher_.start_epoch(epoch);
-    return first;
+    const bool exact = loader_.options().seeding == SeedScope::kSample;
+    prefetcher_.start_epoch(epoch, exact ? first : 0);
+    return exact ? 0 : first;
   }
   const StepInputs* fetch() override {
     const DeviceBatch* b = prefetcher_.next();
@@ -94,6 +96,7 @@ class DeviceFeed final : public BatchFeed {
   Loss loss_;
   std::int64_t classes_;
   std::string who_;
+  const DataLoader& loader_;
   DevicePrefetcher prefetcher_;
   ddp::DeviceArray<std::int32_t> labels_;
   StepInputs in_;

@@ -3,11 +3,11 @@
 // shared-memory slot (converting only non-float32 fields); DeviceFeed (CUDA builds)
 // takes them through the loader's DevicePrefetcher, so batch k+1 is copied while
 // batch k trains. Inputs stay valid until the next call to next() or start().
-// An epoch may start at any batch (resuming a run): with per-sample seeding the
-// host feed starts the loader there (DataLoader::resume) and the batches are those
-// of a full epoch; with worker seeding, and in the device feed (whose prefetcher
-// starts epochs at batch 0), the earlier batches are loaded and discarded, since
-// the worker streams must advance as they did.
+// An epoch may start at any batch (resuming a run): with per-sample seeding both
+// feeds start the loader there (DataLoader::resume, through the prefetcher on the
+// device) and the batches are those of a full epoch; with worker seeding the
+// earlier batches are loaded and discarded, since the worker streams must advance
+// as they did.
 // Not thread-safe; owns no data beyond the current batch.
 #pragma once
 
