@@ -24,15 +24,21 @@ bool have_device(std::string* why) {
   return n > 0;
 }
 
-TEST(DevicePrefetcherTest, DeviceBatchesMatchHostBatchesInOrder) {
-  std::string why;
-  if (!have_device(&why)) GTEST_SKIP() << why;
-  StreamProbeDataset ds(1000, 32);
+// 1000 samples in batches of 64 through 2 shuffling workers.
+LoaderOptions shuffled_options() {
   LoaderOptions o;
   o.batch_size = 64;
   o.num_workers = 2;
   o.shuffle = true;
   o.seed = 5;
+  return o;
+}
+
+TEST(DevicePrefetcherTest, DeviceBatchesMatchHostBatchesInOrder) {
+  std::string why;
+  if (!have_device(&why)) GTEST_SKIP() << why;
+  StreamProbeDataset ds(1000, 32);
+  LoaderOptions o = shuffled_options();
   o.persistent_workers = false;  // fork after pinning, every epoch
   DataLoader loader(ds, o);
   cudaStream_t compute;
@@ -68,11 +74,7 @@ TEST(DevicePrefetcherTest, StartsAnEpochAtAGivenBatch) {
   std::string why;
   if (!have_device(&why)) GTEST_SKIP() << why;
   StreamProbeDataset ds(1000, 32);
-  LoaderOptions o;
-  o.batch_size = 64;
-  o.num_workers = 2;
-  o.shuffle = true;
-  o.seed = 5;
+  LoaderOptions o = shuffled_options();
   o.seeding = SeedScope::kSample;
   DataLoader loader(ds, o);
   std::vector<std::vector<std::uint64_t>> whole;
