@@ -3,11 +3,15 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <glob.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
 #include <unordered_set>
 
 #include "loader/datasets/file_io.h"
@@ -101,12 +105,51 @@ std::vector<std::string> expand_shard_pattern(const std::string& pattern) {
   return out;
 }
 
-struct TarShards::State {
-  struct Member {
-    std::uint64_t offset;
-    std::uint64_t size;
-  };
+namespace {
 
+struct Member {
+  std::uint64_t offset;
+  std::uint64_t size;
+};
+
+// One shard's samples as a scan finds them, in order.
+struct ShardSamples {
+  std::vector<std::string> keys;
+  std::vector<Member> images;
+  std::vector<Member> labels;
+};
+
+// What index.json (written by seedloader-pack) says of one shard.
+struct IndexedShard {
+  std::string path;
+  std::uint64_t bytes = 0;
+  std::uint64_t samples = 0;
+  std::uint64_t xxh64 = 0;
+};
+
+// Reads the tar headers of the shard open as `file` and calls
+// sample(key, image, label) for every sample, in order.
+template <typename Sink>
+void scan_shard(const FileHandle& file, const std::string& label_ext, Sink&& sample);
+
+// XXH64 (seed 0) of the whole file, read in 1 MiB pieces.
+std::uint64_t file_xxh64(const FileHandle& file) {
+  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> state(
+      XXH64_createState(), &XXH64_freeState);
+  if (!state || XXH64_reset(state.get(), 0) != XXH_OK) throw std::bad_alloc();
+  std::vector<std::uint8_t> buffer(1 << 20);
+  const std::uint64_t size = file.size();
+  for (std::uint64_t at = 0; at < size; at += buffer.size()) {
+    const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), size - at);
+    file.read_at(at, std::span<std::uint8_t>(buffer.data(), n));
+    XXH64_update(state.get(), buffer.data(), n);
+  }
+  return XXH64_digest(state.get());
+}
+
+}  // namespace
+
+struct TarShards::State {
   State(const std::string& pattern, Compose transform, TarShardsOptions options)
       : pattern(pattern),
         options(std::move(options)),
@@ -116,6 +159,11 @@ struct TarShards::State {
 
   // Appends the samples of shards[shard] to the index.
   void index_shard(std::uint32_t shard);
+  // Reads the index.json at `path`, sizing the data set without opening a shard.
+  void read_index(const std::string& path);
+  // With an index: which shard holds sample `index`, and its samples, scanned (and
+  // checked against the index) on first use in this process.
+  std::pair<std::size_t, const ShardSamples*> indexed(std::uint64_t index) const;
 
   std::string pattern;
   TarShardsOptions options;
@@ -125,11 +173,40 @@ struct TarShards::State {
   PathIndex keys;  // key per sample; the label field holds the shard number
   std::vector<Member> images;
   std::vector<Member> labels;
+
+  // From an index.json (empty otherwise): shard i holds samples
+  // [first[i], first[i + 1]). Shards are scanned lazily, each process for itself.
+  std::string index_path;
+  std::vector<IndexedShard> indexed_shards;
+  std::vector<std::uint64_t> first;
+  mutable std::mutex scan_mutex;
+  mutable std::vector<std::unique_ptr<const ShardSamples>> scanned;
 };
+
+// The index.json of a packed folder: `pattern` itself, or in the directory it names.
+std::string index_file(const std::string& pattern) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::path(pattern).filename() == "index.json" && fs::is_regular_file(pattern, ec))
+    return pattern;
+  if (fs::is_directory(pattern, ec)) {
+    const fs::path index = fs::path(pattern) / "index.json";
+    if (fs::exists(index, ec)) return index.string();
+    throw DataError("TarShards(" + pattern + "): the directory has no index.json; " +
+                    "pack it with seedloader-pack, or name its shards with a pattern " +
+                    "such as " + (fs::path(pattern) / "*.tar").string());
+  }
+  return {};
+}
 
 TarShards::TarShards(const std::string& pattern, Compose transform,
                      TarShardsOptions options) {
   auto s = std::make_unique<State>(pattern, std::move(transform), std::move(options));
+  if (const std::string index = index_file(pattern); !index.empty()) {
+    s->read_index(index);
+    state_ = std::move(s);
+    return;
+  }
   s->shards = expand_shard_pattern(pattern);
   for (std::uint32_t i = 0; i < s->shards.size(); ++i) s->index_shard(i);
   if (s->keys.size() == 0) {
@@ -143,21 +220,37 @@ TarShards::TarShards(const std::string& pattern, Compose transform,
 
 TarShards::~TarShards() = default;
 
-std::uint64_t TarShards::size() const { return state_->keys.size(); }
+std::uint64_t TarShards::size() const {
+  return state_->first.empty() ? state_->keys.size() : state_->first.back();
+}
 
 const SampleLayout& TarShards::layout() const { return state_->layout; }
 
 std::string TarShards::describe() const { return "TarShards(" + state_->pattern + ")"; }
 
 std::string_view TarShards::key(std::uint64_t index) const {
-  return state_->keys.path_view(index);
+  if (state_->first.empty()) return state_->keys.path_view(index);
+  const auto [shard, samples] = state_->indexed(index);
+  return samples->keys[index - state_->first[shard]];
 }
 
 void TarShards::State::index_shard(std::uint32_t shard) {
-  const std::string& path = shards[shard];
   // Opened (and checked to be a regular file) here, not by libarchive: a FIFO
   // named like a shard must fail, not wait for a writer.
-  const FileHandle file(path);
+  const FileHandle file(shards[shard]);
+  scan_shard(file, options.label_ext,
+             [&](const std::string& key, const Member& image, const Member& label) {
+               keys.add(key, static_cast<std::int32_t>(shard));
+               images.push_back(image);
+               labels.push_back(label);
+             });
+}
+
+namespace {
+
+template <typename Sink>
+void scan_shard(const FileHandle& file, const std::string& label_ext, Sink&& sample) {
+  const std::string& path = file.path();
   const std::uint64_t shard_size = file.size();
   std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), &archive_read_free);
   archive_read_support_format_tar(a.get());
@@ -174,12 +267,9 @@ void TarShards::State::index_shard(std::uint32_t shard) {
     if (!open_sample) return;
     if (!have_image || !have_label) {
       throw DataError("shard " + path + ": sample '" + current_key + "' has no " +
-                      (have_image ? "." + options.label_ext + " label" : "image") +
-                      " member");
+                      (have_image ? "." + label_ext + " label" : "image") + " member");
     }
-    keys.add(current_key, static_cast<std::int32_t>(shard));
-    images.push_back(image);
-    labels.push_back(label);
+    sample(current_key, image, label);
     seen_keys.insert(current_key);
     open_sample = have_image = have_label = false;
   };
@@ -242,7 +332,7 @@ void TarShards::State::index_shard(std::uint32_t shard) {
       current_key = key;
       open_sample = true;
     }
-    if (ext == options.label_ext) {
+    if (ext == label_ext) {
       if (have_label) throw DataError(where() + ": a second label for '" + key + "'");
       label = {offset, size};
       have_label = true;
@@ -255,26 +345,125 @@ void TarShards::State::index_shard(std::uint32_t shard) {
   finish();
 }
 
+}  // namespace
+
+void TarShards::State::read_index(const std::string& path) {
+  namespace fs = std::filesystem;
+  index_path = path;
+  const auto fail = [&](const std::string& why) -> DataError {
+    return DataError("TarShards: index " + path + ": " + why);
+  };
+  std::vector<std::uint8_t> text;
+  {
+    const FileHandle file(path);
+    file.read_at(0, file.size(), text);
+  }
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.begin(), text.end());
+    if (j.value("format", std::string()) != "seedloader.shards")
+      throw fail("format is not \"seedloader.shards\"");
+    if (j.at("format_version").get<int>() != 1)
+      throw fail("format_version " + j.at("format_version").dump() +
+                 " is not 1 (written by a newer seedloader-pack?)");
+    const fs::path dir = fs::path(path).parent_path();
+    first.push_back(0);
+    for (const nlohmann::json& e : j.at("shards")) {
+      IndexedShard shard;
+      const std::string name = e.at("name").get<std::string>();
+      if (name.empty() || name.find('/') != std::string::npos || name == "..")
+        throw fail("shard name '" + name + "' is not a file name in its directory");
+      shard.path = (dir / name).string();
+      shard.bytes = e.at("bytes").get<std::uint64_t>();
+      shard.samples = e.at("samples").get<std::uint64_t>();
+      const std::string hash = e.at("xxh64").get<std::string>();
+      auto [end, ec] =
+          std::from_chars(hash.data(), hash.data() + hash.size(), shard.xxh64, 16);
+      if (hash.size() != 16 || ec != std::errc() || end != hash.data() + hash.size())
+        throw fail("shard " + name + ": xxh64 '" + hash + "' is not 16 hex digits");
+      if (shard.samples == 0) throw fail("shard " + name + " holds no samples");
+      first.push_back(first.back() + shard.samples);
+      indexed_shards.push_back(std::move(shard));
+    }
+    if (indexed_shards.empty()) throw fail("it lists no shards");
+    const auto total = j.at("samples").get<std::uint64_t>();
+    if (total != first.back())
+      throw fail("samples is " + std::to_string(total) + " but its shards hold " +
+                 std::to_string(first.back()));
+  } catch (const nlohmann::json::exception& e) {
+    throw fail(std::string("not a valid index (") + e.what() + ")");
+  }
+  scanned.resize(indexed_shards.size());
+}
+
+std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(
+    std::uint64_t index) const {
+  const auto shard = static_cast<std::size_t>(
+      std::upper_bound(first.begin(), first.end(), index) - first.begin() - 1);
+  std::lock_guard<std::mutex> lock(scan_mutex);
+  if (!scanned[shard]) {
+    const IndexedShard& want = indexed_shards[shard];
+    const auto fail = [&](const std::string& why) -> DataError {
+      return DataError("shard " + want.path + " disagrees with its index " + index_path +
+                       ": " + why);
+    };
+    const FileHandle file(want.path);
+    if (file.size() != want.bytes)
+      throw fail("it has " + std::to_string(file.size()) + " bytes, the index says " +
+                 std::to_string(want.bytes));
+    if (options.verify_shards && file_xxh64(file) != want.xxh64)
+      throw fail("its XXH64 differs from the index's (the file changed or is damaged)");
+    auto samples = std::make_unique<ShardSamples>();
+    scan_shard(file, options.label_ext,
+               [&](const std::string& key, const Member& image, const Member& label) {
+                 samples->keys.push_back(key);
+                 samples->images.push_back(image);
+                 samples->labels.push_back(label);
+               });
+    if (samples->keys.size() != want.samples)
+      throw fail("it holds " + std::to_string(samples->keys.size()) +
+                 " samples, the index says " + std::to_string(want.samples));
+    scanned[shard] = std::move(samples);
+  }
+  return {shard, scanned[shard].get()};
+}
+
 void TarShards::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
   const State& s = *state_;
-  if (index >= s.keys.size()) {
+  if (index >= size()) {
     throw DataError(describe() + ": sample " + std::to_string(index) + " out of range");
   }
   thread_local std::vector<std::uint8_t> bytes;
+  std::string shard_path;
+  std::string_view key;
   try {
+    Member image{}, label{};
+    if (s.first.empty()) {
+      shard_path = s.shards[static_cast<std::size_t>(s.keys.label(index))];
+      key = s.keys.path_view(index);
+      image = s.images[index];
+      label = s.labels[index];
+    } else {
+      const auto [shard, samples] = s.indexed(index);
+      shard_path = s.indexed_shards[shard].path;
+      const std::uint64_t at = index - s.first[shard];
+      key = samples->keys[at];
+      image = samples->images[at];
+      label = samples->labels[at];
+    }
     // Opened per sample: a dataset of thousands of shards must not hold (and
     // hand every worker) a descriptor per shard.
-    const FileHandle shard(s.shards[static_cast<std::size_t>(s.keys.label(index))]);
-    shard.read_at(s.labels[index].offset, s.labels[index].size, bytes);
-    const std::int64_t label = parse_label(bytes);
-    shard.read_at(s.images[index].offset, s.images[index].size, bytes);
+    const FileHandle shard(shard_path);
+    shard.read_at(label.offset, label.size, bytes);
+    const std::int64_t value = parse_label(bytes);
+    shard.read_at(image.offset, image.size, bytes);
     const EncodedImage source(bytes, s.options.max_pixels, s.options.channels);
     s.output.write(source, rng, nullptr, out, 0);
-    out.field<std::int64_t>(1)[0] = label;
+    out.field<std::int64_t>(1)[0] = value;
   } catch (...) {
-    rethrow_as_data_error(describe() + ": sample " + std::to_string(index) + " (shard " +
-                          s.shards[static_cast<std::size_t>(s.keys.label(index))] +
-                          ", member '" + std::string(s.keys.path_view(index)) + "')");
+    rethrow_as_data_error(
+        describe() + ": sample " + std::to_string(index) + " (shard " + shard_path +
+        (key.empty() ? std::string() : ", member '" + std::string(key) + "'") + ")");
   }
 }
 

@@ -11,11 +11,17 @@
 // with other extensions are ignored; a sample without an image or a label, a
 // duplicate extension or a key split across the shard is a DataError.
 // Shards must be plain (uncompressed) tar: random access needs real offsets.
+// A folder written by seedloader-pack (its directory, or its index.json, as the
+// pattern) is sized from index.json without opening a shard; each process then
+// reads a shard's headers when it first needs one of its samples, after checking
+// the shard's size and XXH64 against the index, and its sample count after. A
+// shard that disagrees is a DataError naming the shard and the index. A directory
+// without an index.json is a DataError that says how to name its shards.
 // Fields: "image" [C, H, W] from the transform chain (which must fix the size),
 // "label" int64 (the label member's text, a decimal integer).
 // Owns its index and transform chain (in a State defined in tar_shards.cc).
-// Immutable after construction; get() is safe across threads and processes
-// (pread on descriptors opened here and inherited by forked workers).
+// Immutable after construction apart from the lazily read shards of an indexed
+// folder (under a mutex); get() is safe across threads and processes.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +38,9 @@ namespace seedloader {
 
 struct TarShardsOptions {
   std::string label_ext = "cls";  // the image is the member with an image extension
+  // With an index.json: check each shard's XXH64 against the index when this
+  // process first opens it (one sequential read of the shard).
+  bool verify_shards = true;
   std::uint64_t max_pixels = kDefaultMaxPixels;
   int channels = 3;
 };
