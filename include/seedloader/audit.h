@@ -14,10 +14,13 @@ namespace seedloader {
 
 // The report as JSON text: {"verdict":"clean"|"findings","samples":N,"findings":[...]}.
 // dataset_size, when given, checks that every epoch covers [0, N) except for
-// allowed_missing samples. Throws DataError naming the file and line for an
-// unreadable or malformed trace, or one that holds no samples.
+// allowed_missing samples. global_batch, when given, says each epoch's order was
+// padded to a multiple of it (the elastic partition), not of the world size.
+// Throws DataError naming the file and line for an unreadable or malformed trace,
+// or one that holds no samples.
 std::string audit_trace_json(const std::string& path,
                              std::optional<std::uint64_t> dataset_size,
-                             std::uint64_t allowed_missing = 0);
+                             std::uint64_t allowed_missing = 0,
+                             std::optional<std::uint64_t> global_batch = std::nullopt);
 
 }  // namespace seedloader

@@ -251,5 +251,5 @@ class Loader:
     def shared_memory(self) -> tuple[int, int]:
         """(address, bytes) of the shared region holding every slot"""
 
-def audit_trace(path: str, dataset_size: int | None, allow_missing: int = 0) -> str:
+def audit_trace(path: str, dataset_size: int | None, allow_missing: int = 0, global_batch: int | None = None) -> str:
     """The seed audit of a trace file as the JSON report text."""

@@ -21,13 +21,16 @@ from seedloader._trace import TraceRecorder, trace
 __all__ = ["TraceRecorder", "check", "trace"]
 
 
-def check(path, dataset_size=None, allow_missing=0):
+def check(path, dataset_size=None, allow_missing=0, global_batch=None):
     """Audits the trace at `path`; returns the report as a dict.
 
     dataset_size: N to check that every epoch covers [0, N), or None.
     allow_missing: samples an epoch may leave out by design (drop_last).
+    global_batch: G for a loader with partition="elastic", whose epochs are padded
+      to a multiple of G rather than of the world size.
     Raises seedloader.DataError for a missing or malformed trace.
     """
     # Imported here, so that trace() works without the compiled module.
     from seedloader import _core
-    return json.loads(_core.audit_trace(os.fspath(path), dataset_size, allow_missing))
+    return json.loads(_core.audit_trace(os.fspath(path), dataset_size, allow_missing,
+                                        global_batch))

@@ -21,5 +21,6 @@ NB_MODULE(_core, m) {
   bind_loader(m);
   m.def("audit_trace", &seedloader::audit_trace_json, nb::arg("path"),
         nb::arg("dataset_size").none(), nb::arg("allow_missing") = 0,
+        nb::arg("global_batch").none() = nb::none(),
         "The seed audit of a trace file as the JSON report text.");
 }

@@ -178,3 +178,34 @@ def test_the_ddp_example_resumes_at_another_world_size(tmp_path):
         # Only the order of float sums differs (measured: up to 2e-7).
         for name, w in weights[0].items():
             assert torch.allclose(w, other[name], rtol=0, atol=1e-5), name
+
+
+def test_a_restarted_elastic_run_audits_clean_with_its_global_batch(tmp_path):
+    """A trace of 4 ranks for 1 global batch, then 2 ranks resuming: clean when the
+    audit knows the epoch is padded to G, a finding when it assumes the world size."""
+    path = tmp_path / "trace.jsonl"
+    first = ranks(4)
+    with open(path, "w") as out:
+        def record(loaders, run, stop=None):
+            for rank, loader in enumerate(loaders):
+                for k, _ in enumerate(loader):
+                    if k == stop:
+                        break
+                    for index in loader.last_indices:
+                        out.write(json.dumps({"run": run, "rank": rank, "epoch": 0,
+                                              "worker": 0, "batch": k, "index": index,
+                                              "rng": "sample-%d" % index}) + "\n")
+        record(first, 0, stop=1)
+        state = first[0].state_dict()
+        state.update(_num_yielded=1, samples=G)  # where every rank stopped
+        resumed = ranks(2)
+        for loader in resumed:
+            loader.load_state_dict(state)
+        record(resumed, 1)
+    report = sl.audit.check(path, dataset_size=29, global_batch=G)
+    assert report["verdict"] == "clean", report["findings"]
+    assert report["samples"] == 36
+    kinds = {f["kind"] for f in sl.audit.check(path, dataset_size=29)["findings"]}
+    assert kinds, "padding to 36 passed as padding to a multiple of the world size"
+    with pytest.raises(sl.ConfigError, match="global_batch must be at least 1"):
+        sl.audit.check(path, dataset_size=29, global_batch=0)

@@ -19,9 +19,13 @@ Report audit_trace_file(const std::string& path, const AuditOptions& options) {
 
 std::string audit_trace_json(const std::string& path,
                              std::optional<std::uint64_t> dataset_size,
-                             std::uint64_t allowed_missing) {
-  return audit::report_json(audit::audit_trace_file(
-                                path, audit::AuditOptions{dataset_size, allowed_missing}))
+                             std::uint64_t allowed_missing,
+                             std::optional<std::uint64_t> global_batch) {
+  if (global_batch && *global_batch == 0)
+    throw ConfigError("audit of " + path + ": global_batch must be at least 1");
+  return audit::report_json(
+             audit::audit_trace_file(
+                 path, audit::AuditOptions{dataset_size, allowed_missing, global_batch}))
       .dump();
 }
 
