@@ -142,6 +142,10 @@ std::string ImageFolder::path(std::uint64_t index) const {
   return std::string(state_->index.path(index));
 }
 
+std::int64_t ImageFolder::label(std::uint64_t index) const {
+  return state_->index.label(index);
+}
+
 void ImageFolder::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
   get_logged(index, rng, out, nullptr);
 }

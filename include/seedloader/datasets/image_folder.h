@@ -56,6 +56,9 @@ class ImageFolder final : public Dataset {
   // first element of torchvision's ImageFolder.samples[index].
   // REQUIRES: index < size().
   std::string path(std::uint64_t index) const;
+  // Sample `index`'s label: its class's position in classes(), as get() writes it.
+  // REQUIRES: index < size().
+  std::int64_t label(std::uint64_t index) const;
 
  private:
   struct State;
