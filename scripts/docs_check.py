@@ -35,7 +35,8 @@ PLACEHOLDER = re.compile(r"\b(DIR|FILE|PATTERN|SPEC|REPORT|PRESET|N|W|B|E|K|S)\b
 # This project's programs, and where the default build puts them.
 OUR_PROGRAMS = {"seed-audit": "build/default/tools/seed-audit",
                 "ddp-train": "build/default/tools/ddp-train",
-                "seedloader-bench": "build/default/tools/seedloader_bench/seedloader-bench"}
+                "seedloader-bench": "build/default/tools/seedloader_bench/seedloader-bench",
+                "seedloader-pack": "build/default/tools/seedloader_pack/seedloader-pack"}
 
 
 class Block:
