@@ -213,6 +213,9 @@ TEST_F(SeedloaderPackTest, TarShardsReadsThePackAsTheImageFolderReadsTheSource) 
   const ImageFolder folder(dir / "src", parse_transform_spec("centercrop:20,u8"));
   const TarShards shards(dir / "out/*.tar", parse_transform_spec("centercrop:20,u8"));
   expect_same_samples(folder, shards);
+  // The folder itself: sized from its index.json, each shard checked against it.
+  const TarShards indexed(dir / "out", parse_transform_spec("centercrop:20,u8"));
+  expect_same_samples(folder, indexed);
 }
 
 TEST_F(SeedloaderPackTest, ShuffleSeedWritesTheSeededPermutationAndRepeatsIt) {
