@@ -522,8 +522,8 @@ class DataLoader:
         if self.sampler is not None or self.batch_sampler is not None:
             drawn = self._draw_plan(epoch)
         else:
-            drawn = _batched(_core.epoch_order(self._order_options(), len(self.dataset), epoch).tolist(),
-                             self.batch_size, self.drop_last)
+            order = _core.epoch_order(self._order_options(), len(self.dataset), epoch)
+            drawn = _batched(order.tolist(), self.batch_size, self.drop_last)
         bound = self._collated_size
         if len(drawn) > bound:
             raise ConfigError("epoch %d has %d batches; this loader with a collate_fn "
