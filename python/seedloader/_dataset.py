@@ -269,19 +269,22 @@ def learn_in_child(dataset, with_rng, seed, epoch, learn, timeout, count=PROBE_S
     os.close(write_end)
     data = bytearray()
     deadline = time.monotonic() + timeout if timeout > 0 else None
-    with os.fdopen(read_end, "rb") as source:
-        while True:
-            if deadline is not None and time.monotonic() > deadline:
-                _kill(pid)
-                raise TimeoutError("the probe process (pid %d) reading the first samples "
-                                   "to learn the layout took more than timeout=%gs"
-                                   % (pid, timeout))
-            ready, _, _ = select.select([source], [], [], 0.05)
-            if ready:
-                chunk = os.read(source.fileno(), 1 << 20)
-                if not chunk:
-                    break
-                data += chunk
+    try:
+        with os.fdopen(read_end, "rb") as source:
+            while True:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError("the probe process (pid %d) reading the first "
+                                       "samples to learn the layout took more than "
+                                       "timeout=%gs" % (pid, timeout))
+                ready, _, _ = select.select([source], [], [], 0.05)
+                if ready:
+                    chunk = os.read(source.fileno(), 1 << 20)
+                    if not chunk:
+                        break
+                    data += chunk
+    except BaseException:  # noqa: B902 (a timeout, Ctrl-C: the probe must not outlive it)
+        _kill(pid)
+        raise
     _, status = os.waitpid(pid, 0)
     messages = _messages(bytes(data))
     if not messages:

@@ -350,24 +350,55 @@ def test_config_errors_name_the_option():
         sl.DataLoader(sl.Synthetic(8, 4, 4, 1), batch_size=0)
 
 
-def test_ctrl_c_while_waiting_stops_and_reaps_the_workers():
-    class Stalls:
-        def __len__(self):
-            return 16
+class Stalls:
+    """Sample 5 takes a minute; `fields` declares the layout, so only the engine's
+    workers read samples."""
+    fields = {"i": ((), "int64")}
 
-        def __getitem__(self, index, rng):
-            if index == 5:
-                time.sleep(60)
-            return {"i": np.int64(index)}
-    loader = sl.DataLoader(Stalls(), batch_size=2, num_workers=2, seed=1)
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, index, rng):
+        if index == 5:
+            time.sleep(60)
+        return {"i": np.int64(index)}
+
+
+def interrupted(loader):
+    """Iterates `loader` until a SIGINT sent 0.5 s in raises KeyboardInterrupt; the
+    seconds that took."""
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        for _ in loader:
-            pass
-    assert time.monotonic() - started < 5
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            for _ in loader:
+                pass
+    finally:
+        timer.cancel()
+    return time.monotonic() - started
+
+
+def test_ctrl_c_while_waiting_stops_and_reaps_the_workers():
+    loader = sl.DataLoader(Stalls(), batch_size=2, num_workers=2, seed=1)
+    assert interrupted(loader) < 5
     assert loader.worker_pids() == []
+
+
+def test_ctrl_c_while_the_layout_is_learned_reaps_the_probe():
+    class Undeclared(Stalls):
+        fields = None  # learned by a probe process that reads the first 8 samples
+    before = set(os.listdir("/proc"))
+    assert interrupted(sl.DataLoader(Undeclared(), batch_size=2, num_workers=2,
+                                     seed=1)) < 5
+    for pid in set(os.listdir("/proc")) - before:
+        if pid.isdigit():
+            try:
+                with open("/proc/%s/stat" % pid) as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue  # gone meanwhile
+            assert parent != os.getpid(), "process %s outlived the interrupt" % pid
 
 
 def test_worker_init_fn_runs_in_each_worker_with_its_id(tmp_path):
