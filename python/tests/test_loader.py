@@ -366,7 +366,10 @@ class Stalls:
 
 def interrupted(loader):
     """Iterates `loader` until a SIGINT sent 0.5 s in raises KeyboardInterrupt; the
-    seconds that took."""
+    seconds that took. Python's own SIGINT handler is installed for the while: a
+    process started in the background by a shell without job control inherits
+    SIGINT ignored, and Python then leaves it so."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
@@ -376,6 +379,7 @@ def interrupted(loader):
                 pass
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     return time.monotonic() - started
 
 
