@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <glob.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -18,6 +19,9 @@
 #include "loader/datasets/image_decode.h"
 #include "loader/datasets/image_output.h"
 #include "loader/datasets/path_index.h"
+#include "remote/object_reader.h"
+#include "remote/object_url.h"
+#include "remote/shard_cache.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
@@ -121,7 +125,8 @@ struct ShardSamples {
 
 // What index.json (written by seedloader-pack) says of one shard.
 struct IndexedShard {
-  std::string path;
+  std::string name;
+  std::string path;  // local path, or the URL (display form) of a remote shard
   std::uint64_t bytes = 0;
   std::uint64_t samples = 0;
   std::uint64_t xxh64 = 0;
@@ -161,6 +166,14 @@ struct TarShards::State {
   void index_shard(std::uint32_t shard);
   // Reads the index.json at `path`, sizing the data set without opening a shard.
   void read_index(const std::string& path);
+  // The same for a URL: the index from the server, the shards through the cache.
+  void read_remote_index(remote::ObjectUrl url);
+  // Parses index.json's text; `beside(name)` is where shard `name` is.
+  template <typename Beside>
+  void parse_index(const std::vector<std::uint8_t>& text, Beside&& beside);
+  // Opens indexed shard `shard`: the local file, or the cached copy of a remote
+  // one (downloaded first when absent).
+  FileHandle open_indexed(std::size_t shard) const;
   // With an index: which shard holds sample `index`, and its samples, scanned (and
   // checked against the index) on first use in this process.
   std::pair<std::size_t, const ShardSamples*> indexed(std::uint64_t index) const;
@@ -181,6 +194,10 @@ struct TarShards::State {
   std::vector<std::uint64_t> first;
   mutable std::mutex scan_mutex;
   mutable std::vector<std::unique_ptr<const ShardSamples>> scanned;
+
+  // A remote data set's reader and shard cache; null for local files.
+  std::unique_ptr<remote::ObjectReader> reader;
+  std::unique_ptr<remote::ShardCache> cache;
 };
 
 // The index.json of a packed folder: `pattern` itself, or in the directory it names.
@@ -202,6 +219,11 @@ std::string index_file(const std::string& pattern) {
 TarShards::TarShards(const std::string& pattern, Compose transform,
                      TarShardsOptions options) {
   auto s = std::make_unique<State>(pattern, std::move(transform), std::move(options));
+  if (auto url = remote::ObjectUrl::parse(pattern)) {
+    s->read_remote_index(std::move(*url));
+    state_ = std::move(s);
+    return;
+  }
   if (const std::string index = index_file(pattern); !index.empty()) {
     s->read_index(index);
     state_ = std::move(s);
@@ -348,16 +370,56 @@ void scan_shard(const FileHandle& file, const std::string& label_ext, Sink&& sam
 }  // namespace
 
 void TarShards::State::read_index(const std::string& path) {
-  namespace fs = std::filesystem;
   index_path = path;
-  const auto fail = [&](const std::string& why) -> DataError {
-    return DataError("TarShards: index " + path + ": " + why);
-  };
   std::vector<std::uint8_t> text;
   {
     const FileHandle file(path);
     file.read_at(0, file.size(), text);
   }
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  parse_index(text, [&](const std::string& name) { return (dir / name).string(); });
+}
+
+void TarShards::State::read_remote_index(remote::ObjectUrl url) {
+  // The folder's URL, with or without its trailing '/', or its index.json.
+  // (An s3:// URL's key may be empty: the bucket's top.)
+  const std::size_t slash = url.path.rfind('/');
+  const std::string last = url.path.substr(slash == std::string::npos ? 0 : slash + 1);
+  if (last != "index.json") {
+    if (!url.path.empty() && url.path.back() != '/') url.path += '/';
+    url = url.sibling("index.json");
+  }
+  index_path = url.display();
+  reader = std::make_unique<remote::ObjectReader>(remote::FetchOptions{
+      .max_attempts = options.max_attempts, .stall_timeout_s = options.stall_timeout_s});
+  std::vector<std::uint8_t> text;
+  if (!reader->read_if_present(url, text)) {
+    throw DataError("TarShards(" + pattern + "): no index at " + index_path +
+                    "; a remote data set is read through the index.json that " +
+                    "seedloader-pack writes: run seedloader-pack SPEC OUT/ and upload " +
+                    "OUT/ whole");
+  }
+  parse_index(text, [&](const std::string& name) { return url.sibling(name).display(); });
+  std::uint64_t largest = 0;
+  for (const IndexedShard& shard : indexed_shards)
+    largest = std::max(largest, shard.bytes);
+  if (options.cache_limit != 0 && options.cache_limit < largest) {
+    throw ConfigError("TarShards(" + pattern + "): cache_limit " +
+                      std::to_string(options.cache_limit) +
+                      " is smaller than its largest " + "shard (" +
+                      std::to_string(largest) + " bytes)");
+  }
+  cache = std::make_unique<remote::ShardCache>(
+      url, options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir,
+      options.cache_limit, *reader);
+}
+
+template <typename Beside>
+void TarShards::State::parse_index(const std::vector<std::uint8_t>& text,
+                                   Beside&& beside) {
+  const auto fail = [&](const std::string& why) -> DataError {
+    return DataError("TarShards: index " + index_path + ": " + why);
+  };
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.begin(), text.end());
@@ -366,14 +428,14 @@ void TarShards::State::read_index(const std::string& path) {
     if (j.at("format_version").get<int>() != 1)
       throw fail("format_version " + j.at("format_version").dump() +
                  " is not 1 (written by a newer seedloader-pack?)");
-    const fs::path dir = fs::path(path).parent_path();
     first.push_back(0);
     for (const nlohmann::json& e : j.at("shards")) {
       IndexedShard shard;
-      const std::string name = e.at("name").get<std::string>();
+      shard.name = e.at("name").get<std::string>();
+      const std::string& name = shard.name;
       if (name.empty() || name.find('/') != std::string::npos || name == "..")
         throw fail("shard name '" + name + "' is not a file name in its directory");
-      shard.path = (dir / name).string();
+      shard.path = beside(name);
       shard.bytes = e.at("bytes").get<std::uint64_t>();
       shard.samples = e.at("samples").get<std::uint64_t>();
       const std::string hash = e.at("xxh64").get<std::string>();
@@ -396,6 +458,22 @@ void TarShards::State::read_index(const std::string& path) {
   scanned.resize(indexed_shards.size());
 }
 
+FileHandle TarShards::State::open_indexed(std::size_t shard) const {
+  const IndexedShard& want = indexed_shards[shard];
+  if (!cache) return FileHandle(want.path);
+  const remote::ShardInfo info{want.name, want.bytes, want.xxh64};
+  // Another process may evict the cached copy between the lookup and the open;
+  // the next lookup downloads it again.
+  for (int attempt = 1;; ++attempt) {
+    const std::string path = cache->ensure(info);
+    try {
+      return FileHandle(path);
+    } catch (const DataError&) {
+      if (attempt == 3 || ::access(path.c_str(), F_OK) == 0) throw;
+    }
+  }
+}
+
 std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(
     std::uint64_t index) const {
   const auto shard = static_cast<std::size_t>(
@@ -407,11 +485,12 @@ std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(
       return DataError("shard " + want.path + " disagrees with its index " + index_path +
                        ": " + why);
     };
-    const FileHandle file(want.path);
+    const FileHandle file = open_indexed(shard);
     if (file.size() != want.bytes)
       throw fail("it has " + std::to_string(file.size()) + " bytes, the index says " +
                  std::to_string(want.bytes));
-    if (options.verify_shards && file_xxh64(file) != want.xxh64)
+    // The cache checked a remote shard's hash before it let anyone see the file.
+    if (options.verify_shards && !cache && file_xxh64(file) != want.xxh64)
       throw fail("its XXH64 differs from the index's (the file changed or is damaged)");
     auto samples = std::make_unique<ShardSamples>();
     scan_shard(file, options.label_ext,
@@ -438,22 +517,24 @@ void TarShards::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
   std::string_view key;
   try {
     Member image{}, label{};
+    // Opened per sample: a dataset of thousands of shards must not hold (and
+    // hand every worker) a descriptor per shard.
+    FileHandle shard;
     if (s.first.empty()) {
       shard_path = s.shards[static_cast<std::size_t>(s.keys.label(index))];
       key = s.keys.path_view(index);
       image = s.images[index];
       label = s.labels[index];
+      shard = FileHandle(shard_path);
     } else {
-      const auto [shard, samples] = s.indexed(index);
-      shard_path = s.indexed_shards[shard].path;
-      const std::uint64_t at = index - s.first[shard];
+      const auto [n, samples] = s.indexed(index);
+      shard_path = s.indexed_shards[n].path;
+      const std::uint64_t at = index - s.first[n];
       key = samples->keys[at];
       image = samples->images[at];
       label = samples->labels[at];
+      shard = s.open_indexed(n);
     }
-    // Opened per sample: a dataset of thousands of shards must not hold (and
-    // hand every worker) a descriptor per shard.
-    const FileHandle shard(shard_path);
     shard.read_at(label.offset, label.size, bytes);
     const std::int64_t value = parse_label(bytes);
     shard.read_at(image.offset, image.size, bytes);

@@ -17,6 +17,13 @@
 // the shard's size and XXH64 against the index, and its sample count after. A
 // shard that disagrees is a DataError naming the shard and the index. A directory
 // without an index.json is a DataError that says how to name its shards.
+// A URL (s3://bucket/prefix/, https://host/path/ or http://…, each naming a
+// packed folder or its index.json) is read the same way, through a shard cache
+// on local disk: each shard is downloaded whole into cache_dir (shared safely by
+// every worker, rank and loader on a node; see remote/shard_cache.h), checked
+// against the index, and read from there. S3 credentials, region and endpoint
+// come from the AWS variables and files (remote/s3_config.h). A URL without an
+// index.json is a DataError that names seedloader-pack.
 // Fields: "image" [C, H, W] from the transform chain (which must fix the size),
 // "label" int64 (the label member's text, a decimal integer).
 // Owns its index and transform chain (in a State defined in tar_shards.cc).
@@ -43,6 +50,15 @@ struct TarShardsOptions {
   bool verify_shards = true;
   std::uint64_t max_pixels = kDefaultMaxPixels;
   int channels = 3;
+  // For a URL: the shard cache's directory (empty: $SEEDLOADER_CACHE_DIR, else
+  // $XDG_CACHE_HOME/seedloader, else ~/.cache/seedloader) and its bound in bytes
+  // (0: none; else at least the largest shard).
+  std::string cache_dir;
+  std::uint64_t cache_limit = 0;
+  // For a URL: attempts per shard that make no progress (timeouts, resets, 5xx,
+  // 429) before it fails, and how long a transfer may move no byte.
+  int max_attempts = 6;
+  double stall_timeout_s = 30;
 };
 
 // Expands a shard pattern: one brace range "{000..009}" (zero padding kept) and

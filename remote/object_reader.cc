@@ -1,0 +1,340 @@
+#include "remote/object_reader.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "remote/s3_config.h"
+#include "seedloader/error.h"
+
+namespace seedloader::remote {
+namespace {
+
+// Where a transfer's bytes go: put(pos, bytes) stores them at byte `pos` of the
+// object; restart() forgets everything stored (a server ignored the Range).
+struct Sink {
+  std::function<void(std::uint64_t, const char*, std::size_t)> put;
+  std::function<void()> restart;
+};
+
+struct Attempt {
+  CURLcode code = CURLE_OK;
+  long status = 0;
+  std::string curl_error;
+  std::string error_body;  // the start of a non-2xx answer (S3 names its error there)
+  bool too_long = false;   // more bytes than the caller expected
+  std::exception_ptr sink_error;  // thrown by the sink, kept out of curl's frames
+};
+
+struct Transfer {
+  CURL* curl;
+  const Sink& sink;
+  std::uint64_t pos;    // next byte of the object to store
+  std::uint64_t limit;  // the object's expected size (UINT64_MAX: unknown)
+  std::uint64_t range_from;
+  Attempt result;
+  bool checked_status = false;
+};
+
+std::size_t on_body(char* data, std::size_t, std::size_t n, void* user) {
+  auto& t = *static_cast<Transfer*>(user);
+  if (!t.checked_status) {
+    t.checked_status = true;
+    curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &t.result.status);
+    if (t.result.status == 200 && t.range_from > 0) {
+      try {
+        t.sink.restart();  // the whole object came back, not the range asked for
+      } catch (...) {
+        t.result.sink_error = std::current_exception();
+        return 0;
+      }
+      t.pos = 0;
+    }
+  }
+  if (t.result.status < 200 || t.result.status >= 300) {
+    const std::size_t keep = std::min<std::size_t>(n, 512 - t.result.error_body.size());
+    t.result.error_body.append(data, keep);
+    return n;
+  }
+  if (n > t.limit - t.pos) {
+    t.result.too_long = true;
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  try {
+    t.sink.put(t.pos, data, n);
+  } catch (...) {
+    t.result.sink_error = std::current_exception();
+    return 0;
+  }
+  t.pos += n;
+  return n;
+}
+
+bool retryable(const Attempt& a) {
+  if (a.code == CURLE_OK) return a.status >= 500 || a.status == 429 || a.status == 408;
+  switch (a.code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_AGAIN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// "HTTP 403 (AccessDenied)" or "curl error 7: Failed to connect ...".
+std::string describe(const Attempt& a) {
+  if (a.code != CURLE_OK) {
+    return "curl error " + std::to_string(a.code) + ": " +
+           (a.curl_error.empty() ? curl_easy_strerror(a.code) : a.curl_error);
+  }
+  std::string s = "HTTP " + std::to_string(a.status);
+  const std::size_t b = a.error_body.find("<Code>");
+  const std::size_t e = a.error_body.find("</Code>");
+  if (b != std::string::npos && e != std::string::npos && e > b + 6)
+    s += " (" + a.error_body.substr(b + 6, e - b - 6) + ")";
+  return s;
+}
+
+// Jitter needs no reproducibility, only to differ between processes.
+double jitter() {
+  thread_local std::uint64_t x =
+      static_cast<std::uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull ^
+      static_cast<std::uint64_t>(
+          std::chrono::steady_clock::now().time_since_epoch().count());
+  x ^= x << 13;
+  x ^= x >> 7;
+  x ^= x << 17;
+  return static_cast<double>(x >> 11) / 9007199254740992.0;
+}
+
+}  // namespace
+
+struct ObjectReader::Impl {
+  FetchOptions options;
+  std::mutex mutex;
+  std::optional<S3Config> s3;  // read on the first s3:// request
+  std::vector<CURL*> idle;     // handles of process `owner`, their connections open
+  pid_t owner = ::getpid();
+
+  CURL* acquire() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (owner != ::getpid()) {
+      // A forked child: the parent's handles share its sockets (and TLS state),
+      // so using or even closing them here would corrupt the parent's
+      // connections. They are left alone, a few kilobytes.
+      idle.clear();
+      owner = ::getpid();
+    }
+    if (idle.empty()) {
+      CURL* c = curl_easy_init();
+      if (!c) throw std::bad_alloc();
+      return c;
+    }
+    CURL* c = idle.back();
+    idle.pop_back();
+    return c;
+  }
+  void release(CURL* c) {
+    curl_easy_reset(c);  // keeps the connection cache
+    std::lock_guard<std::mutex> lock(mutex);
+    if (owner == ::getpid()) {
+      idle.push_back(c);
+    }  // else: acquired before a fork in another thread; see acquire()
+  }
+  const S3Config& s3_config() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!s3) s3 = S3Config::from_environment();
+    return *s3;
+  }
+
+  Attempt attempt(const ObjectUrl& url, const Sink& sink, std::uint64_t from,
+                  std::uint64_t limit);
+  // False only when missing_ok and the server answers 404.
+  bool fetch(const ObjectUrl& url, const Sink& sink, std::uint64_t have,
+             std::uint64_t total, bool missing_ok = false);
+};
+
+Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
+                                    std::uint64_t from, std::uint64_t limit) {
+  CURL* c = acquire();
+  std::unique_ptr<CURL, std::function<void(CURL*)>> guard(
+      c, [this](CURL* h) { release(h); });
+  char error[CURL_ERROR_SIZE] = {};
+  Transfer t{c, sink, from, limit, from, {}, false};
+  curl_slist* headers = nullptr;
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_guard(nullptr,
+                                                                  &curl_slist_free_all);
+  std::string http_url;
+  std::string sigv4;
+  if (url.scheme == ObjectUrl::Scheme::kS3) {
+    const S3Config& s3 = s3_config();
+    http_url = s3.http_url(url);
+    if (s3.signed_requests()) {
+      sigv4 = "aws:amz:" + s3.region + ":s3";
+      curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
+      curl_easy_setopt(c, CURLOPT_USERNAME, s3.access_key.c_str());
+      curl_easy_setopt(c, CURLOPT_PASSWORD, s3.secret_key.c_str());
+      if (!s3.session_token.empty()) {
+        const std::string token = "x-amz-security-token: " + s3.session_token;
+        headers = curl_slist_append(headers, token.c_str());
+        header_guard.reset(headers);
+      }
+    }
+  } else {
+    http_url = url.display();
+    if (!url.userinfo.empty()) curl_easy_setopt(c, CURLOPT_USERPWD, url.userinfo.c_str());
+  }
+  const std::string range = std::to_string(from) + "-";
+  curl_easy_setopt(c, CURLOPT_URL, http_url.c_str());
+  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(options.connect_timeout_s * 1000));
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+                   std::max(1L, static_cast<long>(std::lround(options.stall_timeout_s))));
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &on_body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
+  if (from > 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
+  if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  t.result.code = curl_easy_perform(c);
+  t.result.curl_error = error;
+  if (t.result.sink_error) std::rethrow_exception(t.result.sink_error);
+  if (!t.checked_status) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.result.status);
+  return t.result;
+}
+
+bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint64_t have,
+                               std::uint64_t total, bool missing_ok) {
+  const auto fail = [&](const std::string& why, int attempts) {
+    return DataError("GET " + url.display() + ": " + why + " (" +
+                     std::to_string(attempts) + " attempt" + (attempts == 1 ? "" : "s") +
+                     ")");
+  };
+  int attempts = 0, total_attempts = 0;
+  double backoff = options.first_backoff_s;
+  std::uint64_t pos = have;
+  std::uint64_t received = have;
+  Sink counting{[&](std::uint64_t at, const char* p, std::size_t n) {
+                  sink.put(at, p, n);
+                  received = at + n;
+                },
+                [&] {
+                  sink.restart();
+                  received = 0;
+                }};
+  while (true) {
+    ++total_attempts;
+    const Attempt a = attempt(url, counting, pos, total);
+    if (a.too_long)
+      throw fail(
+          "the object is longer than the " + std::to_string(total) + " bytes expected",
+          total_attempts);
+    // curl itself reports a body shorter than its Content-Length (or an
+    // unfinished chunked body) as CURLE_PARTIAL_FILE: an answer that is OK is whole.
+    const bool ok = a.code == CURLE_OK && a.status >= 200 && a.status < 300;
+    if (ok && (total == UINT64_MAX || received == total)) return true;
+    if (missing_ok && a.code == CURLE_OK && a.status == 404) return false;
+    if (ok)
+      throw fail("the object has " + std::to_string(received) + " bytes, " +
+                     std::to_string(total) + " were expected",
+                 total_attempts);
+    const bool progressed = received > pos;
+    pos = received;
+    if (progressed) {
+      attempts = 0;  // a cut-off transfer that moved bytes resumes at once
+      backoff = options.first_backoff_s;
+      continue;
+    }
+    ++attempts;
+    if (!retryable(a) || attempts >= options.max_attempts) {
+      throw fail(describe(a), total_attempts);
+    }
+    std::this_thread::sleep_for(
+        std::chrono::duration<double>(backoff * (0.5 + jitter())));
+    backoff = std::min(backoff * 2, options.max_backoff_s);
+  }
+}
+
+ObjectReader::ObjectReader(FetchOptions options) : impl_(std::make_unique<Impl>()) {
+  if (options.max_attempts < 1 || !(options.connect_timeout_s > 0) ||
+      !(options.stall_timeout_s > 0) || !(options.first_backoff_s >= 0) ||
+      !(options.max_backoff_s >= options.first_backoff_s)) {
+    throw ConfigError(
+        "FetchOptions: max_attempts must be >= 1, timeouts > 0 and backoffs >= 0");
+  }
+  static std::once_flag once;
+  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  impl_->options = options;
+}
+
+ObjectReader::~ObjectReader() {
+  if (impl_->owner == ::getpid()) {
+    for (CURL* c : impl_->idle) curl_easy_cleanup(c);
+  }
+}
+
+void ObjectReader::read(const ObjectUrl& url, std::vector<std::uint8_t>& out) const {
+  if (!read_if_present(url, out)) {
+    throw DataError("GET " + url.display() + ": HTTP 404 (no such object)");
+  }
+}
+
+bool ObjectReader::read_if_present(const ObjectUrl& url,
+                                   std::vector<std::uint8_t>& out) const {
+  out.clear();
+  const Sink sink{[&](std::uint64_t at, const char* p, std::size_t n) {
+                    out.resize(at);
+                    out.insert(out.end(), p, p + n);
+                  },
+                  [&] { out.clear(); }};
+  return impl_->fetch(url, sink, 0, UINT64_MAX, true);
+}
+
+void ObjectReader::download(const ObjectUrl& url, int fd, std::uint64_t have,
+                            std::uint64_t total) const {
+  if (have >= total) return;
+  const auto io_error = [&](const char* what) {
+    return DataError("GET " + url.display() + ": " + what + ": " + std::strerror(errno));
+  };
+  const Sink sink{[&](std::uint64_t at, const char* p, std::size_t n) {
+                    while (n > 0) {
+                      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(at));
+                      if (w < 0 && errno == EINTR) continue;
+                      if (w <= 0) throw io_error("cannot write the cache file");
+                      p += w;
+                      at += static_cast<std::uint64_t>(w);
+                      n -= static_cast<std::size_t>(w);
+                    }
+                  },
+                  [&] {
+                    if (::ftruncate(fd, 0) != 0) throw io_error("cannot truncate");
+                  }};
+  impl_->fetch(url, sink, have, total);
+}
+
+}  // namespace seedloader::remote

@@ -1,0 +1,57 @@
+// ObjectReader: whole objects over HTTP(S) and S3, through libcurl.
+// Connections are kept alive in a small pool of curl handles (one per thread
+// reading at once). A process forked after a handle was opened never uses the
+// parent's connections: the pool belongs to the process that filled it.
+// Faults: a timeout, a refused or reset connection, a short body, HTTP 5xx, 429 or
+// 408 are retried, with exponential backoff and jitter, up to
+// FetchOptions::max_attempts attempts without progress; a download that was cut
+// off continues with a Range request from its last byte. HTTP 4xx otherwise
+// fails at once. Every failure is a DataError naming the URL (never credentials),
+// the HTTP status or curl's error, and the attempt count.
+// Safe across threads; each call uses its own handle.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "remote/object_url.h"
+
+namespace seedloader::remote {
+
+struct FetchOptions {
+  int max_attempts = 6;           // attempts that made no progress, per object
+  double connect_timeout_s = 10;  // to open a connection
+  double stall_timeout_s = 30;    // a transfer that moves no byte for this long fails
+  double first_backoff_s = 0.2;   // the first retry's delay; doubles up to max_backoff_s
+  double max_backoff_s = 10;
+};
+
+class ObjectReader {
+ public:
+  // S3's endpoint and credentials are read from the environment (S3Config) at the
+  // first s3:// request, which throws ConfigError for bad AWS settings. Throws
+  // ConfigError for bad options.
+  explicit ObjectReader(FetchOptions options = {});
+  ~ObjectReader();
+  ObjectReader(const ObjectReader&) = delete;
+  ObjectReader& operator=(const ObjectReader&) = delete;
+
+  // The whole object into `out` (resized).
+  void read(const ObjectUrl& url, std::vector<std::uint8_t>& out) const;
+  // As read(), but false, not an error, when the server answers 404 (no such
+  // object).
+  bool read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out) const;
+  // Appends the object's bytes [have, total) to the file open as `fd`, which holds
+  // its first `have` bytes. A server that ignores the Range request restarts the
+  // file from byte 0. Throws DataError when the object is not `total` bytes long.
+  void download(const ObjectUrl& url, int fd, std::uint64_t have,
+                std::uint64_t total) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace seedloader::remote

