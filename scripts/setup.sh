@@ -14,6 +14,7 @@ build_packages=(
   libboost-dev libpcg-cpp-dev libopencv-dev libturbojpeg0-dev libjpeg62-turbo-dev libwebp-dev
   libopenmpi-dev openmpi-bin
   nlohmann-json3-dev libcli11-dev libarchive-dev libeigen3-dev libxxhash-dev
+  libcurl4-openssl-dev
   python3-dev python3-venv python3-pip
 )
 python_packages=(python3-numpy python3-torch python3-pil)
@@ -22,7 +23,7 @@ case ${1:-} in
   --demo-python) packages=("${python_packages[@]}") ;;
   "") packages=("${build_packages[@]}" "${python_packages[@]}"
                 libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
-                python3-torchvision python3-matplotlib) ;;
+                python3-torchvision python3-matplotlib nginx-light) ;;
   *) echo "usage: scripts/setup.sh [--demo-build | --demo-python]" >&2; exit 2 ;;
 esac
 

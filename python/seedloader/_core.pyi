@@ -57,7 +57,10 @@ class TensorFile(Dataset):
 class TarShards(Dataset):
     """WebDataset-style tar shards."""
 
-    def __init__(self, pattern: str, transform: str, label_ext: str = 'cls', channels: int = 3, max_pixels: int = 268435456) -> None: ...
+    def __init__(self, pattern: str, transform: str, label_ext: str = 'cls', channels: int = 3, max_pixels: int = 268435456, cache_dir: str = '', cache_limit: int = 0, verify_shards: bool = True) -> None:
+        """
+        A shard pattern, a packed folder (its index.json), or the URL of one: s3://bucket/prefix/, https://host/path/ or http://...; remote shards are read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else ~/.cache/seedloader) bounded by cache_limit bytes (0: no bound).
+        """
 
 class Synthetic(Dataset):
     """n generated h x w x c images."""

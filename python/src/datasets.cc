@@ -110,12 +110,26 @@ void bind_datasets(nb::module_& m) {
       .def(
           "__init__",
           [](TarShards* self, const std::string& pattern, const std::string& transform,
-             const std::string& label_ext, int channels, std::uint64_t max_pixels) {
-            new (self) TarShards(pattern, chain(transform),
-                                 TarShardsOptions{label_ext, max_pixels, channels});
+             const std::string& label_ext, int channels, std::uint64_t max_pixels,
+             const std::string& cache_dir, std::uint64_t cache_limit,
+             bool verify_shards) {
+            TarShardsOptions options;
+            options.label_ext = label_ext;
+            options.channels = channels;
+            options.max_pixels = max_pixels;
+            options.cache_dir = cache_dir;
+            options.cache_limit = cache_limit;
+            options.verify_shards = verify_shards;
+            new (self) TarShards(pattern, chain(transform), options);
           },
           nb::arg("pattern"), nb::arg("transform"), nb::arg("label_ext") = "cls",
-          nb::arg("channels") = 3, nb::arg("max_pixels") = kDefaultMaxPixels);
+          nb::arg("channels") = 3, nb::arg("max_pixels") = kDefaultMaxPixels,
+          nb::arg("cache_dir") = "", nb::arg("cache_limit") = 0,
+          nb::arg("verify_shards") = true,
+          "A shard pattern, a packed folder (its index.json), or the URL of one: "
+          "s3://bucket/prefix/, https://host/path/ or http://...; remote shards are "
+          "read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else "
+          "~/.cache/seedloader) bounded by cache_limit bytes (0: no bound).");
 
   nb::class_<Synthetic, Dataset>(m, "Synthetic", "n generated h x w x c images.")
       .def(

@@ -1,0 +1,112 @@
+"""sl.TarShards over HTTP: a packed folder served by nginx on 127.0.0.1 gives the
+same batches as the folder read locally, through a bounded cache in cache_dir."""
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import time
+
+import numpy as np
+import pytest
+import xxhash
+from PIL import Image
+
+import seedloader as sl
+
+NGINX = "/usr/sbin/nginx"
+
+
+def write_packed(folder, shards=4, per_shard=5):
+    """A folder as seedloader-pack writes it: PNG samples, labels, index.json."""
+    os.makedirs(folder)
+    rng = np.random.default_rng(3)
+    entries, k = [], 0
+    for s in range(shards):
+        name = "%06d.tar" % s
+        with tarfile.open(os.path.join(folder, name), "w", format=tarfile.USTAR_FORMAT) as tar:
+            for _ in range(per_shard):
+                png = io.BytesIO()
+                Image.fromarray(rng.integers(0, 256, (20 + k % 3, 22, 3), dtype=np.uint8)).save(
+                    png, format="PNG")
+                for ext, data in (("cls", str(k % 3).encode()), ("png", png.getvalue())):
+                    info = tarfile.TarInfo("%09d.%s" % (k, ext))
+                    info.size = len(data)
+                    tar.addfile(info, io.BytesIO(data))
+                k += 1
+        data = open(os.path.join(folder, name), "rb").read()
+        entries.append({"name": name, "bytes": len(data), "samples": per_shard,
+                        "xxh64": xxhash.xxh64(data).hexdigest()})
+    with open(os.path.join(folder, "index.json"), "w") as f:
+        json.dump({"format": "seedloader.shards", "format_version": 1, "samples": k,
+                   "fields": ["cls", "png"], "shards": entries}, f)
+    return entries
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    """nginx serving tmp_path/www at the returned base URL, stopped afterwards."""
+    if not os.access(NGINX, os.X_OK):
+        if os.environ.get("SEEDLOADER_REQUIRE_CROSS_CHECKS") == "1":
+            pytest.fail("nginx is not installed (scripts/setup.sh installs nginx-light)")
+        pytest.skip("nginx is not installed (scripts/setup.sh installs nginx-light)")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    conf = tmp_path / "nginx"
+    (conf / "tmp").mkdir(parents=True)
+    temp = "".join("  %s_temp_path %s;\n" % (k, conf / "tmp")
+                   for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    (conf / "nginx.conf").write_text(
+        "daemon off;\nmaster_process off;\nerror_log %s/error.log;\npid %s/nginx.pid;\n"
+        "events { worker_connections 64; }\nhttp {\n  access_log off;\n%s"
+        "  server { listen 127.0.0.1:%d; root %s; }\n}\n"
+        % (conf, conf, temp, port, tmp_path / "www"))
+    proc = subprocess.Popen([NGINX, "-p", str(conf), "-c", str(conf / "nginx.conf"),
+                             "-e", str(conf / "error.log")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, (conf / "error.log").read_text()
+                assert time.monotonic() < deadline, "nginx did not listen"
+                time.sleep(0.02)
+        yield "http://127.0.0.1:%d/" % port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def epoch_bytes(data, workers, epoch):
+    loader = sl.DataLoader(data, batch_size=3, num_workers=workers, shuffle=True, seed=9,
+                           seeding="sample")
+    loader.set_epoch(epoch)
+    return [(b["image"].numpy().tobytes(), b["label"].numpy().tobytes()) for b in loader]
+
+
+def test_remote_batches_equal_local_ones(nginx, tmp_path):
+    entries = write_packed(str(tmp_path / "www" / "data"))
+    local = sl.TarShards(str(tmp_path / "www" / "data"), transform="rrc:16,hflip")
+    largest = max(e["bytes"] for e in entries)
+    remote = sl.TarShards(nginx + "data/", transform="rrc:16,hflip",
+                          cache_dir=str(tmp_path / "cache"), cache_limit=2 * largest)
+    assert len(remote) == len(local) == 20
+    for epoch in (0, 1):
+        want = epoch_bytes(local, 0, epoch)
+        for workers in (0, 2):
+            assert epoch_bytes(remote, workers, epoch) == want
+    cached = sum(f.stat().st_size for f in (tmp_path / "cache").rglob("*") if f.is_file())
+    assert cached <= 3 * largest
+
+
+def test_a_missing_index_names_the_pack_command(nginx, tmp_path):
+    write_packed(str(tmp_path / "www" / "data"))
+    os.remove(tmp_path / "www" / "data" / "index.json")
+    with pytest.raises(sl.DataError, match="seedloader-pack"):
+        sl.TarShards(nginx + "data", transform="rrc:16", cache_dir=str(tmp_path / "c"))
