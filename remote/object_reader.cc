@@ -115,12 +115,27 @@ std::string describe(const Attempt& a) {
   return s;
 }
 
-// Jitter needs no reproducibility, only to differ between processes.
+std::string unescape(CURL* c, const std::string& s) {
+  int n = 0;
+  char* plain = curl_easy_unescape(c, s.data(), static_cast<int>(s.size()), &n);
+  if (!plain) throw std::bad_alloc();
+  std::string out(plain, static_cast<std::size_t>(n));
+  curl_free(plain);
+  return out;
+}
+
+// Jitter needs no reproducibility, only to differ between processes: its state
+// is seeded again in a forked child, so workers do not back off in lockstep.
 double jitter() {
-  thread_local std::uint64_t x =
-      static_cast<std::uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ull ^
-      static_cast<std::uint64_t>(
-          std::chrono::steady_clock::now().time_since_epoch().count());
+  thread_local std::uint64_t x = 0;
+  thread_local pid_t seeded_for = -1;
+  if (seeded_for != ::getpid()) {
+    seeded_for = ::getpid();
+    x = static_cast<std::uint64_t>(seeded_for) * 0x9E3779B97F4A7C15ull ^
+            static_cast<std::uint64_t>(
+                std::chrono::steady_clock::now().time_since_epoch().count()) |
+        1;
+  }
   x ^= x << 13;
   x ^= x >> 7;
   x ^= x << 17;
@@ -186,6 +201,7 @@ Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
                                                                   &curl_slist_free_all);
   std::string http_url;
   std::string sigv4;
+  std::string user, password;
   if (url.scheme == ObjectUrl::Scheme::kS3) {
     const S3Config& s3 = s3_config();
     http_url = s3.http_url(url);
@@ -202,7 +218,15 @@ Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
     }
   } else {
     http_url = url.display();
-    if (!url.userinfo.empty()) curl_easy_setopt(c, CURLOPT_USERPWD, url.userinfo.c_str());
+    if (!url.userinfo.empty()) {
+      // The URL's user and password are percent-encoded; curl wants them plain.
+      const std::size_t colon = url.userinfo.find(':');
+      user = unescape(c, url.userinfo.substr(0, colon));
+      password =
+          colon == std::string::npos ? "" : unescape(c, url.userinfo.substr(colon + 1));
+      curl_easy_setopt(c, CURLOPT_USERNAME, user.c_str());
+      curl_easy_setopt(c, CURLOPT_PASSWORD, password.c_str());
+    }
   }
   const std::string range = std::to_string(from) + "-";
   curl_easy_setopt(c, CURLOPT_URL, http_url.c_str());
@@ -258,6 +282,9 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
     // unfinished chunked body) as CURLE_PARTIAL_FILE: an answer that is OK is whole.
     const bool ok = a.code == CURLE_OK && a.status >= 200 && a.status < 300;
     if (ok && (total == UINT64_MAX || received == total)) return true;
+    // Every byte arrived before the connection broke (a chunked body without its
+    // end, a stream reset after the last frame): done; the caller checks the hash.
+    if (total != UINT64_MAX && received == total) return true;
     if (missing_ok && a.code == CURLE_OK && a.status == 404) return false;
     if (ok)
       throw fail("the object has " + std::to_string(received) + " bytes, " +

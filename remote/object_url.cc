@@ -35,6 +35,13 @@ std::optional<ObjectUrl> ObjectUrl::parse(const std::string& text) {
     authority = authority.substr(at + 1);
   }
   if (authority.empty()) throw fail(url.scheme == Scheme::kS3 ? "no bucket" : "no host");
+  // A port is digits. Anything else after a ':' is likely a password whose URL
+  // lost its '@' to an unencoded '/', so the text is not shown.
+  if (const std::size_t colon = authority.rfind(':');
+      colon != std::string::npos && authority.find(']') == std::string::npos &&
+      (colon + 1 == authority.size() ||
+       authority.find_first_not_of("0123456789", colon + 1) != std::string::npos))
+    throw fail("the port after ':' is not a number (encode '/' and '@' in a password)");
   url.host = authority;
   if (url.scheme == Scheme::kS3) {
     // The key has no leading '/': s3://bucket/a/b names key "a/b".

@@ -95,7 +95,11 @@ S3Config S3Config::from_environment() {
 
 std::string S3Config::http_url(const ObjectUrl& object) const {
   const std::string key = percent_encode(object.path);
+  // A bucket name with a dot does not match AWS's wildcard certificate as a host
+  // name: such buckets are asked path-style.
   if (!endpoint.empty()) return endpoint + "/" + object.host + "/" + key;
+  if (object.host.find('.') != std::string::npos)
+    return "https://s3." + region + ".amazonaws.com/" + object.host + "/" + key;
   return "https://" + object.host + ".s3." + region + ".amazonaws.com/" + key;
 }
 

@@ -32,8 +32,8 @@ struct S3Config {
 
   bool signed_requests() const { return !access_key.empty(); }
   // The http(s) URL of the object s3://bucket/key: path-style on a configured
-  // endpoint, virtual-hosted on AWS. Key bytes outside [A-Za-z0-9-._~/] are
-  // percent-encoded.
+  // endpoint, virtual-hosted on AWS (path-style for a bucket name with a dot). Key bytes
+  // outside [A-Za-z0-9-._~/] are percent-encoded.
   std::string http_url(const ObjectUrl& object) const;
 };
 

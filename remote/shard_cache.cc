@@ -99,7 +99,12 @@ std::string default_cache_dir() {
 
 ShardCache::ShardCache(ObjectUrl base, std::string dir, std::uint64_t limit,
                        const ObjectReader& reader)
-    : base_(std::move(base)), dir_(std::move(dir)), limit_(limit), reader_(reader) {
+    : base_(std::move(base)),
+      // Normal form, so the paths built here equal the ones a listing yields.
+      dir_(std::filesystem::path(dir).lexically_normal().string()),
+      limit_(limit),
+      reader_(reader) {
+  while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   const std::string id = base_.display();
   folder_ = dir_ + "/" + hex16(XXH64(id.data(), id.size(), 0));
   std::error_code ec;
@@ -161,6 +166,9 @@ std::string ShardCache::ensure(const ShardInfo& shard) const {
                  hex16(shard.xxh64) +
                  " (the shard changed after packing, or is damaged)");
     }
+    // Durable before it is named complete: after a crash, a complete name never
+    // holds bytes that did not reach the disk.
+    if (::fdatasync(fd.get()) != 0) throw fail("cannot sync " + part);
     if (::rename(part.c_str(), path.c_str()) != 0)
       throw fail("cannot rename " + part + ": " + std::strerror(errno));
     return path;

@@ -20,7 +20,11 @@
 // data, and the next lookup downloads it again. The cache exceeds its limit only
 // while every other file in it is a download in progress.
 // Nothing else is created: no lock file, no shared-memory name.
-// Thread- and process-safe; holds no descriptor between calls (so it survives fork).
+// Thread- and process-safe; holds no descriptor between calls, so a fork between
+// calls leaves the child nothing of it (a fork while another thread is inside
+// ensure() would leave the child holding that call's locks, as with any lock).
+// A part is fdatasync'ed before its rename: after a crash, a complete name never
+// holds bytes that did not reach the disk.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <unordered_set>
 
 #include "loader/datasets/file_io.h"
@@ -218,8 +219,12 @@ std::string index_file(const std::string& pattern) {
 
 TarShards::TarShards(const std::string& pattern, Compose transform,
                      TarShardsOptions options) {
-  auto s = std::make_unique<State>(pattern, std::move(transform), std::move(options));
-  if (auto url = remote::ObjectUrl::parse(pattern)) {
+  // A URL is known by its display form everywhere (describe(), every message):
+  // a password it carries is never shown.
+  std::optional<remote::ObjectUrl> url = remote::ObjectUrl::parse(pattern);
+  auto s = std::make_unique<State>(url ? url->display() : pattern, std::move(transform),
+                                   std::move(options));
+  if (url) {
     s->read_remote_index(std::move(*url));
     state_ = std::move(s);
     return;
@@ -478,6 +483,13 @@ std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(
     std::uint64_t index) const {
   const auto shard = static_cast<std::size_t>(
       std::upper_bound(first.begin(), first.end(), index) - first.begin() - 1);
+  {
+    std::lock_guard<std::mutex> lock(scan_mutex);
+    if (scanned[shard]) return {shard, scanned[shard].get()};
+  }
+  // Opened, and for a remote shard downloaded, outside the lock: other threads
+  // need it meanwhile for shards already scanned.
+  const FileHandle file = open_indexed(shard);
   std::lock_guard<std::mutex> lock(scan_mutex);
   if (!scanned[shard]) {
     const IndexedShard& want = indexed_shards[shard];
@@ -485,7 +497,6 @@ std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(
       return DataError("shard " + want.path + " disagrees with its index " + index_path +
                        ": " + why);
     };
-    const FileHandle file = open_indexed(shard);
     if (file.size() != want.bytes)
       throw fail("it has " + std::to_string(file.size()) + " bytes, the index says " +
                  std::to_string(want.bytes));

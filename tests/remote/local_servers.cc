@@ -118,7 +118,7 @@ std::vector<std::string> nginx_argv(const std::string& root, const std::string& 
        << "error_log " << dir << "/error.log;\npid " << dir << "/nginx.pid;\n"
        << "events { worker_connections 256; }\n"
        << "http {\n"
-       << "  log_format requests '$request_method $uri $status $body_bytes_sent';\n"
+       << "  log_format requests '$request_method $uri $status $body_bytes_sent $remote_user';\n"
        << "  access_log " << dir << "/access.log requests;\n"
        << "  client_body_temp_path " << dir << "/tmp;\n"
        << "  proxy_temp_path " << dir << "/tmp;\n"

@@ -39,7 +39,8 @@ class ServerProcess {
 int free_port();
 
 // nginx serving `root` at http://127.0.0.1:PORT/; its access log (one line per
-// request: "METHOD PATH STATUS BYTES") is `dir`/access.log. `dir` holds its
+// request: "METHOD PATH STATUS BYTES USER", USER "-" without basic
+// authentication) is `dir`/access.log. `dir` holds its
 // configuration and temporary files.
 class Nginx {
  public:

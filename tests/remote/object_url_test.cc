@@ -49,6 +49,7 @@ TEST(ObjectUrlTest, MalformedUrlsAreConfigErrorsWithoutTheirRest) {
       {"http:///x", "no host"},
       {"https://host/x?sig=s3cr3t", "query or fragment"},
       {"s3://key:s3cr3t@bucket/x", "not the URL"},
+      {"https://u:s3cr3t/more@host/x", "not a number"},
   };
   for (const auto& [text, message] : cases) {
     try {
@@ -105,6 +106,8 @@ TEST(S3ConfigTest, AwsItselfIsAskedVirtualHostedInItsRegion) {
   EXPECT_FALSE(c.signed_requests());
   EXPECT_EQ(c.http_url(*ObjectUrl::parse("s3://bkt/k.tar")),
             "https://bkt.s3.ap-south-1.amazonaws.com/k.tar");
+  EXPECT_EQ(c.http_url(*ObjectUrl::parse("s3://my.bkt/k.tar")),
+            "https://s3.ap-south-1.amazonaws.com/my.bkt/k.tar");
 }
 
 TEST(S3ConfigTest, AProfileComesFromTheCredentialsFile) {

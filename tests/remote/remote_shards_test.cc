@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -241,6 +242,23 @@ TEST_F(RemoteShardsTest, AFolderWithoutAnIndexNamesThePackCommand) {
   });
   EXPECT_NE(e.find(http() + "index.json"), std::string::npos) << e;
   EXPECT_NE(e.find("seedloader-pack"), std::string::npos) << e;
+}
+
+TEST_F(RemoteShardsTest, APasswordInTheUrlIsSentButNeverShown) {
+  const std::string url = "http://reader:s3%2Fcr3t@" + nginx_->url().substr(7) + "/data/";
+  const TarShards remote(url, parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  EXPECT_EQ(remote.describe(), "TarShards(" + http() + ")");
+  std::ifstream log(root_ / "nginx/access.log");  // the user went with the request
+  const std::string logged((std::istreambuf_iterator<char>(log)), {});
+  EXPECT_NE(logged.find("GET /data/index.json 200"), std::string::npos) << logged;
+  EXPECT_NE(logged.find(" reader\n"), std::string::npos) << logged;
+  const std::string e = error_of([&] {
+    TarShards(url + "missing/", parse_transform_spec(kTransform), cached_in(root_ / "c"));
+  });
+  EXPECT_NE(e.find("seedloader-pack"), std::string::npos) << e;
+  EXPECT_EQ(e.find("cr3t"), std::string::npos) << e;
+  EXPECT_EQ(e.find("reader"), std::string::npos) << e;
 }
 
 TEST(RemoteFailureTest, AServerThatIsDownIsRetriedThenNamed) {
