@@ -261,6 +261,49 @@ TEST_F(RemoteShardsTest, APasswordInTheUrlIsSentButNeverShown) {
   EXPECT_EQ(e.find("reader"), std::string::npos) << e;
 }
 
+// tests/remote/fault_proxy.py in front of nginx, answering requests with `faults`
+// in turn.
+std::unique_ptr<testing_util::ServerProcess> fault_proxy(const Nginx& nginx,
+                                                         const std::string& faults,
+                                                         const std::string& dir) {
+  const int port = testing_util::free_port();
+  return std::make_unique<testing_util::ServerProcess>(
+      std::vector<std::string>{"/usr/bin/python3",
+                               SEEDLOADER_SOURCE_DIR "/tests/remote/fault_proxy.py",
+                               std::to_string(port), nginx.url().substr(17), faults},
+      std::vector<std::string>{}, port, dir + "/proxy.out");
+}
+
+TEST_F(RemoteShardsTest, FaultsAreRetriedAndTheBatchesStayExact) {
+  const auto proxy =
+      fault_proxy(*nginx_, "503,ok,truncate,drop,ok,429,truncate,stall,ok", root_.path());
+  const std::string url = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/data/";
+  TarShardsOptions options = cached_in(root_ / "cache");
+  options.stall_timeout_s = 1;
+  options.max_attempts = 5;
+  const TarShards remote(url, parse_transform_spec(kTransform), options);
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  EXPECT_TRUE(run_epoch(remote, 2, 0) == run_epoch(local, 0, 0));
+  EXPECT_TRUE(run_epoch(remote, 0, 1) == run_epoch(local, 0, 1));
+  // Truncated bodies were continued from their last byte, not fetched again.
+  int ranges = 0;
+  for (const auto& [name, bytes] : shards_) {
+    for (const std::string& r : nginx_->requests("/data/" + name))
+      ranges += r[0] == '2' && r[2] == '6';
+  }
+  EXPECT_GE(ranges, 1);
+}
+
+TEST_F(RemoteShardsTest, AServerThatKeepsFailingIsNamedWithItsStatus) {
+  const auto proxy = fault_proxy(*nginx_, "503", root_.path());
+  const std::string url = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/data/";
+  const std::string e = error_of([&] {
+    TarShards(url, parse_transform_spec(kTransform), cached_in(root_ / "cache"));
+  });
+  EXPECT_NE(e.find("GET " + url + "index.json: HTTP 503 (3 attempts)"), std::string::npos)
+      << e;
+}
+
 TEST(RemoteFailureTest, AServerThatIsDownIsRetriedThenNamed) {
   TempDir dir;
   const std::string url =
