@@ -158,7 +158,15 @@ std::string ShardCache::ensure(const ShardInfo& shard) const {
       if (::ftruncate(fd.get(), 0) != 0) throw fail("cannot truncate " + part);
       have = 0;
     }
-    reader_.download(url, fd.get(), have, shard.bytes);
+    try {
+      reader_.download(url, fd.get(), have, shard.bytes);
+    } catch (...) {
+      // A part with bytes in it is kept for the next attempt to continue; an
+      // empty one (the object is missing, the server refused) is not left behind.
+      struct stat now {};
+      if (::fstat(fd.get(), &now) == 0 && now.st_size == 0) ::unlink(part.c_str());
+      throw;
+    }
     const std::uint64_t got = fd_xxh64(fd.get(), shard.bytes, "shard " + url.display());
     if (got != shard.xxh64) {
       ::unlink(part.c_str());

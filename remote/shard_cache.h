@@ -11,7 +11,8 @@
 //                             process wanting the shard blocks on that lock, then
 //                             finds the complete file. A part nobody holds is a
 //                             download that died; the next one continues it with a
-//                             Range request from its size.
+//                             Range request from its size. A download that
+//                             failed before its first byte leaves no part.
 // Space: under flock on DIR itself, a process about to download sums every
 // complete shard and every part (at its final size) in DIR's data-set folders and
 // deletes the least recently used complete shards (modification time, which

@@ -235,6 +235,23 @@ TEST_F(RemoteShardsTest, AShardChangedAfterPackingFailsAtOnceNamingItsUrl) {
   EXPECT_EQ(nginx_->requests("/data/" + name).size(), 1u);  // no retry
 }
 
+TEST_F(RemoteShardsTest, AShardThatVanishesMidEpochIsA404NamingIt) {
+  const TarShards remote(http(), parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  const auto [name, bytes] = *shards_.rbegin();
+  std::filesystem::remove(root_ / ("data/" + name));
+  for (int workers : {0, 2}) {
+    const std::string e = error_of([&] { run_epoch(remote, workers, 0); });
+    EXPECT_NE(e.find("GET " + http() + name + ": HTTP 404 (1 attempt)"),
+              std::string::npos)
+        << workers << " workers: " << e;
+  }
+  // Nothing of it reached the cache: no complete file, no part.
+  for (const auto& f : std::filesystem::recursive_directory_iterator(root_ / "cache")) {
+    EXPECT_EQ(f.path().filename().string().rfind(name, 0), std::string::npos) << f.path();
+  }
+}
+
 TEST_F(RemoteShardsTest, AFolderWithoutAnIndexNamesThePackCommand) {
   std::filesystem::remove(root_ / "data/index.json");
   const std::string e = error_of([&] {
