@@ -118,7 +118,8 @@ std::vector<std::string> nginx_argv(const std::string& root, const std::string& 
        << "error_log " << dir << "/error.log;\npid " << dir << "/nginx.pid;\n"
        << "events { worker_connections 256; }\n"
        << "http {\n"
-       << "  log_format requests '$request_method $uri $status $body_bytes_sent $remote_user';\n"
+       << "  log_format requests '$request_method $uri $status $body_bytes_sent "
+          "$remote_user';\n"
        << "  access_log " << dir << "/access.log requests;\n"
        << "  client_body_temp_path " << dir << "/tmp;\n"
        << "  proxy_temp_path " << dir << "/tmp;\n"
@@ -139,7 +140,20 @@ Nginx::Nginx(const std::string& root, const std::string& dir)
         return ServerProcess(nginx_argv(root, dir, port), {}, port, dir + "/nginx.out");
       }()) {}
 
-std::vector<std::string> Nginx::requests(const std::string& path) const {
+std::vector<std::string> Nginx::requests(const std::string& path,
+                                         std::size_t at_least) const {
+  // nginx logs a request once its answer is sent, so the line may trail the
+  // client by a moment.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  std::vector<std::string> out;
+  while (true) {
+    out = logged(path);
+    if (out.size() >= at_least || std::chrono::steady_clock::now() > deadline) return out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+std::vector<std::string> Nginx::logged(const std::string& path) const {
   std::ifstream in(dir_ + "/access.log");
   std::vector<std::string> out;
   for (std::string line; std::getline(in, line);) {

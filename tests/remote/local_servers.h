@@ -46,10 +46,13 @@ class Nginx {
  public:
   Nginx(const std::string& root, const std::string& dir);
   std::string url() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
-  // Requests for `path` (e.g. "/data/000001.tar") logged so far, as "STATUS BYTES".
-  std::vector<std::string> requests(const std::string& path) const;
+  // Requests for `path` (e.g. "/data/000001.tar") logged, as "STATUS BYTES",
+  // once at least `at_least` are (or after 5 s).
+  std::vector<std::string> requests(const std::string& path,
+                                    std::size_t at_least = 1) const;
 
  private:
+  std::vector<std::string> logged(const std::string& path) const;
   std::string dir_;
   ServerProcess server_;
 };

@@ -3,6 +3,8 @@
 // resumed downloads, and every failure named.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -174,12 +176,19 @@ TEST_F(RemoteShardsTest, TheCacheStaysWithinItsLimitPlusOneShard) {
 TEST_F(RemoteShardsTest, LoadersSharingACacheDownloadEachShardOnce) {
   const TarShards a(http(), parse_transform_spec(kTransform), cached_in(root_ / "cache"));
   const TarShards b(http(), parse_transform_spec(kTransform), cached_in(root_ / "cache"));
-  Epoch from_a, from_b;
-  std::thread other([&] { from_b = run_epoch(b, 2, 0); });
-  from_a = run_epoch(a, 2, 0);
-  other.join();
+  // Two processes, as two jobs on a node are (a loader forking its workers while
+  // another thread of the same process is inside a download is not supported).
+  const pid_t other = ::fork();
+  if (other == 0) {
+    const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+    ::_exit(run_epoch(b, 2, 0) == run_epoch(local, 0, 0) ? 0 : 1);
+  }
+  ASSERT_GT(other, 0);
+  const Epoch from_a = run_epoch(a, 2, 0);
+  int status = -1;
+  ::waitpid(other, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_EQ(from_a.size(), 40u);
-  EXPECT_TRUE(from_a == from_b);
   for (const auto& [name, bytes] : shards_) {
     EXPECT_EQ(nginx_->requests("/data/" + name).size(), 1u) << name;
   }
@@ -214,7 +223,7 @@ TEST_F(RemoteShardsTest, ACutOffDownloadContinuesWithARangeRequest) {
   const TarShards again(http(), parse_transform_spec(kTransform),
                         cached_in(root_ / "cache"));
   EXPECT_TRUE(run_epoch(again, 0, 0) == run_epoch(local, 0, 0));
-  EXPECT_EQ(nginx_->requests("/data/" + name),
+  EXPECT_EQ(nginx_->requests("/data/" + name, 2),
             (std::vector<std::string>{"200 " + std::to_string(bytes),
                                       "206 " + std::to_string(bytes - half.size())}));
 }
