@@ -42,6 +42,11 @@ std::uint64_t count_batches(std::uint64_t samples, std::uint64_t batch, bool dro
 // The options, validated, with the base seed filled in.
 LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
   validate(o, d.size());
+  if (o.order == ShuffleOrder::kShards && o.shuffle && !o.batch_plan &&
+      d.shard_sizes().empty()) {
+    throw ConfigError("DataLoader: order shards reads a data set shard by shard, but " +
+                      d.describe() + " is not stored in shards (TarShards is)");
+  }
   if (!o.seed) o.seed = draw_base_seed("DataLoader");
   return o;
 }
@@ -230,7 +235,10 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
                                     : std::nullopt),
       layout_(mixer_ ? mixer_->layout() : dataset.layout()),
       base_seed_(*options_.seed),
-      sampler_(make_sampler(dataset.size(), options_, base_seed_)),
+      sampler_(make_sampler(dataset.size(), options_, base_seed_,
+                            options_.order == ShuffleOrder::kShards
+                                ? dataset.shard_sizes()
+                                : std::vector<std::uint64_t>{})),
       num_batches_(
           options_.batch_plan
               ? 0

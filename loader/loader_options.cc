@@ -1,5 +1,6 @@
 #include "seedloader/loader_options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -69,7 +70,19 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
 }
 
 std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
-                                      const LoaderOptions& options, std::uint64_t seed) {
+                                      const LoaderOptions& options, std::uint64_t seed,
+                                      std::vector<std::uint64_t> shard_sizes) {
+  std::shared_ptr<const ShardBlocks> shards;
+  // Without shards, a kShards sampler still knows its size; its indices() is the
+  // ConfigError.
+  if (options.order == ShuffleOrder::kShards && options.shuffle && !shard_sizes.empty()) {
+    std::uint64_t block = options.shuffle_block;
+    if (block == 0)
+      block = 4 * std::max<std::uint64_t>(
+                      1, *std::max_element(shard_sizes.begin(), shard_sizes.end()));
+    shards =
+        std::make_shared<const ShardBlocks>(ShardBlocks{std::move(shard_sizes), block});
+  }
   if (options.partition == Partition::kElastic) {
     ElasticOptions e;
     e.world_size = options.world_size;
@@ -79,6 +92,7 @@ std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
     e.seed = seed;
     e.drop_last = options.drop_last;
     e.order = options.order;
+    e.shards = shards;
     return std::make_unique<ElasticSampler>(dataset_size, e);
   }
   if (options.world_size > 1) {
@@ -88,10 +102,11 @@ std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
     d.shuffle = options.shuffle;
     d.seed = seed;
     d.order = options.order;
+    d.shards = shards;
     return std::make_unique<DistributedSampler>(dataset_size, d);
   }
   if (options.shuffle)
-    return std::make_unique<RandomSampler>(dataset_size, seed, options.order);
+    return std::make_unique<RandomSampler>(dataset_size, seed, options.order, shards);
   return std::make_unique<SequentialSampler>(dataset_size);
 }
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "loader/slot_ring.h"
 #include "loader/worker_hooks.h"
@@ -39,6 +40,25 @@ void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
   h.error[n] = '\0';
 }
 
+// Tells the data set which samples this worker reads next: the task it starts
+// now and those already waiting in its later slots (Dataset::will_read).
+void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t task,
+                    std::vector<std::uint64_t>& next) {
+  const RegionLayout& layout = *c.layout;
+  next.clear();
+  for (int ahead = 0; ahead < layout.prefetch(); ++ahead) {
+    const int s = ring.worker_slot(c.worker, task + ahead);
+    const SlotHeader& h = *c.region->at<SlotHeader>(layout.header(s));
+    // The current task was acquired by the caller; a later one is read only once
+    // its state says the main process has finished writing it.
+    if (ahead > 0 && load_state(h.state) != kTask) break;
+    const auto* indices = reinterpret_cast<const std::uint64_t*>(
+        c.region->base() + layout.data(s) + layout.slot().indices);
+    next.insert(next.end(), indices, indices + h.count);
+  }
+  c.fill.dataset->will_read(next);
+}
+
 [[noreturn]] void run(const WorkerConfig& c) {
   // The parent may die between fork and prctl; then getppid() already differs.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -63,6 +83,7 @@ void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
   }
 
   std::uint64_t seeded_generation = 0;  // generations start at 1
+  std::vector<std::uint64_t> upcoming;  // announce_reads' list, reused
   const SlotRing ring(layout.workers(), layout.prefetch());
   for (std::uint64_t task = c.first_task;; ++task) {  // counted as main counts them
     const int s = ring.worker_slot(c.worker, task);
@@ -85,6 +106,7 @@ void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
       rng = worker_stream(c.base_seed, h.epoch, c.rank, c.worker);
       seeded_generation = h.generation;
     }
+    announce_reads(c, ring, task, upcoming);
     const std::uint64_t t0 = now_ns();
     std::byte* data = c.region->base() + layout.data(s);
     FillResult r = fill_batch(c.fill, data, h.epoch, h.batch, h.count, rng,

@@ -33,9 +33,10 @@ std::vector<Index> DistributedSampler::indices(std::uint64_t epoch) const {
   const std::uint64_t n = dataset_size_;
   const std::uint64_t r = options_.world_size;
   if (n == 0) return {};
-  std::vector<Index> all =
-      options_.shuffle ? epoch_permutation(n, options_.seed, epoch, options_.order)
-                       : SequentialSampler(n).indices(epoch);
+  std::vector<Index> all = options_.shuffle
+                               ? epoch_permutation(n, options_.seed, epoch,
+                                                   options_.order, options_.shards.get())
+                               : SequentialSampler(n).indices(epoch);
   const std::uint64_t total = total_size();
   // Padding repeats from the start (whole copies when padding exceeds N);
   // truncation keeps the first `total` indices.

@@ -40,7 +40,8 @@ std::vector<Index> ElasticSampler::global_indices(std::uint64_t epoch) const {
   const std::uint64_t n = dataset_size_;
   if (n == 0) return {};
   std::vector<Index> order =
-      options_.shuffle ? epoch_permutation(n, options_.seed, epoch, options_.order)
+      options_.shuffle ? epoch_permutation(n, options_.seed, epoch, options_.order,
+                                           options_.shards.get())
                        : SequentialSampler(n).indices(epoch);
   const std::uint64_t total = num_batches_ * global_;
   if (total <= n) {

@@ -1,11 +1,14 @@
 #include "seedloader/sampler.h"
 
+#include <algorithm>
 #include <numeric>
 #include <random>
 #include <span>
+#include <string>
 #include <utility>
 
 #include "seedloader/derive.h"
+#include "seedloader/error.h"
 #include "seedloader/random.h"
 
 namespace seedloader {
@@ -29,11 +32,50 @@ std::vector<Index> torch_randperm(std::uint64_t n, std::uint64_t seed) {
   return out;
 }
 
+std::vector<Index> shard_block_permutation(std::uint64_t n, const ShardBlocks& shards,
+                                           std::uint64_t seed, std::uint64_t epoch) {
+  if (shards.block == 0) throw ConfigError("shuffle_block must be at least 1 sample");
+  const std::vector<std::uint64_t>& sizes = shards.shard_sizes;
+  std::vector<std::uint64_t> first(sizes.size());
+  std::uint64_t total = 0;
+  for (std::size_t s = 0; s < sizes.size(); ++s) {
+    first[s] = total;
+    total += sizes[s];
+  }
+  if (total != n) {
+    throw ConfigError("order shards: the shards hold " + std::to_string(total) +
+                      " samples in all, but the data set has " + std::to_string(n));
+  }
+  Rng rng = shuffle_stream(seed, epoch);
+  std::vector<Index> shard_order(sizes.size());
+  std::iota(shard_order.begin(), shard_order.end(), Index{0});
+  shuffle(rng, std::span<Index>(shard_order));
+  std::vector<Index> out;
+  out.reserve(n);
+  for (const Index s : shard_order) {
+    for (std::uint64_t i = 0; i < sizes[s]; ++i) out.push_back(first[s] + i);
+  }
+  for (std::uint64_t start = 0; start < n; start += shards.block) {
+    const std::uint64_t count = std::min(shards.block, n - start);
+    shuffle(rng, std::span<Index>(out).subspan(start, count));
+  }
+  return out;
+}
+
 std::vector<Index> epoch_permutation(std::uint64_t n, std::uint64_t seed,
-                                     std::uint64_t epoch, ShuffleOrder order) {
+                                     std::uint64_t epoch, ShuffleOrder order,
+                                     const ShardBlocks* shards) {
   // Python adds seed and epoch as integers; only the low 32 bits reach torch's
   // generator, and those wrap alike.
   if (order == ShuffleOrder::kTorch) return torch_randperm(n, seed + epoch);
+  if (order == ShuffleOrder::kShards) {
+    if (shards == nullptr) {
+      throw ConfigError(
+          "order shards needs the data set's shards (a TarShards data set); this "
+          "one is not stored in shards");
+    }
+    return shard_block_permutation(n, *shards, seed, epoch);
+  }
   std::vector<Index> out(n);
   std::iota(out.begin(), out.end(), Index{0});
   Rng rng = shuffle_stream(seed, epoch);
@@ -41,8 +83,12 @@ std::vector<Index> epoch_permutation(std::uint64_t n, std::uint64_t seed,
   return out;
 }
 
+RandomSampler::RandomSampler(std::uint64_t n, std::uint64_t seed, ShuffleOrder order,
+                             std::shared_ptr<const ShardBlocks> shards)
+    : n_(n), seed_(seed), order_(order), shards_(std::move(shards)) {}
+
 std::vector<Index> RandomSampler::indices(std::uint64_t epoch) const {
-  return epoch_permutation(n_, seed_, epoch, order_);
+  return epoch_permutation(n_, seed_, epoch, order_, shards_.get());
 }
 
 }  // namespace seedloader

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "seedloader/pcg64_stream.h"
 #include "seedloader/sample_layout.h"
@@ -67,6 +68,17 @@ class Dataset {
   virtual void get(std::uint64_t index, Rng& rng, SampleWriter& out) const = 0;
   // A short description for messages, e.g. "ImageFolder(/data/train)".
   virtual std::string describe() const = 0;
+  // For a data set stored in shards, the sample count of each shard in index
+  // order (shard 0 holds indices [0, sizes[0]), ...), which ShuffleOrder::kShards
+  // keeps together; empty (the default) for one that is not.
+  virtual std::vector<std::uint64_t> shard_sizes() const { return {}; }
+  // The samples this process reads next, in order: a worker calls it with the
+  // batch it starts and the batches already waiting in its later slots. A data
+  // set that fetches samples from far away may start fetching them; the default
+  // does nothing. Must not throw (a fetch that fails is the read's to report).
+  virtual void will_read(std::span<const std::uint64_t> indices) const noexcept {
+    (void)indices;
+  }
 };
 
 }  // namespace seedloader

@@ -10,6 +10,8 @@
 // Immutable after construction apart from the epoch set by set_epoch().
 #pragma once
 
+#include <memory>
+
 #include "seedloader/sampler.h"
 
 namespace seedloader {
@@ -21,6 +23,7 @@ struct DistributedOptions {
   std::uint64_t seed = 0;
   bool drop_last = false;
   ShuffleOrder order = ShuffleOrder::kNumpy;
+  std::shared_ptr<const ShardBlocks> shards;  // for ShuffleOrder::kShards
 };
 
 class DistributedSampler : public Sampler {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "seedloader/sampler.h"
@@ -27,6 +28,7 @@ struct ElasticOptions {
   std::uint64_t seed = 0;
   bool drop_last = false;
   ShuffleOrder order = ShuffleOrder::kNumpy;
+  std::shared_ptr<const ShardBlocks> shards;  // for ShuffleOrder::kShards
 };
 
 class ElasticSampler : public Sampler {

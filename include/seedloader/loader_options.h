@@ -45,9 +45,13 @@ struct LoaderOptions {
   int num_workers = 0;  // 0: samples are read in the calling thread
   int prefetch = 2;     // batch slots per worker (per loader when num_workers = 0)
   bool shuffle = false;
-  // The shuffle's generator (sampler.h): numpy's PCG64 stream, or exactly
-  // PyTorch's DistributedSampler / torch.randperm order.
+  // The shuffle's generator (sampler.h): numpy's PCG64 stream, exactly
+  // PyTorch's DistributedSampler / torch.randperm order, or kShards: shards in a
+  // shuffled order, read whole in blocks of shuffle_block samples shuffled
+  // within (the data set must report its shards, Dataset::shard_sizes()).
   ShuffleOrder order = ShuffleOrder::kNumpy;
+  // kShards' block in samples; 0: four times the largest shard's sample count.
+  std::uint64_t shuffle_block = 0;
   std::optional<std::uint64_t> seed;  // unset: drawn from the OS and announced
   bool drop_last = false;             // drop the last, short batch
   // Keep workers across epochs. They live as long as the thread that first
@@ -91,8 +95,11 @@ void validate(const LoaderOptions& options, std::uint64_t dataset_size);
 // from over `dataset_size` samples, `seed` being its base seed:
 // ElasticSampler under Partition::kElastic, else DistributedSampler when
 // world_size > 1, else RandomSampler with shuffle, else SequentialSampler
-// (batch_plan plays no part).
+// (batch_plan plays no part). `shard_sizes` (Dataset::shard_sizes()) is what
+// ShuffleOrder::kShards keeps together; without them that order's indices() is
+// a ConfigError (its size() is still right).
 std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
-                                      const LoaderOptions& options, std::uint64_t seed);
+                                      const LoaderOptions& options, std::uint64_t seed,
+                                      std::vector<std::uint64_t> shard_sizes = {});
 
 }  // namespace seedloader

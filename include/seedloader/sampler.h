@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace seedloader {
@@ -40,14 +41,37 @@ class SequentialSampler : public Sampler {
 //    epoch)): for comparing with, or continuing, a PyTorch run. torch's CPU
 //    generator keeps only the low 32 bits of a seed (and 1.13's randperm draws
 //    32-bit numbers), so seeds that agree there give the same order.
-enum class ShuffleOrder { kNumpy, kTorch };
+//  kShards: an order that reads shards whole, for data sets stored in shards
+//    (TarShards) and fetched through a bounded cache. From the same shuffle
+//    stream, shard_block_permutation() below: the shards in a shuffled order,
+//    their samples cut into blocks, each block shuffled. A rank then reads a
+//    bounded number of shards at a time instead of every shard in every batch.
+enum class ShuffleOrder { kNumpy, kTorch, kShards };
 
-// A permutation of 0..n-1 for `epoch`, drawn as `order` says.
+// What ShuffleOrder::kShards keeps together: the sample count of each shard in
+// index order (shard 0 holds indices [0, sizes[0]), shard 1 the next sizes[1],
+// ...) and the block size in samples (at least 1).
+struct ShardBlocks {
+  std::vector<std::uint64_t> shard_sizes;
+  std::uint64_t block = 1;
+};
+
+// The shard order of `epoch`, drawn from the shuffle stream (0, epoch) as numpy
+// draws it from g = Generator(PCG64(SeedSequence(seed, spawn_key=(0, epoch)))):
+//   shards = g.permutation(len(sizes))
+//   order  = concatenate(the index range of each shard, in that order)
+//   for each block [j*block, (j+1)*block) of order: g.shuffle(order[block range])
+// Throws ConfigError when the sizes do not sum to n or the block is 0.
+std::vector<Index> shard_block_permutation(std::uint64_t n, const ShardBlocks& shards,
+                                           std::uint64_t seed, std::uint64_t epoch);
+
+// A permutation of 0..n-1 for `epoch`, drawn as `order` says (`shards` is read
+// by kShards only, and must then be set).
 class RandomSampler : public Sampler {
  public:
   RandomSampler(std::uint64_t n, std::uint64_t seed,
-                ShuffleOrder order = ShuffleOrder::kNumpy)
-      : n_(n), seed_(seed), order_(order) {}
+                ShuffleOrder order = ShuffleOrder::kNumpy,
+                std::shared_ptr<const ShardBlocks> shards = nullptr);
   std::uint64_t size() const override { return n_; }
   std::vector<Index> indices(std::uint64_t epoch) const override;
 
@@ -55,12 +79,15 @@ class RandomSampler : public Sampler {
   std::uint64_t n_;
   std::uint64_t seed_;
   ShuffleOrder order_;
+  std::shared_ptr<const ShardBlocks> shards_;
 };
 
-// The permutation RandomSampler uses; shared with DistributedSampler.
+// The permutation RandomSampler uses; shared with DistributedSampler and
+// ElasticSampler. kShards needs `shards` (else ConfigError).
 std::vector<Index> epoch_permutation(std::uint64_t n, std::uint64_t seed,
                                      std::uint64_t epoch,
-                                     ShuffleOrder order = ShuffleOrder::kNumpy);
+                                     ShuffleOrder order = ShuffleOrder::kNumpy,
+                                     const ShardBlocks* shards = nullptr);
 
 // torch.randperm(n, generator=torch.Generator().manual_seed(seed)) on the CPU,
 // as torch 1.13 computes it: mt19937 seeded with seed's low 32 bits, then

@@ -23,6 +23,7 @@
 #include "remote/object_reader.h"
 #include "remote/object_url.h"
 #include "remote/shard_cache.h"
+#include "remote/shard_prefetcher.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
@@ -199,6 +200,11 @@ struct TarShards::State {
   // A remote data set's reader and shard cache; null for local files.
   std::unique_ptr<remote::ObjectReader> reader;
   std::unique_ptr<remote::ShardCache> cache;
+  // Downloads ahead, started by will_read() in a process forked after
+  // construction (never in `creator`, which may fork again).
+  pid_t creator = ::getpid();
+  mutable std::mutex prefetch_mutex;
+  mutable std::unique_ptr<remote::ShardPrefetcher> prefetcher;
 };
 
 // The index.json of a packed folder: `pattern` itself, or in the directory it names.
@@ -254,6 +260,47 @@ std::uint64_t TarShards::size() const {
 const SampleLayout& TarShards::layout() const { return state_->layout; }
 
 std::string TarShards::describe() const { return "TarShards(" + state_->pattern + ")"; }
+
+void TarShards::will_read(std::span<const std::uint64_t> indices) const noexcept {
+  const State& s = *state_;
+  if (!s.cache || s.options.prefetch_shards <= 0 || ::getpid() == s.creator) return;
+  std::vector<std::size_t> next;
+  for (const std::uint64_t index : indices) {
+    if (index >= size()) continue;
+    const auto shard = static_cast<std::size_t>(
+        std::upper_bound(s.first.begin(), s.first.end(), index) - s.first.begin() - 1);
+    if (std::find(next.begin(), next.end(), shard) != next.end()) continue;
+    next.push_back(shard);
+    if (next.size() == static_cast<std::size_t>(s.options.prefetch_shards)) break;
+  }
+  try {
+    std::lock_guard<std::mutex> lock(s.prefetch_mutex);
+    if (!s.prefetcher) {
+      s.prefetcher = std::make_unique<remote::ShardPrefetcher>([&s](std::size_t shard) {
+        const IndexedShard& want = s.indexed_shards[shard];
+        s.cache->ensure({want.name, want.bytes, want.xxh64});
+      });
+    }
+    s.prefetcher->want(next);
+  } catch (...) {
+    // No thread or no memory: the reads fetch their own shards.
+  }
+}
+
+std::vector<std::uint64_t> TarShards::shard_sizes() const {
+  const State& s = *state_;
+  std::vector<std::uint64_t> sizes;
+  if (!s.first.empty()) {
+    for (std::size_t i = 0; i + 1 < s.first.size(); ++i)
+      sizes.push_back(s.first[i + 1] - s.first[i]);
+    return sizes;
+  }
+  // Samples are indexed shard after shard; the label field holds the shard number.
+  sizes.assign(s.shards.size(), 0);
+  for (std::uint64_t i = 0; i < s.keys.size(); ++i)
+    ++sizes[static_cast<std::size_t>(s.keys.label(i))];
+  return sizes;
+}
 
 std::string_view TarShards::key(std::uint64_t index) const {
   if (state_->first.empty()) return state_->keys.path_view(index);
@@ -408,6 +455,10 @@ void TarShards::State::read_remote_index(remote::ObjectUrl url) {
   std::uint64_t largest = 0;
   for (const IndexedShard& shard : indexed_shards)
     largest = std::max(largest, shard.bytes);
+  if (options.prefetch_shards < 0) {
+    throw ConfigError("TarShards(" + pattern + "): prefetch_shards must be >= 0, got " +
+                      std::to_string(options.prefetch_shards));
+  }
   if (options.cache_limit != 0 && options.cache_limit < largest) {
     throw ConfigError("TarShards(" + pattern + "): cache_limit " +
                       std::to_string(options.cache_limit) +

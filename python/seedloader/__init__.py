@@ -121,7 +121,11 @@ class DataLoader:
       shuffle stream of the seed. "torch": exactly the order of torch's
       DistributedSampler(shuffle=True, seed=seed) after set_epoch(epoch), i.e.
       torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
-      sharded the same way, for any world size (1 included).
+      sharded the same way, for any world size (1 included). "shards": for a
+      TarShards data set, its shards in a shuffled order, read whole: their
+      samples are cut into blocks of shuffle_block (0: four times the largest
+      shard's sample count) and shuffled within each block, so a rank reads a few
+      shards at a time (what a bounded shard cache needs).
     seeding: "worker" (one stream per worker and epoch) or "sample" (one per
       sample and epoch: batches identical for any num_workers). Either way a
       worker seeds Python's random, numpy's global state and torch from the
@@ -167,8 +171,8 @@ class DataLoader:
                  multiprocessing_context=None, generator=None, *, prefetch_factor=None,
                  persistent_workers=False, pin_memory_device="", in_order=True,
                  seed=None, seeding="worker", on_bad_sample="raise", rank=None,
-                 world_size=None, format=None, order="numpy", partition="strided",
-                 mixup_alpha=0.0,
+                 world_size=None, format=None, order="numpy", shuffle_block=0,
+                 partition="strided", mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
                  variable_fields=(), variable_bytes=65536, pad_variable=False):
         _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
@@ -210,6 +214,11 @@ class DataLoader:
         self.rank, self.world_size = int(rank), int(world_size)
         self.seeding = seeding
         self.order = order
+        if (isinstance(shuffle_block, bool) or not isinstance(shuffle_block, int) or
+                not 0 <= shuffle_block < 2**63):
+            raise ConfigError("shuffle_block must be an int >= 0 (0: four times the "
+                              "largest shard), got %r" % (shuffle_block,))
+        self.shuffle_block = shuffle_block
         self.partition = partition
         if partition == "elastic" and (sampler is not None or batch_sampler is not None):
             raise ConfigError("partition='elastic' draws its own order over the whole data "
@@ -236,7 +245,8 @@ class DataLoader:
             # One slot per worker more than prefetch_factor: the batch the loop
             # variable still holds while the next is fetched.
             prefetch=(2 if prefetch_factor is None else prefetch_factor) + 1,
-            shuffle=bool(shuffle), order=order, seed=self._seed, drop_last=drop_last,
+            shuffle=bool(shuffle), order=order, shuffle_block=self.shuffle_block,
+            seed=self._seed, drop_last=drop_last,
             persistent_workers=persistent_workers, rank=self.rank,
             world_size=self.world_size, partition=partition, seeding=seeding,
             on_bad_sample=on_bad_sample,
@@ -382,6 +392,7 @@ class DataLoader:
                  "samples": self._yielded * global_batch,
                  "global_batch_size": global_batch,
                  "base_seed": self.seed, "seeding": self.seeding, "order": self.order,
+                 "shuffle_block": self.shuffle_block,
                  "partition": self.partition, "world_size": self.world_size,
                  "rank": self.rank, "batch_size": self.batch_size,
                  "num_batches": len(self), "dataset": _dataset_fingerprint(self.dataset)}
@@ -404,7 +415,7 @@ class DataLoader:
         # Not the rank: every rank is at the same position, so one rank's state
         # (say rank 0's checkpoint) resumes them all.
         mine = self.state_dict()
-        must_match = ["partition", "seeding", "order", "dataset"]
+        must_match = ["partition", "seeding", "order", "shuffle_block", "dataset"]
         must_match += (["global_batch_size"] if self.partition == "elastic" else
                        ["world_size", "batch_size", "num_batches"])
         for key in must_match:
@@ -535,7 +546,8 @@ class DataLoader:
 
     def _order_options(self):
         """The options that decide the built-in samplers' order and batch count."""
-        return _loader_options(shuffle=self._shuffle, order=self.order, seed=self._seed,
+        return _loader_options(shuffle=self._shuffle, order=self.order,
+                               shuffle_block=self.shuffle_block, seed=self._seed,
                                rank=self.rank, world_size=self.world_size,
                                partition=self.partition, batch_size=self.batch_size or 1,
                                drop_last=self.drop_last)
@@ -604,7 +616,8 @@ class DataLoader:
 
 
 _CHOICES = {
-    "order": {"numpy": _core.ShuffleOrder.numpy, "torch": _core.ShuffleOrder.torch},
+    "order": {"numpy": _core.ShuffleOrder.numpy, "torch": _core.ShuffleOrder.torch,
+              "shards": _core.ShuffleOrder.shards},
     "partition": {"strided": _core.Partition.strided, "elastic": _core.Partition.elastic},
     "seeding": {"worker": _core.SeedScope.worker, "sample": _core.SeedScope.sample},
     "on_bad_sample": {"raise": _core.BadSample.raise_error, "skip": _core.BadSample.skip},

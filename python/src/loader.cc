@@ -256,7 +256,8 @@ void bind_loader(nb::module_& m) {
       .value("elastic", Partition::kElastic);
   nb::enum_<ShuffleOrder>(m, "ShuffleOrder")
       .value("numpy", ShuffleOrder::kNumpy)
-      .value("torch", ShuffleOrder::kTorch);
+      .value("torch", ShuffleOrder::kTorch)
+      .value("shards", ShuffleOrder::kShards);
   // The C++ LoaderOptions by name (loader_options.h says what each means);
   // timeout in seconds, MixUp / CutMix flattened.
   nb::class_<LoaderOptions>(m, "LoaderOptions")
@@ -266,6 +267,7 @@ void bind_loader(nb::module_& m) {
       .def_rw("prefetch", &LoaderOptions::prefetch)
       .def_rw("shuffle", &LoaderOptions::shuffle)
       .def_rw("order", &LoaderOptions::order)
+      .def_rw("shuffle_block", &LoaderOptions::shuffle_block)
       .def_rw("seed", &LoaderOptions::seed, nb::arg("value").none())
       .def_rw("drop_last", &LoaderOptions::drop_last)
       .def_rw("persistent_workers", &LoaderOptions::persistent_workers)

@@ -110,3 +110,36 @@ def test_a_missing_index_names_the_pack_command(nginx, tmp_path):
     os.remove(tmp_path / "www" / "data" / "index.json")
     with pytest.raises(sl.DataError, match="seedloader-pack"):
         sl.TarShards(nginx + "data", transform="rrc:16", cache_dir=str(tmp_path / "c"))
+
+
+def test_the_shard_order_is_numpys_shard_permutation_then_block_shuffles(tmp_path):
+    write_packed(str(tmp_path / "data"), shards=4, per_shard=5)
+    data = sl.TarShards(str(tmp_path / "data"), transform="rrc:16")
+    loader = sl.DataLoader(data, batch_size=5, num_workers=2, shuffle=True, seed=21,
+                           seeding="sample", order="shards", shuffle_block=5)
+    for epoch in (0, 1):
+        loader.set_epoch(epoch)
+        got = []
+        for _ in loader:
+            got.extend(loader.last_indices)
+        g = np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+            21, spawn_key=(0, epoch))))
+        order = np.concatenate([np.arange(5 * s, 5 * s + 5) for s in g.permutation(4)])
+        for start in range(0, 20, 5):
+            g.shuffle(order[start:start + 5])
+        assert got == order.tolist()
+        # A block of one shard's size here: each batch reads one shard.
+        assert all(len({i // 5 for i in got[b:b + 5]}) == 1 for b in range(0, 20, 5))
+    state = loader.state_dict()
+    assert state["order"] == "shards" and state["shuffle_block"] == 5
+    other = sl.DataLoader(data, batch_size=5, shuffle=True, seed=21, seeding="sample",
+                          order="shards", shuffle_block=10)
+    with pytest.raises(sl.ConfigError, match="shuffle_block=5, this loader has 10"):
+        other.load_state_dict(state)
+    with pytest.raises(sl.ConfigError, match="shuffle_block must be an int >= 0"):
+        sl.DataLoader(data, shuffle=True, order="shards", shuffle_block=-1)
+
+
+def test_the_shard_order_needs_a_data_set_in_shards():
+    with pytest.raises(sl.ConfigError, match="order shards reads a data set shard by shard"):
+        sl.DataLoader(sl.Synthetic(8, 4, 4, 3), shuffle=True, seed=1, order="shards")

@@ -105,6 +105,9 @@ TEST(TarIndexTest, APackedFolderReadsLikeItsShards) {
     EXPECT_EQ(indexed.key(i), by_pattern.key(i));
   }
   EXPECT_EQ(sample_bytes(indexed, 7).back(), 17);
+  // Shard sizes, from the index and from the shards themselves.
+  EXPECT_EQ(indexed.shard_sizes(), (std::vector<std::uint64_t>{4, 3, 5}));
+  EXPECT_EQ(by_pattern.shard_sizes(), (std::vector<std::uint64_t>{4, 3, 5}));
 }
 
 TEST(TarIndexTest, TheIndexAloneSizesTheDataSet) {
@@ -114,6 +117,7 @@ TEST(TarIndexTest, TheIndexAloneSizesTheDataSet) {
   save(dir, index);
   TarShards data(dir.path(), parse_transform_spec("centercrop:6,u8"));
   EXPECT_EQ(data.size(), 12u);
+  EXPECT_EQ(data.shard_sizes(), (std::vector<std::uint64_t>{4, 3, 5}));
   EXPECT_EQ(sample_bytes(data, 6).back(), 16);
   const std::string e = error_of([&] { sample_bytes(data, 9); });
   EXPECT_NE(e.find("000002.tar"), std::string::npos) << e;

@@ -10,6 +10,8 @@ Forwards each GET (with its Range and Authorization headers) to
   truncate  the upstream's headers (its full Content-Length) and half its body,
             then the connection closed
   stall     nothing for 3 s, then the connection closed
+  delayMS   the upstream's answer, unchanged, MS milliseconds late (delay20: a
+            round trip to a store 20 ms away)
 """
 import http.client
 import http.server
@@ -41,6 +43,8 @@ def main():
                 time.sleep(3)
                 self.close_connection = True
                 return
+            if fault.startswith("delay"):
+                time.sleep(int(fault[5:]) / 1000)
             if fault in ("503", "429"):
                 body = b"injected fault\n"
                 self.send_response(int(fault))

@@ -13,6 +13,7 @@
 #include <map>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -71,16 +72,24 @@ TarShardsOptions cached_in(const std::string& dir, std::uint64_t limit = 0) {
 // Sample index -> its image and label bytes, over one epoch of the loader.
 using Epoch = std::map<std::uint64_t, std::vector<std::byte>>;
 
-Epoch run_epoch(const Dataset& data, int workers, std::uint64_t epoch) {
+LoaderOptions loader_options(int workers, ShuffleOrder order = ShuffleOrder::kNumpy) {
   LoaderOptions opt;
   opt.batch_size = 4;
   opt.num_workers = workers;
   opt.shuffle = true;
+  opt.order = order;
+  opt.shuffle_block = 8;
   opt.seed = 5;
   opt.seeding = SeedScope::kSample;
   opt.timeout = std::chrono::milliseconds(60'000);
-  DataLoader loader(data, opt);
-  loader.set_epoch(epoch);
+  return opt;
+}
+
+// One epoch from batch `start` on (a resumed epoch when start > 0).
+Epoch run_epoch(const Dataset& data, int workers, std::uint64_t epoch,
+                std::uint64_t start = 0, ShuffleOrder order = ShuffleOrder::kNumpy) {
+  DataLoader loader(data, loader_options(workers, order));
+  loader.resume(epoch, start);
   Epoch out;
   for (const Batch& b : loader) {
     for (std::uint64_t s = 0; s < b.size(); ++s) {
@@ -196,6 +205,120 @@ TEST_F(RemoteShardsTest, LoadersSharingACacheDownloadEachShardOnce) {
   for (const auto& f : std::filesystem::recursive_directory_iterator(root_ / "cache")) {
     if (f.is_regular_file()) EXPECT_NE(f.path().extension(), ".part") << f.path();
   }
+}
+
+TEST_F(RemoteShardsTest, AnEpochResumedMidwayOverHttpContinuesTheLocalEpoch) {
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  const TarShards remote(http(), parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  const Epoch whole = run_epoch(local, 0, 1);
+  // Batches 4 to 9 of epoch 1: the samples at positions 16 to 39 of its order.
+  const std::vector<Index> order = make_sampler(40, loader_options(0), 5)->indices(1);
+  Epoch want;
+  for (std::size_t p = 16; p < order.size(); ++p) want[order[p]] = whole.at(order[p]);
+  for (int workers : {0, 2}) {
+    EXPECT_TRUE(run_epoch(remote, workers, 1, 4) == want) << workers << " workers";
+  }
+}
+
+// The shards every sample of `order` reads, in turn.
+std::vector<std::size_t> shards_read(const std::vector<Index>& order,
+                                     const std::vector<std::uint64_t>& sizes) {
+  std::vector<std::size_t> shard_of;
+  for (std::size_t s = 0; s < sizes.size(); ++s)
+    shard_of.insert(shard_of.end(), sizes[s], s);
+  std::vector<std::size_t> out;
+  for (Index i : order) out.push_back(shard_of[i]);
+  return out;
+}
+
+TEST_F(RemoteShardsTest, TheShardOrderReadsEachShardOnceThroughABoundedCache) {
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  std::vector<std::uint64_t> bytes;  // by shard number (names sort as they number)
+  for (const auto& [name, size] : shards_) bytes.push_back(size);
+  const std::vector<std::uint64_t> sizes = local.shard_sizes();
+  ASSERT_EQ(sizes.size(), bytes.size());
+  // A cache that holds the shards of any two neighbouring blocks of 8 samples.
+  const std::vector<std::size_t> read = shards_read(
+      make_sampler(40, loader_options(0, ShuffleOrder::kShards), 5, sizes)->indices(0),
+      sizes);
+  std::uint64_t limit = 0;
+  for (std::size_t start = 0; start < read.size(); start += 8) {
+    std::set<std::size_t> two_blocks(
+        read.begin() + static_cast<std::ptrdiff_t>(start),
+        read.begin() + static_cast<std::ptrdiff_t>(std::min(read.size(), start + 16)));
+    std::uint64_t total = 0;
+    for (std::size_t s : two_blocks) total += bytes[s];
+    limit = std::max(limit, total);
+  }
+  std::uint64_t all = 0;
+  for (std::uint64_t b : bytes) all += b;
+  ASSERT_LT(limit, all) << "the test's blocks should not cover the whole data set";
+  const TarShards remote(http(), parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache", limit));
+  EXPECT_TRUE(run_epoch(remote, 0, 0, 0, ShuffleOrder::kShards) ==
+              run_epoch(local, 0, 0, 0, ShuffleOrder::kShards));
+  std::size_t downloads = 0;
+  for (const auto& [name, size] : shards_) {
+    EXPECT_EQ(nginx_->requests("/data/" + name).size(), 1u) << name;
+    downloads += nginx_->requests("/data/" + name).size();
+  }
+  // The data set's own order through the same cache fetches shards again and again.
+  const TarShards scattered(http(), parse_transform_spec(kTransform),
+                            cached_in(root_ / "cache2", limit));
+  EXPECT_TRUE(run_epoch(scattered, 0, 0) == run_epoch(local, 0, 0));
+  std::size_t again = 0;
+  for (const auto& [name, size] : shards_)
+    again += nginx_->requests("/data/" + name).size();
+  EXPECT_GT(again - downloads, shards_.size()) << "numpy order: " << again - downloads;
+}
+
+// Complete shards in a cache directory, by name.
+std::set<std::string> cached_shards(const std::string& dir) {
+  std::set<std::string> out;
+  if (!std::filesystem::exists(dir)) return out;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string name = f.path().filename();
+    if (f.is_regular_file() && f.path().extension() != ".part")
+      out.insert(name.substr(0, name.find('.')) + ".tar");
+  }
+  return out;
+}
+
+TEST_F(RemoteShardsTest, AWorkerProcessDownloadsTheShardsOfItsNextReadsAhead) {
+  const TarShards remote(http(), parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  const std::vector<std::uint64_t> sizes = remote.shard_sizes();
+  std::vector<std::string> names;
+  for (const auto& [name, bytes] : shards_) names.push_back(name);
+  // The first sample of the last shard, then of the one before it.
+  const std::uint64_t last = remote.size() - sizes.back();
+  const std::vector<std::uint64_t> next{last, last - sizes[sizes.size() - 2]};
+  const std::set<std::string> want{names.back(), names[names.size() - 2]};
+  // The process that built the data set (which may fork workers) starts nothing.
+  remote.will_read(next);
+  // A worker process does, without reading a sample.
+  const pid_t worker = ::fork();
+  if (worker == 0) {
+    remote.will_read(next);
+    for (int i = 0; i < 1000; ++i) {
+      if (cached_shards(root_ / "cache") == want) ::_exit(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    ::_exit(1);
+  }
+  ASSERT_GT(worker, 0);
+  int status = -1;
+  ::waitpid(worker, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_EQ(cached_shards(root_ / "cache"), want);
+  for (const std::string& name : want)
+    EXPECT_EQ(nginx_->requests("/data/" + name).size(), 1u) << name;
+  // And a loader's workers read them from the cache with the rest.
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  EXPECT_TRUE(run_epoch(remote, 2, 0) == run_epoch(local, 0, 0));
+  for (const std::string& name : want)
+    EXPECT_EQ(nginx_->requests("/data/" + name).size(), 1u) << name;
 }
 
 TEST_F(RemoteShardsTest, ACutOffDownloadContinuesWithARangeRequest) {

@@ -7,15 +7,27 @@ namespace seedloader::tools {
 
 const EnumNames<ShuffleOrder>& order_names() {
   static const EnumNames<ShuffleOrder> names{{"numpy", ShuffleOrder::kNumpy},
-                                             {"torch", ShuffleOrder::kTorch}};
+                                             {"torch", ShuffleOrder::kTorch},
+                                             {"shards", ShuffleOrder::kShards}};
   return names;
 }
 
-CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order) {
-  return add_enum_option(
+CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order,
+                              std::uint64_t* shuffle_block) {
+  CLI::Option* option = add_enum_option(
       app, "--order", order, order_names(),
-      "The shuffle's generator: numpy (the seed's PCG64 shuffle stream) or torch "
-      "(exactly PyTorch's DistributedSampler(seed=SEED) after set_epoch(EPOCH))");
+      "The shuffle's generator: numpy (the seed's PCG64 shuffle stream), torch "
+      "(exactly PyTorch's DistributedSampler(seed=SEED) after set_epoch(EPOCH)) or "
+      "shards (tar shards in a shuffled order, read whole, samples shuffled within "
+      "blocks of --shuffle-block; for data packed with seedloader-pack)");
+  if (shuffle_block != nullptr) {
+    app.add_option("--shuffle-block", *shuffle_block,
+                   "Samples per shuffled block under --order shards (0: four times "
+                   "the largest shard's samples)")
+        ->check(non_negative_integer())
+        ->capture_default_str();
+  }
+  return option;
 }
 
 const EnumNames<Partition>& partition_names() {

@@ -35,10 +35,12 @@ struct LoaderFlagOptions {
   CLI::Option* seeding = nullptr;
 };
 
-// The names --order takes: numpy, torch.
+// The names --order takes: numpy, torch, shards.
 const EnumNames<ShuffleOrder>& order_names();
-// Registers --order into `order` (sampler.h's ShuffleOrder).
-CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order);
+// Registers --order into `order` (sampler.h's ShuffleOrder), and --shuffle-block
+// into `shuffle_block` when given (LoaderOptions::shuffle_block).
+CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order,
+                              std::uint64_t* shuffle_block = nullptr);
 
 // The names --partition takes: strided, elastic.
 const EnumNames<Partition>& partition_names();

@@ -77,7 +77,7 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--seed", o.seed, "Base seed (drawn from the OS and printed if unset)")
       ->check(tools::non_negative_integer());
   app.add_flag("--no-shuffle", o.no_shuffle, "The sampler's unshuffled order");
-  tools::add_order_option(app, o.order);
+  tools::add_order_option(app, o.order, &o.shuffle_block);
   tools::add_partition_option(app, o.partition);
   app.add_option("--global-batch-size", o.global_batch_size,
                  "elastic: samples per step over all ranks (G); each rank takes G/np, "
@@ -178,6 +178,8 @@ std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size) 
   j["seeding"] = tools::enum_name(seeding_names(), o.seeding);
   j["shuffle"] = !o.no_shuffle;
   j["order"] = tools::enum_name(tools::order_names(), o.order);
+  // Only under order shards, so that other checkpoints keep their config.
+  if (o.order == ShuffleOrder::kShards) j["shuffle_block"] = o.shuffle_block;
   j["mode"] = tools::enum_name(mode_names(), o.mode);
   j["split"] = o.split;
   j["devices"] = o.devices.size();

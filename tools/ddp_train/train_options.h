@@ -47,6 +47,7 @@ struct TrainOptions : tools::LoaderFlags {
   std::optional<std::uint64_t> global_batch_size;
   bool no_shuffle = false;
   ShuffleOrder order = ShuffleOrder::kNumpy;  // --order
+  std::uint64_t shuffle_block = 0;            // --shuffle-block
   Backend backend = Backend::kAuto;
   double bucket_mb = 25.0;
   Mode mode = Mode::kDdp;

@@ -377,6 +377,7 @@ void Run::open_loader() {
   lo.num_workers = o_.workers;
   lo.shuffle = !o_.no_shuffle;
   lo.order = o_.order;
+  lo.shuffle_block = o_.shuffle_block;
   lo.seed = seed_;
   lo.persistent_workers = true;
   lo.rank = static_cast<std::uint64_t>(mpi_.rank());

@@ -38,6 +38,7 @@ struct RunArgs : tools::LoaderFlags {
   std::optional<std::uint64_t> seed;
   bool shuffle = false;
   ShuffleOrder order = ShuffleOrder::kNumpy;
+  std::uint64_t shuffle_block = 0;
   Partition partition = Partition::kStrided;
   bool drop_last = false;
   bool persistent_workers = false;
@@ -91,6 +92,7 @@ LoaderOptions leg_options(const RunArgs& a, const Leg& leg, std::uint64_t rank,
   opt.num_workers = a.workers;
   opt.shuffle = a.shuffle;
   opt.order = a.order;
+  opt.shuffle_block = a.shuffle_block;
   opt.seed = seed;
   opt.drop_last = a.drop_last;
   opt.persistent_workers = a.persistent_workers;
@@ -253,7 +255,7 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(tools::non_negative_integer());
   cmd->add_flag("--shuffle", args->shuffle,
                 "Shuffle (DistributedSampler, same seed per rank)");
-  tools::add_order_option(*cmd, args->order);
+  tools::add_order_option(*cmd, args->order, &args->shuffle_block);
   tools::add_partition_option(*cmd, args->partition);
   cmd->add_option("--resume-at", args->resume_at,
                   "Simulate a restart: run 0 stops after STEP batches (per rank) of "

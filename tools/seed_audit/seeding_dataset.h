@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "seedloader/dataset.h"
 #include "seedloader/loader_options.h"
@@ -32,6 +33,7 @@ class SeedingDataset final : public Dataset {
   const SampleLayout& layout() const override { return layout_; }
   void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
   std::string describe() const override;
+  std::vector<std::uint64_t> shard_sizes() const override { return inner_.shard_sizes(); }
 
   // The field holding each sample's fingerprint; the next one says if it was used.
   std::size_t fingerprint_field() const { return layout_.num_fields() - 2; }

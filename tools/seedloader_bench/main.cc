@@ -103,6 +103,7 @@ int main(int argc, char** argv) {
       ->check(seedloader::tools::non_negative_integer())
       ->capture_default_str();
   seedloader::tools::add_partition_option(app, a.partition);
+  seedloader::tools::add_order_option(app, a.order, &a.shuffle_block);
   app.add_option("--world-size", a.world_size, "Ranks the data is split across")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -134,6 +135,8 @@ int main(int argc, char** argv) {
     opt.persistent_workers = true;
     opt.seeding = a.seeding;
     opt.partition = a.partition;
+    opt.order = a.order;
+    opt.shuffle_block = a.shuffle_block;
     opt.world_size = a.world_size;
     opt.rank = a.rank;
     opt.timeout = std::chrono::seconds(a.timeout_s);

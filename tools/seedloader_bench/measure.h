@@ -18,6 +18,8 @@ struct BenchArgs : tools::LoaderFlags {
   std::uint64_t warmup = 5;
   SeedScope seeding = SeedScope::kWorker;
   Partition partition = Partition::kStrided;
+  ShuffleOrder order = ShuffleOrder::kNumpy;
+  std::uint64_t shuffle_block = 0;
   std::uint64_t world_size = 1;  // measured as rank `rank` of this many
   std::uint64_t rank = 0;
   std::uint64_t seed = 0;

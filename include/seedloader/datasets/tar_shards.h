@@ -59,6 +59,10 @@ struct TarShardsOptions {
   // 429) before it fails, and how long a transfer may move no byte.
   int max_attempts = 6;
   double stall_timeout_s = 30;
+  // For a URL: shards each worker process downloads ahead of its reads, in the
+  // order of the batches it has been given (0: none; each read then waits for
+  // its own shard's download).
+  int prefetch_shards = 4;
 };
 
 // Expands a shard pattern: one brace range "{000..009}" (zero padding kept) and
@@ -77,6 +81,11 @@ class TarShards final : public Dataset {
   const SampleLayout& layout() const override;
   void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
   std::string describe() const override;
+  // Samples per shard, in shard order (from index.json, or counted at construction).
+  std::vector<std::uint64_t> shard_sizes() const override;
+  // For a URL, in a worker process: downloads the shards of the next samples
+  // (up to prefetch_shards of them) in a background thread of that process.
+  void will_read(std::span<const std::uint64_t> indices) const noexcept override;
 
   // The sample's key (e.g. "000123"), for messages and tests.
   // REQUIRES: index < size().

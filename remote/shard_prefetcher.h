@@ -1,0 +1,48 @@
+// ShardPrefetcher: one background thread that fetches shards ahead of the reads
+// of the process that owns it (TarShardsOptions::prefetch_shards). want() names
+// the shards the next reads need, in order; the thread fetches them first to
+// last by calling `fetch`, which must be thread-safe and cheap for a shard
+// already at hand (ShardCache::ensure is: a stat). An exception from `fetch` is
+// dropped: the read that needs the shard fetches it itself and reports the
+// error with its sample.
+// Create it in the process that reads (a forked worker), never before a fork: a
+// child would inherit the object without its thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace seedloader::remote {
+
+class ShardPrefetcher {
+ public:
+  using Fetch = std::function<void(std::size_t shard)>;
+  explicit ShardPrefetcher(Fetch fetch);
+  // Stops after the fetch in progress, if any.
+  ~ShardPrefetcher();
+  ShardPrefetcher(const ShardPrefetcher&) = delete;
+  ShardPrefetcher& operator=(const ShardPrefetcher&) = delete;
+
+  // The shards the next reads need, in order: replaces what is still queued.
+  void want(const std::vector<std::size_t>& shards);
+  // Shards fetched so far (for tests).
+  std::size_t fetched() const;
+
+ private:
+  void run();
+
+  Fetch fetch_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::size_t> queue_;
+  std::size_t fetched_ = 0;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts once everything above exists
+};
+
+}  // namespace seedloader::remote
