@@ -115,10 +115,19 @@ ShardCache::ShardCache(ObjectUrl base, std::string dir, std::uint64_t limit,
   }
 }
 
+std::string ShardCache::complete_path(const ShardInfo& shard) const {
+  return folder_ + "/" + shard.name + "." + hex16(shard.xxh64);
+}
+
+bool ShardCache::has(const ShardInfo& shard) const {
+  struct stat st {};
+  return ::stat(complete_path(shard).c_str(), &st) == 0 &&
+         static_cast<std::uint64_t>(st.st_size) == shard.bytes;
+}
+
 std::string ShardCache::ensure(const ShardInfo& shard) const {
-  const std::string stem = folder_ + "/" + shard.name + "." + hex16(shard.xxh64);
-  const std::string path = stem;
-  const std::string part = stem + "." + std::to_string(shard.bytes) + ".part";
+  const std::string path = complete_path(shard);
+  const std::string part = path + "." + std::to_string(shard.bytes) + ".part";
   const ObjectUrl url = base_.sibling(shard.name);
   const auto fail = [&](const std::string& why) {
     return DataError("shard " + url.display() + ": " + why);

@@ -54,6 +54,9 @@ class ShardCache {
   // Throws DataError naming the URL when it cannot be fetched or does not match
   // its size and hash.
   std::string ensure(const ShardInfo& shard) const;
+  // Whether `shard`'s complete file is in the cache now (one stat; it may be
+  // evicted the moment after).
+  bool has(const ShardInfo& shard) const;
 
   const std::string& folder() const { return folder_; }
 
@@ -62,6 +65,8 @@ class ShardCache {
   // (creating it if absent) the part file `part`; returns its descriptor, or -1
   // with errno set.
   int reserve(std::uint64_t need, const std::string& part) const;
+  // DIR/<url hash>/NAME.<xxh64>.
+  std::string complete_path(const ShardInfo& shard) const;
 
   ObjectUrl base_;
   std::string dir_;     // the cache directory the limit applies to

@@ -1,11 +1,13 @@
 #include "remote/shard_prefetcher.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace seedloader::remote {
 
-ShardPrefetcher::ShardPrefetcher(Fetch fetch)
-    : fetch_(std::move(fetch)), thread_([this] { run(); }) {}
+ShardPrefetcher::ShardPrefetcher(Fetch fetch, int threads) : fetch_(std::move(fetch)) {
+  for (int t = 0; t < std::max(1, threads); ++t) threads_.emplace_back([this] { run(); });
+}
 
 ShardPrefetcher::~ShardPrefetcher() {
   {
@@ -13,16 +15,20 @@ ShardPrefetcher::~ShardPrefetcher() {
     stop_ = true;
     queue_.clear();
   }
-  wake_.notify_one();
-  thread_.join();
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
 }
 
 void ShardPrefetcher::want(const std::vector<std::size_t>& shards) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.assign(shards.begin(), shards.end());
+    queue_.clear();
+    for (const std::size_t shard : shards) {
+      if (std::find(busy_.begin(), busy_.end(), shard) == busy_.end())
+        queue_.push_back(shard);
+    }
   }
-  wake_.notify_one();
+  wake_.notify_all();
 }
 
 std::size_t ShardPrefetcher::fetched() const {
@@ -37,6 +43,7 @@ void ShardPrefetcher::run() {
     if (stop_) return;
     const std::size_t shard = queue_.front();
     queue_.pop_front();
+    busy_.push_back(shard);
     lock.unlock();
     try {
       fetch_(shard);
@@ -44,6 +51,7 @@ void ShardPrefetcher::run() {
       // The read that needs this shard fetches it again and names the failure.
     }
     lock.lock();
+    busy_.erase(std::find(busy_.begin(), busy_.end(), shard));
     ++fetched_;
   }
 }

@@ -1,10 +1,10 @@
-// ShardPrefetcher: one background thread that fetches shards ahead of the reads
-// of the process that owns it (TarShardsOptions::prefetch_shards). want() names
-// the shards the next reads need, in order; the thread fetches them first to
-// last by calling `fetch`, which must be thread-safe and cheap for a shard
-// already at hand (ShardCache::ensure is: a stat). An exception from `fetch` is
-// dropped: the read that needs the shard fetches it itself and reports the
-// error with its sample.
+// ShardPrefetcher: background threads that fetch shards ahead of the reads of
+// the process that owns them (TarShardsOptions::prefetch_shards). want() names
+// the shards the next reads need, in order; the threads fetch them first to last,
+// each taking the next one, by calling `fetch`, which must be thread-safe and
+// cheap for a shard already at hand (ShardCache::ensure is: a stat). A shard being
+// fetched is not taken again. An exception from `fetch` is dropped: the read that
+// needs the shard fetches it itself and reports the error with its sample.
 // Create it in the process that reads (a forked worker), never before a fork: a
 // child would inherit the object without its thread.
 #pragma once
@@ -22,8 +22,9 @@ namespace seedloader::remote {
 class ShardPrefetcher {
  public:
   using Fetch = std::function<void(std::size_t shard)>;
-  explicit ShardPrefetcher(Fetch fetch);
-  // Stops after the fetch in progress, if any.
+  // `threads` (at least 1) fetch at once.
+  ShardPrefetcher(Fetch fetch, int threads);
+  // Stops after the fetches in progress, if any.
   ~ShardPrefetcher();
   ShardPrefetcher(const ShardPrefetcher&) = delete;
   ShardPrefetcher& operator=(const ShardPrefetcher&) = delete;
@@ -40,9 +41,10 @@ class ShardPrefetcher {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::size_t> queue_;
+  std::vector<std::size_t> busy_;  // shards being fetched
   std::size_t fetched_ = 0;
   bool stop_ = false;
-  std::thread thread_;  // last: starts once everything above exists
+  std::vector<std::thread> threads_;  // last: started once everything above exists
 };
 
 }  // namespace seedloader::remote

@@ -57,9 +57,9 @@ class TensorFile(Dataset):
 class TarShards(Dataset):
     """WebDataset-style tar shards."""
 
-    def __init__(self, pattern: str, transform: str, label_ext: str = 'cls', channels: int = 3, max_pixels: int = 268435456, cache_dir: str = '', cache_limit: int = 0, verify_shards: bool = True) -> None:
+    def __init__(self, pattern: str, transform: str, label_ext: str = 'cls', channels: int = 3, max_pixels: int = 268435456, cache_dir: str = '', cache_limit: int = 0, verify_shards: bool = True, prefetch_shards: int = 4) -> None:
         """
-        A shard pattern, a packed folder (its index.json), or the URL of one: s3://bucket/prefix/, https://host/path/ or http://...; remote shards are read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else ~/.cache/seedloader) bounded by cache_limit bytes (0: no bound).
+        A shard pattern, a packed folder (its index.json), or the URL of one: s3://bucket/prefix/, https://host/path/ or http://...; remote shards are read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else ~/.cache/seedloader) bounded by cache_limit bytes (0: no bound), each worker downloading the shards of its next batches ahead (prefetch_shards of them; 0: none).
         """
 
 class Synthetic(Dataset):
@@ -106,6 +106,8 @@ class ShuffleOrder(enum.Enum):
 
     torch = 1
 
+    shards = 2
+
 class LoaderOptions:
     def __init__(self) -> None: ...
 
@@ -138,6 +140,12 @@ class LoaderOptions:
 
     @order.setter
     def order(self, arg: ShuffleOrder, /) -> None: ...
+
+    @property
+    def shuffle_block(self) -> int: ...
+
+    @shuffle_block.setter
+    def shuffle_block(self, arg: int, /) -> None: ...
 
     @property
     def seed(self) -> int | None: ...

@@ -273,6 +273,36 @@ TEST_F(RemoteShardsTest, TheShardOrderReadsEachShardOnceThroughABoundedCache) {
   EXPECT_GT(again - downloads, shards_.size()) << "numpy order: " << again - downloads;
 }
 
+TEST_F(RemoteShardsTest, TheToolsReadAUrlThroughTheCacheTheEnvironmentNames) {
+  std::uint64_t largest = 0;
+  for (const auto& [name, bytes] : shards_) largest = std::max(largest, bytes);
+  const std::string bench = std::string(SEEDLOADER_BENCH) + " --data tar:" + http() +
+                            " --transform rrc:24,hflip --batch-size 4 --workers 2" +
+                            " --batches 6 --warmup 1 --order shards --json";
+  const std::string cache = "SEEDLOADER_CACHE_DIR=" + (root_ / "cache");
+  const auto ok = testing_util::run_command(
+      cache + " SEEDLOADER_CACHE_LIMIT=" + std::to_string(3 * largest) + " " + bench +
+      " 2>&1");
+  EXPECT_EQ(ok.exit_code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("\"samples_per_s\""), std::string::npos) << ok.out;
+  EXPECT_GT(folder_bytes(root_ / "cache"), 0u);
+  EXPECT_LE(folder_bytes(root_ / "cache"), 4 * largest);
+  const auto small =
+      testing_util::run_command(cache + " SEEDLOADER_CACHE_LIMIT=1K " + bench + " 2>&1");
+  EXPECT_EQ(small.exit_code, 2) << small.out;
+  EXPECT_NE(small.out.find("smaller than its largest shard"), std::string::npos)
+      << small.out;
+  const auto bad = testing_util::run_command(cache + " SEEDLOADER_CACHE_LIMIT=lots " +
+                                             bench + " 2>&1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("SEEDLOADER_CACHE_LIMIT 'lots'"), std::string::npos) << bad.out;
+  const auto ahead = testing_util::run_command(cache + " SEEDLOADER_PREFETCH_SHARDS=-1 " +
+                                               bench + " 2>&1");
+  EXPECT_EQ(ahead.exit_code, 2) << ahead.out;
+  EXPECT_NE(ahead.out.find("SEEDLOADER_PREFETCH_SHARDS '-1'"), std::string::npos)
+      << ahead.out;
+}
+
 // Complete shards in a cache directory, by name.
 std::set<std::string> cached_shards(const std::string& dir) {
   std::set<std::string> out;

@@ -95,7 +95,8 @@ TEST(SeedAuditCliTest, ShardWithTorchOrderIsPyTorchsShard) {
             (std::vector<Index>{1, 3, 8, 4}));
   r = run_command(audit("shard --size 10 --world-size 3 --rank 1 --order jax"));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("--order: jax not in {numpy,torch}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--order: jax not in {numpy,torch,shards}"), std::string::npos)
+      << r.out;
 }
 
 TEST(SeedAuditCliTest, UnshuffledShardMatchesPyTorchDistributedSampler) {

@@ -1,6 +1,8 @@
 #include "tools/common/data_spec.h"
 
 #include <charconv>
+#include <cstdlib>
+#include <cstring>
 
 #include "seedloader/datasets/cifar10.h"
 #include "seedloader/datasets/image_folder.h"
@@ -34,14 +36,66 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec,
     return std::make_unique<Cifar10>(arg, Split::kTrain, std::move(chain));
   if (kind == "mnist")
     return std::make_unique<Mnist>(arg, Split::kTrain, std::move(chain));
-  if (kind == "tar") return std::make_unique<TarShards>(arg, std::move(chain));
+  if (kind == "tar") {
+    TarShardsOptions options;
+    if (const char* limit = std::getenv("SEEDLOADER_CACHE_LIMIT"); limit && *limit) {
+      const std::optional<std::uint64_t> bytes = parse_byte_size(limit);
+      if (!bytes) {
+        throw ConfigError("SEEDLOADER_CACHE_LIMIT '" + std::string(limit) +
+                          "': expected a size in bytes, such as 200G or 500M");
+      }
+      options.cache_limit = *bytes;
+    }
+    if (const char* ahead = std::getenv("SEEDLOADER_PREFETCH_SHARDS"); ahead && *ahead) {
+      int shards = -1;
+      const char* end = ahead + std::strlen(ahead);
+      auto [p, ec] = std::from_chars(ahead, end, shards);
+      if (ec != std::errc() || p != end || shards < 0) {
+        throw ConfigError("SEEDLOADER_PREFETCH_SHARDS '" + std::string(ahead) +
+                          "': expected a shard count >= 0");
+      }
+      options.prefetch_shards = shards;
+    }
+    return std::make_unique<TarShards>(arg, std::move(chain), options);
+  }
   throw ConfigError("--data " + spec + ": unknown kind '" + kind + "' (" +
                     data_spec_help() + ")");
 }
 
 std::string data_spec_help() {
   return "synthetic:N (32x32 RGB images), imagefolder:DIR, cifar10:DIR, mnist:DIR or "
-         "tar:PATTERN (training split)";
+         "tar:PATTERN (training split); tar: also takes a packed folder or its URL "
+         "(s3://, https://, http://), cached in $SEEDLOADER_CACHE_DIR and bounded by "
+         "$SEEDLOADER_CACHE_LIMIT (e.g. 200G), each worker downloading "
+         "$SEEDLOADER_PREFETCH_SHARDS (4) shards ahead";
+}
+
+std::optional<std::uint64_t> parse_byte_size(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || p == text.data()) return std::nullopt;
+  if (p == end) return value;
+  if (p + 1 != end) return std::nullopt;
+  int shift = 0;
+  switch (*p) {
+    case 'K':
+      shift = 10;
+      break;
+    case 'M':
+      shift = 20;
+      break;
+    case 'G':
+      shift = 30;
+      break;
+    case 'T':
+      shift = 40;
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (value > (~std::uint64_t{0} >> shift)) return std::nullopt;
+  return value << shift;
 }
 
 }  // namespace seedloader::tools

@@ -1,8 +1,14 @@
 // Datasets named on the command line: "KIND:ARG", e.g. "synthetic:5000" or
 // "imagefolder:/data/train", with a transform chain from transforms/spec.h.
+// "tar:URL" reads through the shard cache in $SEEDLOADER_CACHE_DIR (default
+// $XDG_CACHE_HOME/seedloader, else ~/.cache/seedloader), bounded by
+// $SEEDLOADER_CACHE_LIMIT bytes ("200G"; unset: no bound), each worker
+// downloading $SEEDLOADER_PREFETCH_SHARDS shards ahead (unset: 4; 0: none).
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "seedloader/dataset.h"
@@ -17,5 +23,9 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec,
 
 // The kinds open_dataset accepts, for --help.
 std::string data_spec_help();
+
+// "1073741824", "64K", "64M", "1G", "2T" (powers of 1024), or nullopt for anything
+// else, including sizes above 2^64 - 1.
+std::optional<std::uint64_t> parse_byte_size(const std::string& text);
 
 }  // namespace seedloader::tools

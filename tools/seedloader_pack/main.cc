@@ -14,40 +14,6 @@
 #include "tools/seedloader_pack/pack_source.h"
 #include "tools/seedloader_pack/packer.h"
 
-namespace {
-
-// "1073741824", "64K", "64M", "1G", "2T" (powers of 1024), or nullopt for anything
-// else, including sizes above 2^64 - 1.
-std::optional<std::uint64_t> parse_byte_size(const std::string& text) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || p == text.data()) return std::nullopt;
-  if (p == end) return value;
-  if (p + 1 != end) return std::nullopt;
-  int shift = 0;
-  switch (*p) {
-    case 'K':
-      shift = 10;
-      break;
-    case 'M':
-      shift = 20;
-      break;
-    case 'G':
-      shift = 30;
-      break;
-    case 'T':
-      shift = 40;
-      break;
-    default:
-      return std::nullopt;
-  }
-  if (value > (~std::uint64_t{0} >> shift)) return std::nullopt;
-  return value << shift;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   CLI::App app{
       "seedloader-pack: write a data set as WebDataset tar shards (000000.tar, ...) "
@@ -80,7 +46,8 @@ int main(int argc, char** argv) {
   options.force = force;
   if (shuffle->count() > 0) options.shuffle_seed = shuffle_seed;
   try {
-    const std::optional<std::uint64_t> shard_bytes = parse_byte_size(shard_size_text);
+    const std::optional<std::uint64_t> shard_bytes =
+        seedloader::tools::parse_byte_size(shard_size_text);
     if (!shard_bytes) {
       throw seedloader::ConfigError("--shard-size '" + shard_size_text +
                                     "': expected a byte count such as 1073741824, "

@@ -59,9 +59,9 @@ struct TarShardsOptions {
   // 429) before it fails, and how long a transfer may move no byte.
   int max_attempts = 6;
   double stall_timeout_s = 30;
-  // For a URL: shards each worker process downloads ahead of its reads, in the
-  // order of the batches it has been given (0: none; each read then waits for
-  // its own shard's download).
+  // For a URL: shards each worker process downloads ahead of its reads, at once,
+  // in the order of the batches it has been given (0: none; each read then waits
+  // for its own shard's download).
   int prefetch_shards = 4;
 };
 
@@ -84,7 +84,8 @@ class TarShards final : public Dataset {
   // Samples per shard, in shard order (from index.json, or counted at construction).
   std::vector<std::uint64_t> shard_sizes() const override;
   // For a URL, in a worker process: downloads the shards of the next samples
-  // (up to prefetch_shards of them) in a background thread of that process.
+  // not yet cached (up to prefetch_shards of them) in background threads of that
+  // process.
   void will_read(std::span<const std::uint64_t> indices) const noexcept override;
 
   // The sample's key (e.g. "000123"), for messages and tests.
