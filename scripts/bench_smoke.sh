@@ -34,6 +34,7 @@ if [[ -x $build/bench/ddp_allreduce_bench ]]; then
   run ddp_overlap_bench "${mpi[@]}" "$build/bench/ddp_overlap_bench" \
     --benchmark_min_time=0.01
 fi
+run shard_locality "$build/bench/shard_locality" --shards 64 --cache-shards 4
 run seedloader-bench "$build/tools/seedloader_bench/seedloader-bench" \
   --data synthetic:512 --transform rrc:64,hflip,normalize:imagenet --batch-size 32 \
   --workers 2 --batches 4 --warmup 1 --json
@@ -56,6 +57,7 @@ run compare_torch build/venv/bin/python bench/compare_torch.py --quick \
   --binary "$build/tools/seedloader_bench/seedloader-bench"
 run python_tiny_batches build/venv/bin/python bench/python_tiny_batches.py --quick
 run python_dataset_compare build/venv/bin/python bench/python_dataset_compare.py --quick
+run remote_bench build/venv/bin/python bench/remote_bench.py --quick --build "$build"
 
 if ((${#failed[@]})); then
   echo "bench-smoke: FAILED: ${failed[*]}"
