@@ -264,22 +264,23 @@ std::string TarShards::describe() const { return "TarShards(" + state_->pattern 
 void TarShards::will_read(std::span<const std::uint64_t> indices) const noexcept {
   const State& s = *state_;
   if (!s.cache || s.options.prefetch_shards <= 0 || ::getpid() == s.creator) return;
-  // The first prefetch_shards distinct shards the reads need that are not cached.
-  std::vector<std::size_t> seen, next;
-  for (const std::uint64_t index : indices) {
-    if (index >= size()) continue;
-    const auto shard = static_cast<std::size_t>(
-        std::upper_bound(s.first.begin(), s.first.end(), index) - s.first.begin() - 1);
-    if (std::find(seen.begin(), seen.end(), shard) != seen.end()) continue;
-    seen.push_back(shard);
-    const IndexedShard& want = s.indexed_shards[shard];
-    if (s.cache->has({want.name, want.bytes, want.xxh64})) continue;
-    next.push_back(shard);
-    if (next.size() == static_cast<std::size_t>(s.options.prefetch_shards)) break;
-  }
   try {
+    // The first prefetch_shards distinct shards the reads need that are not cached.
+    std::vector<std::size_t> seen, next;
+    for (const std::uint64_t index : indices) {
+      if (index >= size()) continue;
+      const auto shard = static_cast<std::size_t>(
+          std::upper_bound(s.first.begin(), s.first.end(), index) - s.first.begin() - 1);
+      if (std::find(seen.begin(), seen.end(), shard) != seen.end()) continue;
+      seen.push_back(shard);
+      const IndexedShard& want = s.indexed_shards[shard];
+      if (s.cache->has({want.name, want.bytes, want.xxh64})) continue;
+      next.push_back(shard);
+      if (next.size() == static_cast<std::size_t>(s.options.prefetch_shards)) break;
+    }
     std::lock_guard<std::mutex> lock(s.prefetch_mutex);
     if (!s.prefetcher) {
+      if (next.empty()) return;  // no thread until one is needed
       s.prefetcher = std::make_unique<remote::ShardPrefetcher>(
           [&s](std::size_t shard) {
             const IndexedShard& want = s.indexed_shards[shard];
