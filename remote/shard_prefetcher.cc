@@ -31,11 +31,6 @@ void ShardPrefetcher::want(const std::vector<std::size_t>& shards) {
   wake_.notify_all();
 }
 
-std::size_t ShardPrefetcher::fetched() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return fetched_;
-}
-
 void ShardPrefetcher::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -52,7 +47,6 @@ void ShardPrefetcher::run() {
     }
     lock.lock();
     busy_.erase(std::find(busy_.begin(), busy_.end(), shard));
-    ++fetched_;
   }
 }
 

@@ -31,18 +31,15 @@ class ShardPrefetcher {
 
   // The shards the next reads need, in order: replaces what is still queued.
   void want(const std::vector<std::size_t>& shards);
-  // Shards fetched so far (for tests).
-  std::size_t fetched() const;
 
  private:
   void run();
 
   Fetch fetch_;
-  mutable std::mutex mutex_;
+  std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::size_t> queue_;
   std::vector<std::size_t> busy_;  // shards being fetched
-  std::size_t fetched_ = 0;
   bool stop_ = false;
   std::vector<std::thread> threads_;  // last: started once everything above exists
 };
