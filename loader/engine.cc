@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <new>
@@ -244,7 +245,8 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
               ? 0
               : count_batches(sampler_->size(), options_.batch_size, options_.drop_last)),
       region_layout_(layout_, slot_capacity(sampler_->size(), options_), mode_->rings(),
-                     options_.prefetch),
+                     options_.prefetch,
+                     options_.num_workers > 0 ? dataset.read_ahead() : 0),
       ring_(region_layout_.workers(), region_layout_.prefetch()),
       region_(region_layout_.total_bytes()) {
   // Start the lifetime of the shared structs (the mapping is zero-filled;
@@ -256,6 +258,11 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
   for (int s = 0; s < region_layout_.num_slots(); ++s) {
     new (region_.at<SlotHeader>(region_layout_.header(s))) SlotHeader();
   }
+  new (region_.at<ReadAhead>(region_layout_.read_ahead())) ReadAhead();
+  auto* ahead =
+      region_.at<std::atomic<std::uint64_t>>(region_layout_.read_ahead_indices());
+  for (std::uint64_t i = 0; i < region_layout_.read_ahead_capacity(); ++i)
+    new (ahead + i) std::atomic<std::uint64_t>(0);
   fill_.dataset = &dataset_;
   fill_.geometry = &region_layout_.slot();
   fill_.seeding = options_.seeding;
@@ -380,9 +387,17 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
 
 void Engine::pump() noexcept {
   if (!active_) return;
-  while (next_issue_ < num_batches_) {
+  // The batches that get a slot now: in order, up to the first whose slot is
+  // still held or in flight, and at most one turn of the ring (each slot once).
+  std::uint64_t end = next_issue_;
+  while (end < num_batches_ &&
+         end - next_issue_ < static_cast<std::uint64_t>(ring_.num_slots()) &&
+         slots_[ring_.slot_of(end)].batch == -1)
+    ++end;
+  // Before the tasks: a worker that sees its task sees the read-ahead past it.
+  publish_read_ahead(end);
+  for (; next_issue_ < end; ++next_issue_) {
     const int s = ring_.slot_of(next_issue_);
-    if (slots_[s].batch != -1) return;  // still held or in flight: in order, so stop
     std::span<const Index> idx = batches_->batch(next_issue_);
     auto* out = reinterpret_cast<std::uint64_t*>(data(s) + region_layout_.slot().indices);
     for (std::size_t i = 0; i < idx.size(); ++i) out[i] = idx[i];
@@ -399,9 +414,34 @@ void Engine::pump() noexcept {
     slots_[s].batch = static_cast<std::int64_t>(next_issue_);
     slots_[s].generation = generation_;
     ring_.issued(s);
-    ++next_issue_;
     mode_->hand_over(h);
   }
+}
+
+void Engine::publish_read_ahead(std::uint64_t from) noexcept {
+  const std::uint64_t capacity = region_layout_.read_ahead_capacity();
+  if (capacity == 0 || (read_ahead_from_ == from && read_ahead_of_ == generation_))
+    return;
+  read_ahead_from_ = from;
+  read_ahead_of_ = generation_;
+  auto& block = *region_.at<ReadAhead>(region_layout_.read_ahead());
+  auto* out = region_.at<std::atomic<std::uint64_t>>(region_layout_.read_ahead_indices());
+  // The sequence lock's writer side (see ReadAhead): odd while writing; the
+  // release fence keeps the odd value ahead of the indices, and the final
+  // release store keeps the indices ahead of the even one.
+  const std::uint64_t seq = block.seq.load(std::memory_order_relaxed);
+  block.seq.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::uint64_t n = 0;
+  for (std::uint64_t k = from; k < num_batches_ && n < capacity; ++k) {
+    for (const Index i : batches_->batch(k)) {
+      if (n == capacity) break;
+      out[n++].store(i, std::memory_order_relaxed);
+    }
+  }
+  block.count.store(n, std::memory_order_relaxed);
+  block.generation.store(generation_, std::memory_order_relaxed);
+  block.seq.store(seq + 2, std::memory_order_release);
 }
 
 std::uint32_t Engine::await(int slot, std::uint64_t k) {

@@ -107,6 +107,9 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   void check_forking_thread();
   void stop_workers(std::chrono::milliseconds grace) noexcept;
   void pump() noexcept;
+  // Rewrites the ReadAhead block with the samples of the batches from `from` on,
+  // when the data set asked for them and they changed.
+  void publish_read_ahead(std::uint64_t from) noexcept;
   // Waits until the slot leaves kTask; throws on a dead worker or a timeout.
   std::uint32_t await(int slot, std::uint64_t k);
   [[noreturn]] void throw_failed(int slot, std::uint64_t k);
@@ -137,6 +140,10 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::uint64_t first_batch_ = 0;
   std::uint64_t generation_ = 0;
   std::uint64_t next_issue_ = 0;
+  // What the ReadAhead block holds: the batches from read_ahead_from_ of
+  // generation read_ahead_of_ (0: nothing yet).
+  std::uint64_t read_ahead_from_ = 0;
+  std::uint64_t read_ahead_of_ = 0;
   std::uint64_t skipped_ = 0;
 };
 

@@ -1,8 +1,10 @@
 #include "loader/shared_layout.h"
 
+#include <algorithm>
 #include <limits>
 #include <string>
 
+#include "seedloader/dataset.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
@@ -44,11 +46,16 @@ SlotGeometry::SlotGeometry(const SampleLayout& layout, std::uint64_t batch)
 }
 
 RegionLayout::RegionLayout(const SampleLayout& layout, std::uint64_t batch_size,
-                           int workers, int prefetch)
-    : workers_(workers), prefetch_(prefetch), slot_(layout, batch_size) {
+                           int workers, int prefetch, std::uint64_t read_ahead)
+    : workers_(workers),
+      prefetch_(prefetch),
+      slot_(layout, batch_size),
+      read_ahead_capacity_(std::min(read_ahead, Dataset::kMaxReadAhead)) {
+  static_assert(sizeof(std::atomic<std::uint64_t>) == 8);
   workers_off_ = round_up(sizeof(ControlBlock), kCacheLine);
   headers_off_ = round_up(workers_off_ + workers * sizeof(WorkerBlock), kCacheLine);
-  data_off_ = round_up(headers_off_ + num_slots() * sizeof(SlotHeader), kPage);
+  read_ahead_off_ = round_up(headers_off_ + num_slots() * sizeof(SlotHeader), kCacheLine);
+  data_off_ = round_up(read_ahead_indices() + read_ahead_capacity_ * 8, kPage);
   std::size_t data = checked_mul(slot_.bytes, num_slots(), "the batch slots");
   if (data > std::numeric_limits<std::size_t>::max() - data_off_) {
     throw ConfigError("loader: the batch slots do not fit in memory");

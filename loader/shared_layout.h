@@ -1,6 +1,6 @@
 // The layout of a loader's shared region, and the plain structs that live in it.
 //
-//   [ControlBlock][WorkerBlock x W][SlotHeader x W*P][slot data x W*P]
+//   [ControlBlock][WorkerBlock x W][SlotHeader x W*P][ReadAhead][slot data x W*P]
 //
 // Slot (w, j) belongs to worker w; its data holds, for up to batch_size samples:
 // indices (u64), fingerprints (u64), lengths (u64 per sample per field), then
@@ -41,6 +41,18 @@ struct alignas(64) WorkerBlock {
   std::atomic<std::uint64_t> busy_ns;
 };
 static_assert(sizeof(WorkerBlock) == 64, "one cache line per worker");
+
+// The indices of the samples past those in the slots, for Dataset::will_read:
+// `capacity` u64 atomics follow the struct. One writer (the main process, as it
+// hands out batches); workers read it as a sequence lock: `seq` is odd while a
+// write is under way, and a reader keeps what it copied only when `seq` was even
+// and unchanged around its copy. Every word is an atomic read and written
+// relaxed, so a torn copy is discarded, never undefined.
+struct alignas(64) ReadAhead {
+  std::atomic<std::uint64_t> seq;
+  std::atomic<std::uint64_t> generation;  // the epoch's, as in ControlBlock
+  std::atomic<std::uint64_t> count;       // valid indices, <= capacity
+};
 
 inline constexpr std::size_t kErrorTextBytes = 1024;
 
@@ -86,7 +98,7 @@ class RegionLayout {
  public:
   // Throws ConfigError when the region would not fit in size_t.
   RegionLayout(const SampleLayout& layout, std::uint64_t batch_size, int workers,
-               int prefetch);
+               int prefetch, std::uint64_t read_ahead = 0);
 
   int workers() const { return workers_; }
   int prefetch() const { return prefetch_; }
@@ -98,6 +110,10 @@ class RegionLayout {
   std::size_t worker_block(int w) const { return workers_off_ + w * sizeof(WorkerBlock); }
   // Slot s = w * prefetch + j.
   std::size_t header(int s) const { return headers_off_ + s * sizeof(SlotHeader); }
+  // The ReadAhead block, and its indices (u64 atomics) right after it.
+  std::size_t read_ahead() const { return read_ahead_off_; }
+  std::size_t read_ahead_indices() const { return read_ahead_off_ + sizeof(ReadAhead); }
+  std::uint64_t read_ahead_capacity() const { return read_ahead_capacity_; }
   std::size_t data(int s) const { return data_off_ + s * slot_.bytes; }
 
  private:
@@ -106,6 +122,8 @@ class RegionLayout {
   SlotGeometry slot_;
   std::size_t workers_off_;
   std::size_t headers_off_;
+  std::size_t read_ahead_off_;
+  std::uint64_t read_ahead_capacity_;
   std::size_t data_off_;
   std::size_t total_;
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -40,8 +41,31 @@ void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
   h.error[n] = '\0';
 }
 
+// Appends the ReadAhead block's indices of epoch generation `generation` to
+// `next`: the sequence lock's reader side (see ReadAhead). A copy torn by a
+// concurrent rewrite, or one of another generation, is dropped: the next batch
+// reads the block again.
+void append_read_ahead(const WorkerConfig& c, std::uint64_t generation,
+                       std::vector<std::uint64_t>& next) {
+  const RegionLayout& layout = *c.layout;
+  if (layout.read_ahead_capacity() == 0) return;
+  const auto& block = *c.region->at<ReadAhead>(layout.read_ahead());
+  const auto* in = c.region->at<std::atomic<std::uint64_t>>(layout.read_ahead_indices());
+  const std::uint64_t seq = block.seq.load(std::memory_order_acquire);
+  if (seq % 2 != 0 || block.generation.load(std::memory_order_relaxed) != generation)
+    return;
+  const std::size_t mine = next.size();
+  const std::uint64_t n =
+      std::min(block.count.load(std::memory_order_relaxed), layout.read_ahead_capacity());
+  for (std::uint64_t i = 0; i < n; ++i)
+    next.push_back(in[i].load(std::memory_order_relaxed));
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (block.seq.load(std::memory_order_relaxed) != seq) next.resize(mine);
+}
+
 // Tells the data set which samples this worker reads next: the task it starts
-// now and those already waiting in its later slots (Dataset::will_read).
+// now, those already waiting in its later slots, and those of the batches no
+// worker has yet (Dataset::will_read).
 void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t task,
                     std::vector<std::uint64_t>& next) {
   const RegionLayout& layout = *c.layout;
@@ -56,6 +80,9 @@ void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t t
         c.region->base() + layout.data(s) + layout.slot().indices);
     next.insert(next.end(), indices, indices + h.count);
   }
+  const SlotHeader& now =
+      *c.region->at<SlotHeader>(layout.header(ring.worker_slot(c.worker, task)));
+  append_read_ahead(c, now.generation, next);
   c.fill.dataset->will_read(next);
 }
 

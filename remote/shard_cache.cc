@@ -51,6 +51,21 @@ int lock(int fd, int op) {
   return rc;
 }
 
+// A pin's lock: an open file description lock (fcntl F_OFD_SETLK) over the whole
+// file, never waited for. Separate from flock, which guards downloads: a download
+// that opened its part just before another process renamed it complete may lock
+// that file with flock while a reader pins it, and neither waits on the other.
+bool try_pin_lock(int fd, short type) {
+  struct flock whole {};
+  whole.l_type = type;
+  whole.l_whence = SEEK_SET;
+  int rc;
+  do {
+    rc = ::fcntl(fd, F_OFD_SETLK, &whole);
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0;
+}
+
 std::uint64_t fd_xxh64(int fd, std::uint64_t size, const std::string& what) {
   XXH64_state_t* state = XXH64_createState();
   if (!state) throw std::bad_alloc();
@@ -88,6 +103,18 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 }  // namespace
 
+ShardPin::~ShardPin() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+ShardPin& ShardPin::operator=(ShardPin&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
 std::string default_cache_dir() {
   if (const char* d = std::getenv("SEEDLOADER_CACHE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
@@ -119,15 +146,41 @@ std::string ShardCache::complete_path(const ShardInfo& shard) const {
   return folder_ + "/" + shard.name + "." + hex16(shard.xxh64);
 }
 
+std::string ShardCache::part_path(const ShardInfo& shard) const {
+  return complete_path(shard) + "." + std::to_string(shard.bytes) + ".part";
+}
+
 bool ShardCache::has(const ShardInfo& shard) const {
   struct stat st {};
   return ::stat(complete_path(shard).c_str(), &st) == 0 &&
          static_cast<std::uint64_t>(st.st_size) == shard.bytes;
 }
 
-std::string ShardCache::ensure(const ShardInfo& shard) const {
+bool ShardCache::downloading(const ShardInfo& shard) const {
+  const Fd fd(::open(part_path(shard).c_str(), O_RDONLY | O_CLOEXEC));
+  return fd.get() >= 0 && lock(fd.get(), LOCK_SH | LOCK_NB) != 0;
+}
+
+ShardPin ShardCache::pin(const ShardInfo& shard) const {
   const std::string path = complete_path(shard);
-  const std::string part = path + "." + std::to_string(shard.bytes) + ".part";
+  ShardPin pin(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!pin) return pin;
+  struct stat mine {
+  }, named{};
+  // An eviction may hold the file's lock to delete it, or have deleted it between
+  // the open and the lock: a pin on a deleted file protects nothing, so either
+  // counts as not cached.
+  if (!try_pin_lock(pin.fd(), F_RDLCK) || ::fstat(pin.fd(), &mine) != 0 ||
+      ::stat(path.c_str(), &named) != 0 || mine.st_ino != named.st_ino ||
+      mine.st_dev != named.st_dev ||
+      static_cast<std::uint64_t>(mine.st_size) != shard.bytes)
+    return ShardPin();
+  return pin;
+}
+
+std::string ShardCache::ensure(const ShardInfo& shard, Need need) const {
+  const std::string path = complete_path(shard);
+  const std::string part = part_path(shard);
   const ObjectUrl url = base_.sibling(shard.name);
   const auto fail = [&](const std::string& why) {
     return DataError("shard " + url.display() + ": " + why);
@@ -140,7 +193,8 @@ std::string ShardCache::ensure(const ShardInfo& shard) const {
       return path;
     }
     if (round > 100) throw fail("the cache file " + path + " keeps disappearing");
-    const Fd fd(reserve(shard.bytes, part));
+    const Fd fd(reserve(shard.bytes, part, need));
+    if (fd.get() < 0 && need == Need::kAhead && errno == ENOSPC) return {};
     if (fd.get() < 0) throw fail("cannot create " + part + ": " + std::strerror(errno));
     if (lock(fd.get(), LOCK_EX) != 0) throw fail("cannot lock " + part);
     // Holding the lock. Someone may have finished the download meanwhile (the file
@@ -192,7 +246,7 @@ std::string ShardCache::ensure(const ShardInfo& shard) const {
   }
 }
 
-int ShardCache::reserve(std::uint64_t need, const std::string& part) const {
+int ShardCache::reserve(std::uint64_t bytes, const std::string& part, Need need) const {
   const auto open_part = [&] {
     return ::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   };
@@ -206,7 +260,7 @@ int ShardCache::reserve(std::uint64_t need, const std::string& part) const {
     std::string path;
     std::uint64_t bytes;
     struct timespec used;
-    bool part;
+    bool is_part;
   };
   std::vector<Entry> entries;
   std::uint64_t used = 0;
@@ -217,26 +271,42 @@ int ShardCache::reserve(std::uint64_t need, const std::string& part) const {
       const std::string p = f.path().string();
       struct stat st {};
       if (p == part || ::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      const bool part = ends_with(p, ".part");
-      const std::uint64_t bytes =
-          part ? std::max<std::uint64_t>(part_bytes(p), st.st_size) : st.st_size;
-      used += bytes;
-      entries.push_back({p, bytes, st.st_mtim, part});
+      const bool is_part = ends_with(p, ".part");
+      const std::uint64_t size =
+          is_part ? std::max<std::uint64_t>(part_bytes(p), st.st_size) : st.st_size;
+      used += size;
+      entries.push_back({p, size, st.st_mtim, is_part});
     }
   }
-  if (used + need <= limit_) return open_part();
+  if (used + bytes <= limit_) return open_part();
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
     return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec
                                           : a.used.tv_nsec < b.used.tv_nsec;
   });
+  // First what no one holds: a dead part (a live download holds its flock) or a
+  // complete shard no reader pins. Deleted under that lock, so a pin tried
+  // meanwhile fails, or fails its check that the name is still its file.
+  std::vector<const Entry*> pinned;
   for (const Entry& e : entries) {
-    if (used + need <= limit_) break;
-    if (e.part) {
-      // Only a dead download: a live one holds its lock.
-      const Fd f(::open(e.path.c_str(), O_RDONLY | O_CLOEXEC));
-      if (f.get() < 0 || lock(f.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    if (used + bytes <= limit_) break;
+    // (A write lock needs a descriptor open for writing.)
+    const Fd f(::open(e.path.c_str(), (e.is_part ? O_RDONLY : O_RDWR) | O_CLOEXEC));
+    if (f.get() < 0) continue;
+    if (e.is_part ? lock(f.get(), LOCK_EX | LOCK_NB) != 0
+                  : !try_pin_lock(f.get(), F_WRLCK)) {
+      if (!e.is_part) pinned.push_back(&e);
+      continue;
     }
     if (::unlink(e.path.c_str()) == 0) used -= e.bytes;
+  }
+  if (used + bytes > limit_ && need == Need::kAhead) {
+    errno = ENOSPC;
+    return -1;
+  }
+  // A read that must have its shard: then pinned shards, least recently used first.
+  for (const Entry* e : pinned) {
+    if (used + bytes <= limit_) break;
+    if (::unlink(e->path.c_str()) == 0) used -= e->bytes;
   }
   return open_part();
 }

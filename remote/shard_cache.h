@@ -13,28 +13,57 @@
 //                             download that died; the next one continues it with a
 //                             Range request from its size. A download that
 //                             failed before its first byte leaves no part.
+// Pins: a reader that knows it will read a complete shard soon (the shards of
+// its current and upcoming batches) holds it open with a read lock (an open file
+// description lock, fcntl F_OFD_SETLK, apart from the downloads' flocks),
+// through a ShardPin; the pin ends when the ShardPin is destroyed or its process
+// exits.
 // Space: under flock on DIR itself, a process about to download sums every
 // complete shard and every part (at its final size) in DIR's data-set folders and
-// deletes the least recently used complete shards (modification time, which
-// each use renews) and dead parts until the new shard fits in `limit`. Deleting
-// a shard another process is reading is safe: its open descriptor keeps the
-// data, and the next lookup downloads it again. The cache exceeds its limit only
-// while every other file in it is a download in progress.
+// deletes dead parts and complete shards that no one pins (it takes a
+// non-blocking write lock on each before deleting it), least recently used
+// first (modification time, which each use renews), until the new shard fits in
+// `limit`. When that is not enough, a download ahead of the reads (Need::kAhead)
+// is not made, and a read's own (Need::kNow) deletes pinned shards too, least
+// recently used first: a cache smaller than the readers' working set costs
+// downloads, never its bound. Deleting a shard another process is reading is
+// safe: its open descriptor keeps the data (and the disk space, until it
+// closes), and the next lookup downloads it again. The cache exceeds its limit
+// only while every other file in it is a download in progress.
 // Nothing else is created: no lock file, no shared-memory name.
-// Thread- and process-safe; holds no descriptor between calls, so a fork between
-// calls leaves the child nothing of it (a fork while another thread is inside
-// ensure() would leave the child holding that call's locks, as with any lock).
+// Thread- and process-safe; ShardCache holds no descriptor between calls, so a
+// fork between calls leaves the child nothing of it (a fork while another thread
+// is inside ensure() would leave the child holding that call's locks, as with
+// any lock; a ShardPin held across a fork pins until both copies close).
 // A part is fdatasync'ed before its rename: after a crash, a complete name never
 // holds bytes that did not reach the disk.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "remote/object_reader.h"
 #include "remote/object_url.h"
 
 namespace seedloader::remote {
+
+// A pin on one complete shard (see above); empty when the shard was not cached.
+class ShardPin {
+ public:
+  ShardPin() = default;
+  explicit ShardPin(int fd) : fd_(fd) {}
+  ~ShardPin();
+  ShardPin(ShardPin&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  ShardPin& operator=(ShardPin&& other) noexcept;
+  ShardPin(const ShardPin&) = delete;
+  ShardPin& operator=(const ShardPin&) = delete;
+  explicit operator bool() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
 
 struct ShardInfo {
   std::string name;  // file name beside the index, e.g. "000012.tar"
@@ -50,23 +79,35 @@ class ShardCache {
   ShardCache(ObjectUrl base, std::string dir, std::uint64_t limit,
              const ObjectReader& reader);
 
+  // Why a shard is wanted: a read needs it now, or the reads will need it soon.
+  enum class Need { kNow, kAhead };
   // The local path of `shard`'s complete file, downloaded first when absent.
-  // Throws DataError naming the URL when it cannot be fetched or does not match
-  // its size and hash.
-  std::string ensure(const ShardInfo& shard) const;
+  // With Need::kAhead, an empty string instead of a download that would evict a
+  // pinned shard. Throws DataError naming the URL when it cannot be fetched or
+  // does not match its size and hash.
+  std::string ensure(const ShardInfo& shard, Need need = Need::kNow) const;
   // Whether `shard`'s complete file is in the cache now (one stat; it may be
   // evicted the moment after).
   bool has(const ShardInfo& shard) const;
+  // Whether some thread or process is downloading `shard` now (its part exists
+  // and is locked); an open and a non-blocking flock.
+  bool downloading(const ShardInfo& shard) const;
+  // Pins `shard`'s complete file, so that no eviction deletes it while the pin
+  // lives; an empty pin when the shard is not cached (nothing is downloaded).
+  ShardPin pin(const ShardInfo& shard) const;
 
   const std::string& folder() const { return folder_; }
 
  private:
-  // Deletes least recently used files until `need` more bytes fit, then opens
+  // Deletes least recently used files until `bytes` more fit, then opens
   // (creating it if absent) the part file `part`; returns its descriptor, or -1
-  // with errno set.
-  int reserve(std::uint64_t need, const std::string& part) const;
+  // with errno set; or, for Need::kAhead, -1 with errno ENOSPC when only deleting
+  // pinned shards would make room.
+  int reserve(std::uint64_t bytes, const std::string& part, Need need) const;
   // DIR/<url hash>/NAME.<xxh64>.
   std::string complete_path(const ShardInfo& shard) const;
+  // DIR/<url hash>/NAME.<xxh64>.<bytes>.part.
+  std::string part_path(const ShardInfo& shard) const;
 
   ObjectUrl base_;
   std::string dir_;     // the cache directory the limit applies to

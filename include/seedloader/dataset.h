@@ -73,12 +73,19 @@ class Dataset {
   // keeps together; empty (the default) for one that is not.
   virtual std::vector<std::uint64_t> shard_sizes() const { return {}; }
   // The samples this process reads next, in order: a worker calls it with the
-  // batch it starts and the batches already waiting in its later slots. A data
-  // set that fetches samples from far away may start fetching them; the default
-  // does nothing. Must not throw (a fetch that fails is the read's to report).
+  // batch it starts, the batches already waiting in its later slots, and then up
+  // to read_ahead() samples of the batches no worker has been given yet (the
+  // epoch's next ones, for every worker alike). A data set that fetches samples
+  // from far away may start fetching them; the default does nothing. Must not
+  // throw (a fetch that fails is the read's to report).
   virtual void will_read(std::span<const std::uint64_t> indices) const noexcept {
     (void)indices;
   }
+  // How many samples past the workers' slots will_read() should name (0, the
+  // default: none). The loader keeps that many indices in shared memory and
+  // rewrites them as it hands out batches; at most kMaxReadAhead are used.
+  virtual std::uint64_t read_ahead() const { return 0; }
+  static constexpr std::uint64_t kMaxReadAhead = 1 << 16;
 };
 
 }  // namespace seedloader

@@ -200,10 +200,14 @@ struct TarShards::State {
   // A remote data set's reader and shard cache; null for local files.
   std::unique_ptr<remote::ObjectReader> reader;
   std::unique_ptr<remote::ShardCache> cache;
-  // Downloads ahead, started by will_read() in a process forked after
-  // construction (never in `creator`, which may fork again).
+  // Pins on the cached shards of the reads will_read() last announced, and
+  // downloads ahead of them; both only in a process forked after construction
+  // (never in `creator`, which may fork again), under prefetch_mutex. The
+  // prefetcher is declared last: destroyed first, its threads stop before the
+  // rest goes.
   pid_t creator = ::getpid();
   mutable std::mutex prefetch_mutex;
+  mutable std::vector<std::pair<std::size_t, remote::ShardPin>> pins;
   mutable std::unique_ptr<remote::ShardPrefetcher> prefetcher;
 };
 
@@ -263,35 +267,65 @@ std::string TarShards::describe() const { return "TarShards(" + state_->pattern 
 
 void TarShards::will_read(std::span<const std::uint64_t> indices) const noexcept {
   const State& s = *state_;
-  if (!s.cache || s.options.prefetch_shards <= 0 || ::getpid() == s.creator) return;
+  if (!s.cache || ::getpid() == s.creator) return;
   try {
-    // The first prefetch_shards distinct shards the reads need that are not cached.
-    std::vector<std::size_t> seen, next;
+    // The distinct shards the reads need, in the order the reads need them.
+    std::vector<std::size_t> need;
     for (const std::uint64_t index : indices) {
       if (index >= size()) continue;
       const auto shard = static_cast<std::size_t>(
           std::upper_bound(s.first.begin(), s.first.end(), index) - s.first.begin() - 1);
-      if (std::find(seen.begin(), seen.end(), shard) != seen.end()) continue;
-      seen.push_back(shard);
-      const IndexedShard& want = s.indexed_shards[shard];
-      if (s.cache->has({want.name, want.bytes, want.xxh64})) continue;
-      next.push_back(shard);
-      if (next.size() == static_cast<std::size_t>(s.options.prefetch_shards)) break;
+      if (std::find(need.begin(), need.end(), shard) == need.end()) need.push_back(shard);
     }
     std::lock_guard<std::mutex> lock(s.prefetch_mutex);
+    // Pin the cached ones (kept from the last call, or new), so that no eviction
+    // takes them before their reads; the first prefetch_shards others that no one
+    // is downloading yet are fetched.
+    std::vector<std::pair<std::size_t, remote::ShardPin>> pins;
+    std::vector<std::size_t> missing;
+    for (const std::size_t shard : need) {
+      const auto held = std::find_if(s.pins.begin(), s.pins.end(),
+                                     [&](const auto& p) { return p.first == shard; });
+      if (held != s.pins.end()) {
+        pins.emplace_back(shard, std::move(held->second));
+        continue;
+      }
+      const IndexedShard& want = s.indexed_shards[shard];
+      const remote::ShardInfo info{want.name, want.bytes, want.xxh64};
+      if (remote::ShardPin pin = s.cache->pin(info)) {
+        pins.emplace_back(shard, std::move(pin));
+      } else if (missing.size() < static_cast<std::size_t>(s.options.prefetch_shards) &&
+                 !s.cache->downloading(info)) {
+        // One being downloaded (by another worker, often) is left to it: the
+        // threads take the next ones.
+        missing.push_back(shard);
+      }
+    }
+    s.pins = std::move(pins);  // unpins the shards no read announced now needs
     if (!s.prefetcher) {
-      if (next.empty()) return;  // no thread until one is needed
+      if (missing.empty()) return;  // no thread until one is needed
       s.prefetcher = std::make_unique<remote::ShardPrefetcher>(
           [&s](std::size_t shard) {
             const IndexedShard& want = s.indexed_shards[shard];
-            s.cache->ensure({want.name, want.bytes, want.xxh64});
+            s.cache->ensure({want.name, want.bytes, want.xxh64},
+                            remote::ShardCache::Need::kAhead);
           },
           s.options.prefetch_shards);
     }
-    s.prefetcher->want(next);
+    s.prefetcher->want(missing);
   } catch (...) {
     // No thread or no memory: the reads fetch their own shards.
   }
+}
+
+std::uint64_t TarShards::read_ahead() const {
+  const State& s = *state_;
+  if (!s.cache || s.options.prefetch_shards <= 0) return 0;
+  std::uint64_t largest = 0;
+  for (const IndexedShard& shard : s.indexed_shards)
+    largest = std::max(largest, shard.samples);
+  return std::min<std::uint64_t>(
+      2 * static_cast<std::uint64_t>(s.options.prefetch_shards) * largest, kMaxReadAhead);
 }
 
 std::vector<std::uint64_t> TarShards::shard_sizes() const {

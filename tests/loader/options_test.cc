@@ -85,13 +85,15 @@ TEST(LoaderOptionsTest, ShardOrderDeliversTheShardBlockPermutationAtAnyWorkerCou
             shard_block_permutation(14, {{3, 5, 2, 4}, 20}, 77, 0));
 }
 
-// Rows 0..23 that take 20 ms each to read, and write every will_read() call to a
-// pipe as [count, indices...].
+// Rows 0..23 that take 20 ms each to read, ask for `read_ahead` samples past the
+// slots, and write every will_read() call to a pipe as [count, indices...].
 class AnnouncedRows : public InMemoryDataset {
  public:
-  explicit AnnouncedRows(int pipe_out)
+  explicit AnnouncedRows(int pipe_out, std::uint64_t read_ahead = 0)
       : InMemoryDataset(SampleLayout({{"x", DType::kI64, {}, false}}), 24),
-        out_(pipe_out) {}
+        out_(pipe_out),
+        read_ahead_(read_ahead) {}
+  std::uint64_t read_ahead() const override { return read_ahead_; }
   void get(std::uint64_t index, Rng& rng, SampleWriter& writer) const override {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     InMemoryDataset::get(index, rng, writer);
@@ -105,32 +107,44 @@ class AnnouncedRows : public InMemoryDataset {
 
  private:
   int out_;
+  std::uint64_t read_ahead_;
 };
 
-TEST(LoaderOptionsTest, AWorkerAnnouncesItsBatchAndTheTasksWaitingBehindIt) {
+// One epoch's batches and the worker's will_read() calls, in order.
+struct Announced {
+  std::vector<std::vector<std::uint64_t>> batches;
+  std::vector<std::vector<std::uint64_t>> said;
+};
+
+Announced announced(std::uint64_t read_ahead, const LoaderOptions& o) {
   int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  AnnouncedRows ds(fds[1]);
+  EXPECT_EQ(::pipe(fds), 0);
+  AnnouncedRows ds(fds[1], read_ahead);
+  Announced a;
+  {
+    DataLoader loader(ds, o);
+    for (const Batch& b : loader)
+      a.batches.emplace_back(b.indices().begin(), b.indices().end());
+  }
+  ::close(fds[1]);
+  for (std::uint64_t count; ::read(fds[0], &count, sizeof count) == sizeof count;) {
+    a.said.emplace_back(count);
+    const auto bytes = static_cast<ssize_t>(count * sizeof(std::uint64_t));
+    EXPECT_EQ(::read(fds[0], a.said.back().data(), static_cast<std::size_t>(bytes)),
+              bytes);
+  }
+  ::close(fds[0]);
+  return a;
+}
+
+TEST(LoaderOptionsTest, AWorkerAnnouncesItsBatchAndTheTasksWaitingBehindIt) {
   LoaderOptions o;
   o.batch_size = 4;
   o.num_workers = 1;
   o.prefetch = 3;
   o.shuffle = true;
   o.seed = 4;
-  std::vector<std::vector<std::uint64_t>> batches;
-  {
-    DataLoader loader(ds, o);
-    for (const Batch& b : loader)
-      batches.emplace_back(b.indices().begin(), b.indices().end());
-  }
-  ::close(fds[1]);
-  std::vector<std::vector<std::uint64_t>> said;
-  for (std::uint64_t count; ::read(fds[0], &count, sizeof count) == sizeof count;) {
-    said.emplace_back(count);
-    const auto bytes = static_cast<ssize_t>(count * sizeof(std::uint64_t));
-    ASSERT_EQ(::read(fds[0], said.back().data(), static_cast<std::size_t>(bytes)), bytes);
-  }
-  ::close(fds[0]);
+  const auto [batches, said] = announced(0, o);
   ASSERT_EQ(batches.size(), 6u);
   ASSERT_EQ(said.size(), 6u);  // one announcement per batch, in the worker's order
   for (std::size_t k = 0; k < said.size(); ++k) {
@@ -141,6 +155,32 @@ TEST(LoaderOptionsTest, AWorkerAnnouncesItsBatchAndTheTasksWaitingBehindIt) {
     if (k == 1) want.insert(want.end(), batches[2].begin(), batches[2].end());
     ASSERT_GE(said[k].size(), want.size()) << "batch " << k;
     EXPECT_TRUE(std::equal(want.begin(), want.end(), said[k].begin())) << "batch " << k;
+  }
+}
+
+TEST(LoaderOptionsTest, AWorkerAlsoAnnouncesTheReadAheadTheDataSetAsksFor) {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.num_workers = 1;
+  o.prefetch = 1;  // no task waits behind the current one
+  o.shuffle = true;
+  o.seed = 9;
+  const auto [batches, said] = announced(6, o);
+  ASSERT_EQ(batches.size(), 6u);
+  ASSERT_EQ(said.size(), 6u);
+  std::vector<std::uint64_t> order;
+  for (const auto& b : batches) order.insert(order.end(), b.begin(), b.end());
+  for (std::size_t k = 0; k < said.size(); ++k) {
+    // Batch k, then the next 6 samples of the epoch: the loader rewrites them
+    // before it hands out batch k, and cannot hand out k + 1 (one slot) before
+    // the worker has read them.
+    std::vector<std::uint64_t> want = batches[k];
+    const std::size_t from = 4 * (k + 1);
+    want.insert(
+        want.end(),
+        order.begin() + static_cast<std::ptrdiff_t>(std::min(from, order.size())),
+        order.begin() + static_cast<std::ptrdiff_t>(std::min(from + 6, order.size())));
+    EXPECT_EQ(said[k], want) << "batch " << k;
   }
 }
 

@@ -10,6 +10,7 @@
 #include "loader/shared_layout.h"
 #include "loader/shared_region.h"
 #include "loader/slot_state.h"
+#include "seedloader/dataset.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
@@ -34,6 +35,21 @@ TEST(RegionLayoutTest, SlotsArePageAlignedAndHoldTheirFields) {
     EXPECT_GE(layout.data(s), layout.header(layout.num_slots() - 1) + sizeof(SlotHeader));
   }
   EXPECT_EQ(layout.total_bytes(), layout.data(5) + g.bytes);
+}
+
+TEST(RegionLayoutTest, TheReadAheadLiesBetweenTheHeadersAndTheSlots) {
+  const RegionLayout none(two_fields(), 10, 3, 2);
+  EXPECT_EQ(none.read_ahead_capacity(), 0u);
+  const RegionLayout some(two_fields(), 10, 3, 2, 5000);
+  EXPECT_EQ(some.read_ahead_capacity(), 5000u);
+  EXPECT_EQ(some.read_ahead() % 64, 0u);
+  EXPECT_GE(some.read_ahead(), some.header(5) + sizeof(SlotHeader));
+  EXPECT_EQ(some.read_ahead_indices(), some.read_ahead() + sizeof(ReadAhead));
+  EXPECT_GE(some.data(0), some.read_ahead_indices() + 5000 * 8);
+  EXPECT_EQ(some.data(0) % 4096, 0u);
+  // More than a data set may ask for is cut to the most the loader keeps.
+  const RegionLayout capped(two_fields(), 10, 3, 2, Dataset::kMaxReadAhead + 1);
+  EXPECT_EQ(capped.read_ahead_capacity(), Dataset::kMaxReadAhead);
 }
 
 TEST(RegionLayoutTest, AnAbsurdBatchIsAConfigError) {

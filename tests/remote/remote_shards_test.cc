@@ -1,6 +1,7 @@
 // TarShards over HTTP (nginx) and S3 (rclone serve s3) on 127.0.0.1: the same
 // batches as the packed folder read locally, the shard cache's bound, sharing and
 // resumed downloads, and every failure named.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <set>
@@ -18,6 +20,9 @@
 #include <thread>
 #include <vector>
 
+#include "remote/object_reader.h"
+#include "remote/object_url.h"
+#include "remote/shard_cache.h"
 #include "seedloader/data_loader.h"
 #include "seedloader/datasets/tar_shards.h"
 #include "seedloader/error.h"
@@ -315,6 +320,64 @@ std::set<std::string> cached_shards(const std::string& dir) {
   return out;
 }
 
+// Complete shards in the cache that a reader holds a read lock on (pinned).
+std::size_t pinned_files(const std::string& dir) {
+  std::size_t n = 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!f.is_regular_file() || f.path().extension() == ".part") continue;
+    const int fd = ::open(f.path().c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct flock whole {};
+    whole.l_type = F_WRLCK;
+    whole.l_whence = SEEK_SET;
+    if (::fcntl(fd, F_OFD_GETLK, &whole) == 0 && whole.l_type != F_UNLCK) ++n;
+    ::close(fd);
+  }
+  return n;
+}
+
+TEST_F(RemoteShardsTest, EvictionSparesPinnedShardsAndAReadAheadNeverEvictsThem) {
+  // Four shards from the index, and a limit that holds any two of them, not three.
+  nlohmann::json index;
+  std::ifstream(root_ / "data/index.json") >> index;
+  std::vector<remote::ShardInfo> info;
+  for (const auto& e : index.at("shards")) {
+    info.push_back({e.at("name").get<std::string>(), e.at("bytes").get<std::uint64_t>(),
+                    std::stoull(e.at("xxh64").get<std::string>(), nullptr, 16)});
+  }
+  ASSERT_GE(info.size(), 4u);
+  info.resize(4);
+  std::vector<std::uint64_t> sizes;
+  for (const auto& i : info) sizes.push_back(i.bytes);
+  std::sort(sizes.begin(), sizes.end());
+  const std::uint64_t limit = sizes[2] + sizes[3];
+  ASSERT_GT(sizes[0] + sizes[1] + sizes[2], limit);
+  const remote::ObjectReader reader;
+  const remote::ShardCache cache(*remote::ObjectUrl::parse(http() + "index.json"),
+                                 root_ / "cache", limit, reader);
+  const remote::ShardInfo &a = info[0], &b = info[1], &c = info[2], &d = info[3];
+  cache.ensure(a);
+  cache.ensure(b);  // a is now the least recently used
+  const remote::ShardPin pin_a = cache.pin(a);
+  ASSERT_TRUE(pin_a);
+  EXPECT_FALSE(cache.pin(d)) << "not cached, so not pinned";
+  cache.ensure(c);
+  EXPECT_TRUE(cache.has(a)) << "pinned, so spared though least recently used";
+  EXPECT_FALSE(cache.has(b));
+  EXPECT_TRUE(cache.has(c));
+  // With a and c pinned, a download ahead of the reads is not made...
+  const remote::ShardPin pin_c = cache.pin(c);
+  EXPECT_EQ(cache.ensure(d, remote::ShardCache::Need::kAhead), "");
+  EXPECT_FALSE(cache.has(d));
+  EXPECT_TRUE(nginx_->requests("/data/" + d.name).empty());
+  // ...but a read's own is: it evicts the least recently used pinned shard.
+  EXPECT_NE(cache.ensure(d), "");
+  EXPECT_FALSE(cache.has(a));
+  EXPECT_TRUE(cache.has(c));
+  EXPECT_TRUE(cache.has(d));
+  EXPECT_LE(folder_bytes(root_ / "cache"), limit);
+}
+
 TEST_F(RemoteShardsTest, AWorkerProcessDownloadsTheShardsOfItsNextReadsAhead) {
   const TarShards remote(http(), parse_transform_spec(kTransform),
                          cached_in(root_ / "cache"));
@@ -331,11 +394,15 @@ TEST_F(RemoteShardsTest, AWorkerProcessDownloadsTheShardsOfItsNextReadsAhead) {
   const pid_t worker = ::fork();
   if (worker == 0) {
     remote.will_read(next);
-    for (int i = 0; i < 1000; ++i) {
-      if (cached_shards(root_ / "cache") == want) ::_exit(0);
+    int i = 0;
+    for (; i < 1000 && cached_shards(root_ / "cache") != want; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    ::_exit(1);
+    if (i == 1000) ::_exit(1);
+    // Announced again, now cached: pinned against eviction until the next call.
+    remote.will_read(next);
+    if (pinned_files(root_ / "cache") != want.size()) ::_exit(2);
+    remote.will_read({});
+    ::_exit(pinned_files(root_ / "cache") == 0 ? 0 : 3);
   }
   ASSERT_GT(worker, 0);
   int status = -1;

@@ -83,10 +83,15 @@ class TarShards final : public Dataset {
   std::string describe() const override;
   // Samples per shard, in shard order (from index.json, or counted at construction).
   std::vector<std::uint64_t> shard_sizes() const override;
-  // For a URL, in a worker process: downloads the shards of the next samples
-  // not yet cached (up to prefetch_shards of them) in background threads of that
-  // process.
+  // For a URL, in a worker process: pins the cached shards of these samples,
+  // so that the cache evicts other shards first, until the next call; and
+  // downloads the first prefetch_shards of the others in background threads of
+  // that process (never evicting a pinned shard for them).
   void will_read(std::span<const std::uint64_t> indices) const noexcept override;
+  // For a URL with prefetch_shards > 0: the samples of 2 x prefetch_shards of
+  // its largest shards, so that a worker sees the shards of the batches after
+  // its own before it needs them.
+  std::uint64_t read_ahead() const override;
 
   // The sample's key (e.g. "000123"), for messages and tests.
   // REQUIRES: index < size().
