@@ -37,6 +37,7 @@ void print(const BenchArgs& a, const Measurement& m, const DecodeReference& ref)
                         {"workers", a.workers},
                         {"batches", m.batches},
                         {"seconds", m.seconds},
+                        {"first_batch_s", m.first_batch_seconds},
                         {"samples_per_s", m.samples / s},
                         {"batches_per_s", m.batches / s},
                         {"bytes_per_s", m.bytes / s},
@@ -62,6 +63,7 @@ void print(const BenchArgs& a, const Measurement& m, const DecodeReference& ref)
   std::printf("  %.1f samples/s  %.2f batches/s  %.1f MB/s  (%llu batches in %.2f s)\n",
               m.samples / s, m.batches / s, m.bytes / s / 1e6,
               static_cast<unsigned long long>(m.batches), m.seconds);
+  std::printf("  first batch after %.3f s\n", m.first_batch_seconds);
   std::printf("  worker busy:");
   for (double b : m.worker_busy) std::printf(" %.0f%%", 100 * b);
   std::printf("%s\n", m.worker_busy.empty() ? " (no workers)" : "");

@@ -30,6 +30,9 @@ Measurement measure_host(DataLoader& loader, const BenchArgs& args) {
     for (const Batch& b : loader) {
       // Once per epoch, after begin() has forked any workers it needed.
       if (first) memory.watch(loader.worker_pids());
+      if (done == 0)
+        m.first_batch_seconds =
+            std::chrono::duration<double>(Clock::now() - start).count();
       first = false;
       if (done >= args.warmup) {
         m.samples += b.size();

@@ -33,6 +33,9 @@ struct Measurement {
   std::uint64_t samples = 0;
   std::uint64_t bytes = 0;
   double seconds = 0;
+  // From the start of the first epoch (forking the workers) to its first batch,
+  // warm-up included: what a cold start costs before the timed rate applies.
+  double first_batch_seconds = 0;
   std::vector<double> worker_busy;      // fraction of the timed interval, per worker
   std::uint64_t peak_memory_bytes = 0;  // main RSS + workers' PSS, see PeakMemory
   // CPU time of the consuming thread over the timed loop (CLOCK_THREAD_CPUTIME_ID):

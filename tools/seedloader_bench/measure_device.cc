@@ -55,6 +55,9 @@ Measurement measure_device(DataLoader& loader, const BenchArgs& args) {
     while (const DeviceBatch* b = prefetcher.next()) {
       // Once per epoch, after the epoch's start has forked any workers.
       if (first) memory.watch(loader.worker_pids());
+      if (done == 0)
+        m.first_batch_seconds =
+            std::chrono::duration<double>(Clock::now() - start).count();
       first = false;
       slot_bytes = b->host.slot_bytes().size();
       if (done >= args.warmup) {
