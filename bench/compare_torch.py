@@ -165,7 +165,7 @@ def median_run(runs):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--images", type=int, default=2000)
-    p.add_argument("--batches", type=int, default=20, help="timed batches per measurement")
+    p.add_argument("--batches", type=int, default=100, help="timed batches per measurement")
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--max-workers", type=int, default=max(2, os.cpu_count() or 2))
