@@ -12,7 +12,9 @@
 //                             finds the complete file. A part nobody holds is a
 //                             download that died; the next one continues it with a
 //                             Range request from its size. A download that
-//                             failed before its first byte leaves no part.
+//                             failed before its first byte leaves no part
+//                             (unless its process was killed before it could
+//                             delete it: an empty dead part).
 // Pins: a reader that knows it will read a complete shard soon (the shards of
 // its current and upcoming batches) holds it open with a read lock (an open file
 // description lock, fcntl F_OFD_SETLK, apart from the downloads' flocks),
