@@ -1,6 +1,7 @@
 #include "loader/datasets/image_decode.h"
 
 #include "loader/datasets/jpeg_region.h"
+#include "loader/datasets/jpeg_restart.h"
 #include "loader/datasets/pnm_tiff.h"
 
 #include <turbojpeg.h>
@@ -291,7 +292,18 @@ cv::Mat EncodedImage::decode_region(int reduction, cv::Rect region,
   if (header_.format != ImageFormat::kJpeg || header_.cmyk) {
     return ImageSource::decode_region(reduction, region, crop);
   }
-  JpegRegion window = decode_jpeg_region(bytes_, reduction, region, channels_);
+  if (restart_index_.empty()) {
+    JpegRegion window = decode_jpeg_region(bytes_, reduction, region, channels_);
+    *crop = window.crop;
+    return window.pixels;
+  }
+  // The window's MCU rows alone, as a JPEG whose first row is the original's
+  // row rows.y (a multiple of the MCU height, so of every reduction too).
+  const JpegRows rows = slice_jpeg_rows(bytes_, decode_restart_index(restart_index_),
+                                        region.y, region.y + region.height);
+  cv::Rect within = region;
+  within.y -= rows.y;
+  JpegRegion window = decode_jpeg_region(rows.jpeg, reduction, within, channels_);
   *crop = window.crop;
   return window.pixels;
 }

@@ -51,19 +51,27 @@ cv::Mat decode_image(std::span<const std::uint8_t> bytes, const ImageHeader& hea
 // An ImageSource over encoded bytes that the caller keeps alive.
 class EncodedImage final : public ImageSource {
  public:
-  // Probes the header (may throw DataError, see probe_image).
+  // Probes the header (may throw DataError, see probe_image). `restart_index`:
+  // the JPEG's restart index as seedloader-pack stores it (jpeg_restart.h), or
+  // empty; the caller keeps it alive too.
   EncodedImage(std::span<const std::uint8_t> bytes, std::uint64_t max_pixels,
-               int channels)
-      : bytes_(bytes), header_(probe_image(bytes, max_pixels)), channels_(channels) {}
+               int channels, std::span<const std::uint8_t> restart_index = {})
+      : bytes_(bytes),
+        restart_index_(restart_index),
+        header_(probe_image(bytes, max_pixels)),
+        channels_(channels) {}
   cv::Size size() const override { return {header_.width, header_.height}; }
   cv::Mat decode(int reduction) const override {
     return decode_image(bytes_, header_, reduction, channels_);
   }
-  // JPEG (not CMYK): only the window's rows and columns (see jpeg_region.h).
+  // JPEG (not CMYK): only the window's rows and columns (see jpeg_region.h);
+  // with a restart index, entropy-decoding only the MCU rows around the window
+  // (jpeg_restart.h).
   cv::Mat decode_region(int reduction, cv::Rect region, cv::Rect* crop) const override;
 
  private:
   std::span<const std::uint8_t> bytes_;
+  std::span<const std::uint8_t> restart_index_;
   ImageHeader header_;
   int channels_;
 };

@@ -1,7 +1,6 @@
 #include "loader/datasets/jpeg_region.h"
 
 #include <algorithm>
-#include <csetjmp>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -9,31 +8,13 @@
 
 #include <jpeglib.h>
 
+#include "loader/datasets/jpeg_error.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
 namespace {
 
-// libjpeg reports errors by calling error_exit, which must not return: it
-// long-jumps back to the phase that is running. Only plain C state lives in the
-// frames between setjmp and longjmp (see the two phase functions below).
-struct ErrorManager {
-  jpeg_error_mgr pub;
-  std::jmp_buf jump;
-  char message[JMSG_LENGTH_MAX];
-};
-
-void on_error(j_common_ptr cinfo) {
-  auto* err = reinterpret_cast<ErrorManager*>(cinfo->err);
-  (*cinfo->err->format_message)(cinfo, err->message);
-  std::longjmp(err->jump, 1);
-}
-
-// Warnings (level -1), e.g. "premature end of data", become errors: a truncated
-// JPEG otherwise decodes to a partly grey image without complaint.
-void on_message(j_common_ptr cinfo, int level) {
-  if (level < 0) on_error(cinfo);
-}
+using ErrorManager = JpegErrorManager;
 
 struct Window {
   JDIMENSION x = 0, y = 0, width = 0, height = 0;  // in reduced coordinates
@@ -95,10 +76,7 @@ bool read_rows(jpeg_decompress_struct* cinfo, ErrorManager* err, const Window& w
 class Decompressor {
  public:
   Decompressor() {
-    cinfo_.err = jpeg_std_error(&err_.pub);
-    err_.pub.error_exit = on_error;
-    err_.pub.emit_message = on_message;
-    err_.message[0] = '\0';
+    cinfo_.err = jpeg_strict_errors(&err_);
     jpeg_create_decompress(&cinfo_);
   }
   ~Decompressor() { jpeg_destroy_decompress(&cinfo_); }

@@ -123,7 +123,18 @@ struct ShardSamples {
   std::vector<std::string> keys;
   std::vector<Member> images;
   std::vector<Member> labels;
+  // Each image's restart index (the `rst` member seedloader-pack --jpeg-restart
+  // writes; size 0 where there is none); empty when no sample has one.
+  std::vector<Member> restarts;
 };
+
+// Appends `restart` for sample number `n` (counting from 0) to `restarts`, which
+// stays empty until a sample has one.
+void add_restart(std::vector<Member>& restarts, std::size_t n, const Member& restart) {
+  if (restart.size == 0 && restarts.empty()) return;
+  restarts.resize(n, Member{0, 0});
+  restarts.push_back(restart);
+}
 
 // What index.json (written by seedloader-pack) says of one shard.
 struct IndexedShard {
@@ -135,7 +146,8 @@ struct IndexedShard {
 };
 
 // Reads the tar headers of the shard open as `file` and calls
-// sample(key, image, label) for every sample, in order.
+// sample(key, image, label, restart) for every sample, in order (restart: the
+// `rst` member, size 0 when there is none).
 template <typename Sink>
 void scan_shard(const FileHandle& file, const std::string& label_ext, Sink&& sample);
 
@@ -188,6 +200,7 @@ struct TarShards::State {
   PathIndex keys;  // key per sample; the label field holds the shard number
   std::vector<Member> images;
   std::vector<Member> labels;
+  std::vector<Member> restarts;  // as ShardSamples::restarts
 
   // From an index.json (empty otherwise): shard i holds samples
   // [first[i], first[i + 1]). Shards are scanned lazily, each process for itself.
@@ -252,6 +265,7 @@ TarShards::TarShards(const std::string& pattern, Compose transform,
   s->keys.shrink_to_fit();
   s->images.shrink_to_fit();
   s->labels.shrink_to_fit();
+  s->restarts.shrink_to_fit();
   state_ = std::move(s);
 }
 
@@ -354,8 +368,10 @@ void TarShards::State::index_shard(std::uint32_t shard) {
   // named like a shard must fail, not wait for a writer.
   const FileHandle file(shards[shard]);
   scan_shard(file, options.label_ext,
-             [&](const std::string& key, const Member& image, const Member& label) {
+             [&](const std::string& key, const Member& image, const Member& label,
+                 const Member& restart) {
                keys.add(key, static_cast<std::int32_t>(shard));
+               add_restart(restarts, images.size(), restart);
                images.push_back(image);
                labels.push_back(label);
              });
@@ -374,8 +390,8 @@ void scan_shard(const FileHandle& file, const std::string& label_ext, Sink&& sam
   }
   std::string current_key;
   bool open_sample = false;
-  Member image{}, label{};
-  bool have_image = false, have_label = false;
+  Member image{}, label{}, restart{};
+  bool have_image = false, have_label = false, have_restart = false;
   std::unordered_set<std::string> seen_keys;  // keys finished in this shard
 
   auto finish = [&]() {
@@ -384,9 +400,9 @@ void scan_shard(const FileHandle& file, const std::string& label_ext, Sink&& sam
       throw DataError("shard " + path + ": sample '" + current_key + "' has no " +
                       (have_image ? "." + label_ext + " label" : "image") + " member");
     }
-    sample(current_key, image, label);
+    sample(current_key, image, label, have_restart ? restart : Member{0, 0});
     seen_keys.insert(current_key);
-    open_sample = have_image = have_label = false;
+    open_sample = have_image = have_label = have_restart = false;
   };
 
   archive_entry* entry = nullptr;
@@ -451,6 +467,11 @@ void scan_shard(const FileHandle& file, const std::string& label_ext, Sink&& sam
       if (have_label) throw DataError(where() + ": a second label for '" + key + "'");
       label = {offset, size};
       have_label = true;
+    } else if (ext == "rst") {
+      if (have_restart)
+        throw DataError(where() + ": a second restart index for '" + key + "'");
+      restart = {offset, size};
+      have_restart = true;
     } else if (is_image_extension(ext)) {
       if (have_image) throw DataError(where() + ": a second image for '" + key + "'");
       image = {offset, size};
@@ -597,7 +618,9 @@ std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(
       throw fail("its XXH64 differs from the index's (the file changed or is damaged)");
     auto samples = std::make_unique<ShardSamples>();
     scan_shard(file, options.label_ext,
-               [&](const std::string& key, const Member& image, const Member& label) {
+               [&](const std::string& key, const Member& image, const Member& label,
+                   const Member& restart) {
+                 add_restart(samples->restarts, samples->keys.size(), restart);
                  samples->keys.push_back(key);
                  samples->images.push_back(image);
                  samples->labels.push_back(label);
@@ -615,11 +638,11 @@ void TarShards::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
   if (index >= size()) {
     throw DataError(describe() + ": sample " + std::to_string(index) + " out of range");
   }
-  thread_local std::vector<std::uint8_t> bytes;
+  thread_local std::vector<std::uint8_t> bytes, restart_bytes;
   std::string shard_path;
   std::string_view key;
   try {
-    Member image{}, label{};
+    Member image{}, label{}, restart{0, 0};
     // Opened per sample: a dataset of thousands of shards must not hold (and
     // hand every worker) a descriptor per shard.
     FileHandle shard;
@@ -628,6 +651,7 @@ void TarShards::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
       key = s.keys.path_view(index);
       image = s.images[index];
       label = s.labels[index];
+      if (index < s.restarts.size()) restart = s.restarts[index];
       shard = FileHandle(shard_path);
     } else {
       const auto [n, samples] = s.indexed(index);
@@ -636,12 +660,16 @@ void TarShards::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
       key = samples->keys[at];
       image = samples->images[at];
       label = samples->labels[at];
+      if (at < samples->restarts.size()) restart = samples->restarts[at];
       shard = s.open_indexed(n);
     }
     shard.read_at(label.offset, label.size, bytes);
     const std::int64_t value = parse_label(bytes);
     shard.read_at(image.offset, image.size, bytes);
-    const EncodedImage source(bytes, s.options.max_pixels, s.options.channels);
+    restart_bytes.clear();
+    if (restart.size > 0) shard.read_at(restart.offset, restart.size, restart_bytes);
+    const EncodedImage source(bytes, s.options.max_pixels, s.options.channels,
+                              restart_bytes);
     s.output.write(source, rng, nullptr, out, 0);
     out.field<std::int64_t>(1)[0] = value;
   } catch (...) {

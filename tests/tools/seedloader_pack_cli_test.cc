@@ -11,9 +11,11 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 #include <string>
 #include <vector>
 
+#include "loader/datasets/jpeg_restart.h"
 #include "seedloader/datasets/cifar10.h"
 #include "seedloader/datasets/image_folder.h"
 #include "seedloader/datasets/mnist.h"
@@ -364,6 +366,82 @@ TEST_F(SeedloaderPackTest, ForceLeavesFilesItDidNotWrite) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(contains(r.out, "holds theirs.tar")) << r.out;
   EXPECT_TRUE(fs::exists(dir / "out/theirs.tar"));
+}
+
+TEST_F(SeedloaderPackTest, JpegRestartRewritesBaselineJpegsAndTheyReadTheSame) {
+  // The folder, plus a larger photo-like JPEG (several MCU rows above and below
+  // any crop) and a progressive one.
+  fs::copy(dir / "src", dir / "src2", fs::copy_options::recursive);
+  cv::Mat photo(200, 300, CV_8UC3);
+  cv::RNG(9).fill(photo, cv::RNG::UNIFORM, 0, 256);
+  cv::blur(photo, photo, {5, 5});
+  std::vector<std::uint8_t> bytes;
+  ASSERT_TRUE(cv::imencode(".jpg", photo, bytes));
+  fs::create_directories(dir / "src2/dog");
+  write_file(dir / "src2/dog/d0.jpg", bytes);
+  ASSERT_TRUE(cv::imencode(".jpg", photo, bytes, {cv::IMWRITE_JPEG_PROGRESSIVE, 1}));
+  write_file(dir / "src2/dog/d1.jpg", bytes);
+  const CommandResult r = pack("imagefolder:" + (dir / "src2") + " " + (dir / "rst") +
+                               " --jpeg-restart --shard-size 8K");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(
+      contains(r.out, "--jpeg-restart: 8 JPEGs given a restart marker per MCU row"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "1 images kept as they were (progressive)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "5 images kept as they were (not a JPEG)")) << r.out;
+  EXPECT_EQ(read_index(dir / "rst")["fields"],
+            nlohmann::json({"cls", "jpeg", "jpg", "png", "rst"}));
+  // Each rewritten JPEG is followed by its index, which is where its markers are.
+  const std::vector<TarMember> members = packed_members(dir / "rst");
+  std::size_t indexed = 0;
+  for (std::size_t i = 0; i + 1 < members.size(); ++i) {
+    if (fs::path(members[i + 1].name).extension() != ".rst") continue;
+    ++indexed;
+    const RestartIndex x = decode_restart_index(members[i + 1].bytes);
+    const RestartIndex found = index_row_restarts(members[i].bytes);
+    EXPECT_EQ(x.markers, found.markers) << members[i].name;
+    EXPECT_EQ(x.scan_end, found.scan_end) << members[i].name;
+  }
+  EXPECT_EQ(indexed, 8u);
+  // Random crops read from the rows around them equal the source's, byte for byte.
+  const ImageFolder folder(dir / "src2", parse_transform_spec("rrc:16,u8"));
+  const TarShards shards(dir / "rst", parse_transform_spec("rrc:16,u8"));
+  expect_same_samples(folder, shards);
+  // A damaged index names the shard, the member and the sample.
+  fs::copy(dir / "rst", dir / "bad", fs::copy_options::recursive);
+  const nlohmann::json index = read_index(dir / "bad");
+  for (const nlohmann::json& shard : index["shards"]) {
+    const std::string path = dir / ("bad/" + shard["name"].get<std::string>());
+    std::vector<std::uint8_t> tar = read_file(path);
+    const std::vector<TarMember> in_shard = tar_members(tar);
+    // The first .rst member's first marker offset: its data starts 512 bytes
+    // after its header, which follows the image's data.
+    std::size_t at = 0;
+    for (const TarMember& m : in_shard) {
+      at += 512;
+      if (fs::path(m.name).extension() == ".rst") {
+        tar[at + 24] ^= 0x01;  // marker 0's offset, off by one
+        break;
+      }
+      at += (m.bytes.size() + 511) / 512 * 512;
+    }
+    write_file(path, tar);
+  }
+  const TarShards bad(dir / "bad/*.tar", parse_transform_spec("rrc:16,u8"));
+  std::string error;
+  for (std::uint64_t i = 0; i < bad.size() && error.empty(); ++i) {
+    SampleBuffer x(bad.layout(), i);
+    Rng rng = test_rng(3);
+    try {
+      bad.get(i, rng, x.writer());
+    } catch (const DataError& e) {
+      error = e.what();
+    }
+  }
+  EXPECT_TRUE(contains(error, "restart")) << error;
+  EXPECT_TRUE(contains(error, "shard ")) << error;
+  EXPECT_TRUE(contains(error, "member '")) << error;
+  EXPECT_TRUE(contains(error, ": sample ")) << error;
 }
 
 }  // namespace

@@ -36,6 +36,12 @@ int main(int argc, char** argv) {
           ->check(seedloader::tools::non_negative_integer());
   app.add_flag("--force", force,
                "Replace an earlier pack in OUT (its index.json and NNNNNN.tar)");
+  bool jpeg_restart = false;
+  app.add_flag("--jpeg-restart", jpeg_restart,
+               "Rewrite each baseline JPEG losslessly with a restart marker after every "
+               "MCU row, and store the markers' offsets as the sample's .rst member: the "
+               "loader then decodes only the rows a crop needs (progressive and CMYK "
+               "JPEGs are kept as they are, and counted)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -44,6 +50,7 @@ int main(int argc, char** argv) {
   }
   seedloader::pack::PackOptions options;
   options.force = force;
+  options.jpeg_restart = jpeg_restart;
   if (shuffle->count() > 0) options.shuffle_seed = shuffle_seed;
   try {
     const std::optional<std::uint64_t> shard_bytes =
@@ -62,6 +69,25 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(s.samples),
                 static_cast<unsigned long long>(s.shards),
                 static_cast<unsigned long long>(s.bytes), out.c_str());
+    if (jpeg_restart) {
+      const double growth = s.restart_bytes_before > 0
+                                ? 100.0 *
+                                      (static_cast<double>(s.restart_bytes_after) -
+                                       static_cast<double>(s.restart_bytes_before)) /
+                                      static_cast<double>(s.restart_bytes_before)
+                                : 0.0;
+      std::printf(
+          "seedloader-pack: --jpeg-restart: %llu JPEGs given a restart marker per MCU "
+          "row, %llu bytes before, %llu after (%+.2f%%, .rst members not counted)\n",
+          static_cast<unsigned long long>(s.restarted),
+          static_cast<unsigned long long>(s.restart_bytes_before),
+          static_cast<unsigned long long>(s.restart_bytes_after), growth);
+      for (const auto& [why, count] : s.kept) {
+        std::printf(
+            "seedloader-pack: --jpeg-restart: %llu images kept as they were (%s)\n",
+            static_cast<unsigned long long>(count), why.c_str());
+      }
+    }
     return 0;
   } catch (const seedloader::ConfigError& e) {
     std::fprintf(stderr, "seedloader-pack: %s\n", e.what());

@@ -9,6 +9,7 @@
 #include <system_error>
 #include <vector>
 
+#include "loader/datasets/jpeg_restart.h"
 #include "seedloader/error.h"
 #include "seedloader/sampler.h"
 #include "tools/seedloader_pack/index_json.h"
@@ -68,6 +69,33 @@ std::string earlier_pack_file(const fs::path& out) {
   return "";
 }
 
+// With --jpeg-restart: the image member (the first) rewritten with a restart
+// marker per MCU row, and its index added as the `rst` member; or left as it
+// is, the reason counted.
+void add_restarts(std::vector<Member>& members, PackSummary& summary) {
+  Member& image = members.front();
+  if (image.ext != "jpg" && image.ext != "jpeg") {
+    ++summary.kept["not a JPEG"];
+    return;
+  }
+  std::string why;
+  std::optional<RestartedJpeg> r;
+  try {
+    r = add_row_restarts(image.bytes, &why);
+  } catch (const DataError&) {
+    why = "corrupt";  // the loader reports it, with its sample, when it reads it
+  }
+  if (!r) {
+    ++summary.kept[why];
+    return;
+  }
+  ++summary.restarted;
+  summary.restart_bytes_before += image.bytes.size();
+  summary.restart_bytes_after += r->jpeg.size();
+  image.bytes = std::move(r->jpeg);
+  members.insert(members.begin() + 1, Member{"rst", encode_restart_index(r->index)});
+}
+
 }  // namespace
 
 void PackOptions::validate() const {
@@ -119,8 +147,10 @@ PackSummary pack(const PackSource& source, const std::string& out,
   std::set<std::string> fields;
   std::optional<ShardWriter> shard;
   std::vector<Member> members;
+  PackSummary summary;
   for (const Index index : order) {
     source.read(index, members);
+    if (options.jpeg_restart && !members.empty()) add_restarts(members, summary);
     std::uint64_t sample_bytes = 0;
     for (const Member& m : members) sample_bytes += tar_member_bytes(m.bytes.size());
     if (shard && shard->samples() > 0 &&
@@ -141,7 +171,6 @@ PackSummary pack(const PackSource& source, const std::string& out,
   fsync_dir(out);
   write_index_json(out, done, fields);
   fsync_dir(out);
-  PackSummary summary;
   summary.samples = n;
   summary.shards = done.size();
   for (const ShardInfo& s : done) summary.bytes += s.bytes;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,10 @@ struct PackOptions {
   std::optional<std::uint64_t> shuffle_seed;
   // Replace an earlier pack in the output folder instead of refusing it.
   bool force = false;
+  // Rewrite every baseline JPEG losslessly with a restart marker after each MCU
+  // row and store the markers' offsets as the sample's `rst` member
+  // (loader/datasets/jpeg_restart.h), so a crop decodes only its rows.
+  bool jpeg_restart = false;
 
   // Throws ConfigError for a zero shard size.
   void validate() const;
@@ -31,6 +36,13 @@ struct PackSummary {
   std::uint64_t samples = 0;
   std::uint64_t shards = 0;
   std::uint64_t bytes = 0;
+  // With jpeg_restart: JPEGs rewritten, their bytes before and after (the
+  // `rst` members not counted), and why the others were kept as they were
+  // ("progressive", "CMYK", "corrupt", "not a JPEG", ...) with how many.
+  std::uint64_t restarted = 0;
+  std::uint64_t restart_bytes_before = 0;
+  std::uint64_t restart_bytes_after = 0;
+  std::map<std::string, std::uint64_t> kept;
 };
 
 // Creates `out` if missing. Throws ConfigError when it holds an index.json or a

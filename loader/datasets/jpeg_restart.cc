@@ -1,0 +1,311 @@
+#include "loader/datasets/jpeg_restart.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include <jpeglib.h>
+
+#include "loader/datasets/jpeg_error.h"
+#include "seedloader/error.h"
+
+namespace seedloader {
+namespace {
+
+constexpr std::uint8_t kMagic[4] = {'S', 'L', 'R', 'I'};
+constexpr std::uint32_t kVersion = 1;
+constexpr std::size_t kFixedWords =
+    6;  // version, mcu_rows, mcu_height, scan_start, scan_end
+
+std::uint32_t read_le32(const std::uint8_t* p) {
+  return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
+         std::uint32_t(p[3]) << 24;
+}
+
+void append_le32(std::vector<std::uint8_t>& out, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+std::uint32_t be16(std::span<const std::uint8_t> b, std::size_t at) {
+  return std::uint32_t(b[at]) << 8 | b[at + 1];
+}
+
+// What slicing needs of a JPEG's headers, read up to its first scan's header.
+struct Frame {
+  std::uint32_t width = 0, height = 0;
+  std::size_t height_at = 0;  // offset of the frame header's two height bytes
+  int components = 0;
+  int max_h = 1, max_v = 1;
+  std::uint32_t restart_interval = 0;  // MCUs, from DRI; 0 when absent
+  int scan_components = 0;
+  std::size_t scan_start = 0;  // the first byte after the scan header
+  // The segments a slice copies, [begin, end) each: SOI, and the tables, frame,
+  // restart interval and scan headers, JFIF and Adobe segments; not the other
+  // application segments (Exif, ICC profiles, ...) or comments.
+  std::vector<std::pair<std::size_t, std::size_t>> kept;
+
+  std::uint32_t mcu_height() const { return components == 1 ? 8 : 8u * max_v; }
+  std::uint32_t mcus_per_row() const {
+    const std::uint32_t w = components == 1 ? 8 : 8u * max_h;
+    return (width + w - 1) / w;
+  }
+  std::uint32_t mcu_rows() const { return (height + mcu_height() - 1) / mcu_height(); }
+};
+
+std::string hex_marker(std::uint8_t m) {
+  static const char digits[] = "0123456789ABCDEF";
+  return std::string("FF") + digits[m >> 4] + digits[m & 15];
+}
+
+DataError bad(const std::string& why) { return DataError("JPEG restart index: " + why); }
+
+Frame read_frame(std::span<const std::uint8_t> b) {
+  if (b.size() < 4 || b[0] != 0xFF || b[1] != 0xD8) throw bad("not a JPEG (no SOI)");
+  Frame f;
+  f.kept.emplace_back(0, 2);
+  bool have_frame = false;
+  std::size_t at = 2;
+  for (;;) {
+    if (at + 4 > b.size()) throw bad("the headers end before a scan");
+    if (b[at] != 0xFF) throw bad("no marker at offset " + std::to_string(at));
+    while (at + 4 <= b.size() && b[at + 1] == 0xFF) ++at;  // fill bytes
+    if (at + 4 > b.size()) throw bad("the headers end before a scan");
+    const std::uint8_t m = b[at + 1];
+    const std::size_t end = at + 2 + be16(b, at + 2);
+    if (be16(b, at + 2) < 2 || end > b.size())
+      throw bad("segment " + hex_marker(m) + " runs past the end");
+    if (m == 0xC0 || m == 0xC1) {
+      if (end - at < 12) throw bad("a short frame header");
+      if (b[at + 4] != 8) throw bad("not an 8-bit JPEG");
+      f.height_at = at + 5;
+      f.height = be16(b, at + 5);
+      f.width = be16(b, at + 7);
+      f.components = b[at + 9];
+      if (f.components < 1 || end != at + 10 + 3 * std::size_t(f.components))
+        throw bad("a frame header of the wrong length");
+      for (int c = 0; c < f.components; ++c) {
+        const std::uint8_t hv = b[at + 11 + 3 * c];
+        f.max_h = std::max(f.max_h, hv >> 4);
+        f.max_v = std::max(f.max_v, hv & 15);
+      }
+      if (f.width == 0 || f.height == 0 || f.max_h > 4 || f.max_v > 4)
+        throw bad("a frame of size 0 or with sampling above 4");
+      have_frame = true;
+    } else if (m >= 0xC2 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC) {
+      throw bad("not a baseline JPEG (progressive, lossless or arithmetic-coded)");
+    } else if (m == 0xDD) {
+      if (end - at != 6) throw bad("a restart interval segment of the wrong length");
+      f.restart_interval = be16(b, at + 4);
+    } else if (m == 0xDA) {
+      if (!have_frame) throw bad("a scan before the frame header");
+      f.scan_components = b[at + 4];
+      f.scan_start = end;
+      f.kept.emplace_back(at, end);
+      return f;
+    }
+    if (m == 0xDB || m == 0xC0 || m == 0xC1 || m == 0xC4 || m == 0xDD || m == 0xE0 ||
+        m == 0xEE)
+      f.kept.emplace_back(at, end);
+    at = end;
+  }
+}
+
+// The frame's geometry against the index's, and the index against itself and
+// the file: every marker in order inside the scan data, the scan ending in EOI.
+void check_index(std::span<const std::uint8_t> b, const Frame& f, const RestartIndex& x) {
+  if (f.scan_components != f.components)
+    throw bad("the first scan does not hold every component");
+  if (x.mcu_height != f.mcu_height() || x.mcu_rows != f.mcu_rows())
+    throw bad("it gives " + std::to_string(x.mcu_rows) + " MCU rows of " +
+              std::to_string(x.mcu_height) + " pixels, the image has " +
+              std::to_string(f.mcu_rows()) + " of " + std::to_string(f.mcu_height()));
+  if (f.restart_interval != f.mcus_per_row())
+    throw bad("the JPEG's restart interval is " + std::to_string(f.restart_interval) +
+              " MCUs, not one row (" + std::to_string(f.mcus_per_row()) + ")");
+  if (x.scan_start != f.scan_start)
+    throw bad("its scan starts at " + std::to_string(x.scan_start) + ", the JPEG's at " +
+              std::to_string(f.scan_start));
+  if (x.markers.size() + 1 != x.mcu_rows)
+    throw bad("it lists the wrong number of markers");
+  if (std::size_t(x.scan_end) + 2 > b.size() || b[x.scan_end] != 0xFF ||
+      b[x.scan_end + 1] != 0xD9)
+    throw bad("no end-of-image marker at offset " + std::to_string(x.scan_end));
+  std::uint32_t after = x.scan_start;
+  for (const std::uint32_t m : x.markers) {
+    if (m < after || std::uint64_t{m} + 2 > x.scan_end)
+      throw bad("its marker offsets are out of order");
+    after = m + 2;
+  }
+}
+
+// Restart marker k (after MCU row k) at its offset, or DataError.
+void check_marker(std::span<const std::uint8_t> b, const RestartIndex& x,
+                  std::uint32_t k) {
+  const std::uint32_t at = x.markers[k];
+  if (b[at] != 0xFF || b[at + 1] != 0xD0 + (k & 7))
+    throw bad("restart marker " + std::to_string(k) + " is not at offset " +
+              std::to_string(at));
+}
+
+// Phase function of the transcoder (plain C state only between setjmp and
+// longjmp). Sets *why_not and returns true when the JPEG is not one to rewrite.
+bool transcode(jpeg_decompress_struct* src, jpeg_compress_struct* dst,
+               JpegErrorManager* err, std::span<const std::uint8_t> in,
+               unsigned char** out, unsigned long* out_size, const char** why_not) {
+  if (setjmp(err->jump)) return false;
+  jpeg_mem_src(src, in.data(), static_cast<unsigned long>(in.size()));
+  jpeg_read_header(src, TRUE);
+  if (src->progressive_mode)
+    *why_not = "progressive";
+  else if (src->arith_code)
+    *why_not = "arithmetic-coded";
+  else if (src->data_precision != 8)
+    *why_not = "not 8-bit";
+  else if (src->jpeg_color_space == JCS_CMYK || src->jpeg_color_space == JCS_YCCK)
+    *why_not = "CMYK";
+  if (*why_not) return true;
+  jvirt_barray_ptr* coefficients = jpeg_read_coefficients(src);
+  jpeg_mem_dest(dst, out, out_size);
+  jpeg_copy_critical_parameters(src, dst);
+  dst->restart_in_rows = 1;
+  dst->optimize_coding = TRUE;
+  jpeg_write_coefficients(dst, coefficients);
+  jpeg_finish_compress(dst);
+  jpeg_finish_decompress(src);
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::uint8_t> encode_restart_index(const RestartIndex& x) {
+  std::vector<std::uint8_t> out(std::begin(kMagic), std::end(kMagic));
+  for (const std::uint32_t v :
+       {kVersion, x.mcu_rows, x.mcu_height, x.scan_start, x.scan_end})
+    append_le32(out, v);
+  for (const std::uint32_t m : x.markers) append_le32(out, m);
+  return out;
+}
+
+RestartIndex decode_restart_index(std::span<const std::uint8_t> bytes) {
+  if (bytes.size() < 4 + 4 * (kFixedWords - 1) ||
+      !std::equal(std::begin(kMagic), std::end(kMagic), bytes.begin()))
+    throw bad("not a restart index (no SLRI header)");
+  if (read_le32(&bytes[4]) != kVersion)
+    throw bad("format version " + std::to_string(read_le32(&bytes[4])) + " is not 1");
+  RestartIndex x;
+  x.mcu_rows = read_le32(&bytes[8]);
+  x.mcu_height = read_le32(&bytes[12]);
+  x.scan_start = read_le32(&bytes[16]);
+  x.scan_end = read_le32(&bytes[20]);
+  const std::size_t words = (bytes.size() - 24) / 4;
+  if ((bytes.size() - 24) % 4 != 0 || x.mcu_rows == 0 || words != x.mcu_rows - 1)
+    throw bad(std::to_string(bytes.size()) + " bytes do not hold " +
+              std::to_string(x.mcu_rows) + " MCU rows' markers");
+  x.markers.resize(words);
+  for (std::size_t k = 0; k < words; ++k) x.markers[k] = read_le32(&bytes[24 + 4 * k]);
+  return x;
+}
+
+std::optional<RestartedJpeg> add_row_restarts(std::span<const std::uint8_t> jpeg,
+                                              std::string* why_not) {
+  JpegErrorManager err{};
+  jpeg_decompress_struct src{};
+  jpeg_compress_struct dst{};
+  src.err = jpeg_strict_errors(&err);
+  dst.err = src.err;
+  jpeg_create_decompress(&src);
+  jpeg_create_compress(&dst);
+  unsigned char* out = nullptr;
+  unsigned long out_size = 0;
+  const char* reason = nullptr;
+  const bool ok = transcode(&src, &dst, &err, jpeg, &out, &out_size, &reason);
+  jpeg_destroy_compress(&dst);
+  jpeg_destroy_decompress(&src);
+  const std::unique_ptr<unsigned char, void (*)(void*)> owned(out, &std::free);
+  if (!ok) throw DataError(std::string("corrupt JPEG: ") + err.message);
+  if (reason) {
+    if (why_not) *why_not = reason;
+    return std::nullopt;
+  }
+  RestartedJpeg r;
+  r.jpeg.assign(out, out + out_size);
+  r.index = index_row_restarts(r.jpeg);
+  return r;
+}
+
+RestartIndex index_row_restarts(std::span<const std::uint8_t> b) {
+  const Frame f = read_frame(b);
+  RestartIndex x;
+  x.mcu_rows = f.mcu_rows();
+  x.mcu_height = f.mcu_height();
+  x.scan_start = static_cast<std::uint32_t>(f.scan_start);
+  if (b.size() > 0xFFFFFFFFu) throw bad("a JPEG above 4 GiB");
+  // Scan data holds FF only as FF 00 (a stuffed byte), fill FF FF, or a marker.
+  for (std::size_t at = f.scan_start;;) {
+    const auto* ff =
+        static_cast<const std::uint8_t*>(std::memchr(b.data() + at, 0xFF, b.size() - at));
+    if (!ff || ff + 1 >= b.data() + b.size())
+      throw bad("the scan has no end-of-image marker");
+    at = static_cast<std::size_t>(ff - b.data());
+    const std::uint8_t next = b[at + 1];
+    if (next == 0x00) {
+      at += 2;
+    } else if (next == 0xFF) {
+      at += 1;
+    } else if (next >= 0xD0 && next <= 0xD7) {
+      if (next != 0xD0 + (x.markers.size() & 7))
+        throw bad("restart markers out of sequence");
+      x.markers.push_back(static_cast<std::uint32_t>(at));
+      at += 2;
+    } else if (next == 0xD9) {
+      x.scan_end = static_cast<std::uint32_t>(at);
+      break;
+    } else {
+      throw bad("a marker inside the scan data (more than one scan?)");
+    }
+  }
+  check_index(b, f, x);
+  return x;
+}
+
+JpegRows slice_jpeg_rows(std::span<const std::uint8_t> b, const RestartIndex& x, int y0,
+                         int y1) {
+  const Frame f = read_frame(b);
+  check_index(b, f, x);
+  const std::uint32_t h = x.mcu_height, rows = x.mcu_rows;
+  // The band's MCU rows, with one more on each side for chroma upsampling.
+  const std::uint32_t first = static_cast<std::uint32_t>(y0) / h;
+  const std::uint32_t last = static_cast<std::uint32_t>(y1 - 1) / h;
+  const std::uint32_t r0 = first > 0 ? first - 1 : 0;
+  const std::uint32_t r1 = std::min(rows - 1, last + 1);
+  for (std::uint32_t k = r0 > 0 ? r0 - 1 : 0; k < std::min(r1 + 1, rows - 1); ++k)
+    check_marker(b, x, k);
+  const std::size_t from = r0 == 0 ? x.scan_start : x.markers[r0 - 1] + 2;
+  const std::size_t to = r1 == rows - 1 ? x.scan_end : x.markers[r1];
+
+  thread_local std::vector<std::uint8_t> out;
+  out.clear();
+  std::size_t height_at = 0;
+  for (const auto& [begin, end] : f.kept) {
+    if (f.height_at >= begin && f.height_at < end)
+      height_at = out.size() + (f.height_at - begin);
+    out.insert(out.end(), b.begin() + static_cast<std::ptrdiff_t>(begin),
+               b.begin() + static_cast<std::ptrdiff_t>(end));
+  }
+  const std::uint32_t height = r1 == rows - 1 ? f.height - r0 * h : (r1 - r0 + 1) * h;
+  out[height_at] = static_cast<std::uint8_t>(height >> 8);
+  out[height_at + 1] = static_cast<std::uint8_t>(height);
+  const std::size_t base = out.size();
+  out.insert(out.end(), b.begin() + static_cast<std::ptrdiff_t>(from),
+             b.begin() + static_cast<std::ptrdiff_t>(to));
+  // The decoder expects RST0 after the first interval it reads.
+  for (std::uint32_t k = r0; k < r1; ++k)
+    out[base + (x.markers[k] - from) + 1] =
+        static_cast<std::uint8_t>(0xD0 + ((k - r0) & 7));
+  out.push_back(0xFF);
+  out.push_back(0xD9);
+  return {out, static_cast<int>(r0 * h)};
+}
+
+}  // namespace seedloader
