@@ -23,6 +23,7 @@ targets=(
   mnist_fuzzer:4096
   cifar10_fuzzer:8192
   image_decode_fuzzer:8192
+  jpeg_restart_fuzzer:8192
   trace_reader_fuzzer:4096
   transform_spec_fuzzer:256
   model_spec_fuzzer:128

@@ -34,4 +34,33 @@ inline std::uint64_t mix(const std::uint8_t* data, std::size_t size) {
   return h;
 }
 
+// What a decoding target takes from its input's hash: a DCT reduction (1, 2, 4
+// or 8), a channel count (1 or 3), and the rest of the hash for later choices.
+struct DecodeChoice {
+  int reduction;
+  int channels;
+  std::uint64_t rest;
+};
+inline DecodeChoice decode_choice(const std::uint8_t* data, std::size_t size) {
+  const std::uint64_t h = mix(data, size);
+  return {1 << (h & 3), ((h >> 2) & 1) ? 3 : 1, h >> 3};
+}
+
+// A window inside a width x height image, drawn from `h` (which it consumes):
+// x, y, and a width and height of at least 1 that stay inside.
+struct Window {
+  int x, y, width, height;
+};
+inline Window window_from(std::uint64_t& h, int width, int height) {
+  Window w{};
+  w.x = static_cast<int>(h % static_cast<std::uint64_t>(width));
+  h /= static_cast<std::uint64_t>(width);
+  w.y = static_cast<int>(h % static_cast<std::uint64_t>(height));
+  h /= static_cast<std::uint64_t>(height);
+  w.width = 1 + static_cast<int>(h % static_cast<std::uint64_t>(width - w.x));
+  h /= static_cast<std::uint64_t>(width - w.x);
+  w.height = 1 + static_cast<int>(h % static_cast<std::uint64_t>(height - w.y));
+  return w;
+}
+
 }  // namespace seedloader::fuzz

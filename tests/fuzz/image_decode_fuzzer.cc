@@ -25,11 +25,7 @@ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace seedloader;
   const std::span<const std::uint8_t> bytes(data, size);
-  std::uint64_t h = fuzz::mix(data, size);
-  const int reduction = 1 << (h & 3);
-  h >>= 2;
-  const int channels = (h & 1) ? 3 : 1;
-  h >>= 1;
+  auto [reduction, channels, h] = fuzz::decode_choice(data, size);
   try {
     const ImageHeader header = probe_image(bytes, /*max_pixels=*/1 << 22);
     check(header.width > 0 && header.height > 0);
@@ -38,14 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           full.rows == ceil_div(header.height, reduction) &&
           full.channels() == channels && full.depth() == CV_8U);
     if (header.format == ImageFormat::kJpeg && !header.cmyk) {
-      const int x = static_cast<int>(h % header.width);
-      h /= header.width;
-      const int y = static_cast<int>(h % header.height);
-      h /= header.height;
-      const int w = 1 + static_cast<int>(h % (header.width - x));
-      h /= header.width - x;
-      const int ht = 1 + static_cast<int>(h % (header.height - y));
-      const JpegRegion r = decode_jpeg_region(bytes, reduction, {x, y, w, ht}, channels);
+      const fuzz::Window w = fuzz::window_from(h, header.width, header.height);
+      const JpegRegion r =
+          decode_jpeg_region(bytes, reduction, {w.x, w.y, w.width, w.height}, channels);
       check(r.pixels.channels() == channels && r.pixels.depth() == CV_8U);
       check((r.crop & cv::Rect(0, 0, r.pixels.cols, r.pixels.rows)) == r.crop);
     }

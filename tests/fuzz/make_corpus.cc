@@ -19,6 +19,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include "loader/datasets/jpeg_restart.h"
 #include "loader/datasets/safetensors.h"
 #include "tests/datasets/cifar_pickle_writer.h"
 
@@ -99,6 +100,27 @@ void images() {
   put(t, "plain_1000.ppm", plain.data(), plain.size());
   put(t, "rgb.tif", encode(".tiff", pattern(5, 4, 3)));
   put(t, "grey16.tif", encode(".tiff", wide));
+}
+
+// jpeg_restart_fuzzer's inputs: u32 LE N, a .rst member of N bytes, its JPEG.
+void restarts() {
+  const std::string t = "jpeg_restart_fuzzer";
+  auto emit = [&](const std::string& name, const Bytes& jpeg) {
+    const auto r = seedloader::add_row_restarts(jpeg, nullptr);
+    if (!r) throw std::runtime_error("add_row_restarts " + name);
+    const Bytes index = seedloader::encode_restart_index(r->index);
+    Bytes input;
+    for (int i = 0; i < 4; ++i)
+      input.push_back(static_cast<std::uint8_t>(index.size() >> (8 * i)));
+    input.insert(input.end(), index.begin(), index.end());
+    input.insert(input.end(), r->jpeg.begin(), r->jpeg.end());
+    put(t, name, input);
+  };
+  emit("rgb_420.rst", encode(".jpg", pattern(40, 24, 3), {cv::IMWRITE_JPEG_QUALITY, 80}));
+  emit("grey.rst", encode(".jpg", pattern(33, 9, 1)));
+  emit("rgb_444.rst", tj_jpeg(24, 40, TJPF_RGB, TJSAMP_444));
+  emit("rgb_422.rst", tj_jpeg(41, 33, TJPF_RGB, TJSAMP_422));
+  emit("rgb_440.rst", tj_jpeg(35, 17, TJPF_RGB, TJSAMP_440));
 }
 
 void safetensors() {
@@ -266,6 +288,7 @@ int main(int argc, char** argv) {
   root = argv[1];
   try {
     images();
+    restarts();
     safetensors();
     tars();
     mnist();
