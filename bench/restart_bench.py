@@ -2,10 +2,10 @@
 """One worker's samples/s on RandomResizedCrop(224) + flip + ImageNet
 normalisation (batch 64) over the same photo-like JPEGs three ways: an
 ImageFolder, plain packed shards (seedloader-pack), and shards packed with
---jpeg-restart (a restart marker per MCU row, so a crop entropy-decodes only
-the MCU rows around it); each against the rate at which one core decodes the
-whole image (seedloader-bench --decode-reference), at 320x240, 500x375 and
-1920x1080. Also what --jpeg-restart does to the size: the JPEGs' own bytes (restart
+--jpeg-restart (restart markers cutting every MCU row into intervals, so a crop
+entropy-decodes only the intervals around it); each against the rate at which one
+core decodes the whole image (seedloader-bench --decode-reference), at 320x240,
+500x375 and 1920x1080. Also what --jpeg-restart does to the size: the JPEGs' own bytes (restart
 markers and their byte alignment, against Huffman tables optimised per image) and
 the whole pack's (with the .rst members and their tar headers). Runs alternate
 within a round; figures are medians over rounds.
@@ -72,7 +72,7 @@ def main():
     growth = {}
     sources = {}
     for w, h, n in sizes:
-        base = os.path.join(args.data_dir, "%dx%d" % (w, h))
+        base = os.path.join(args.data_dir, "%dx%d-%d" % (w, h, n))
         images = os.path.join(base, "images")
         pybench.make_image_folder(images, n, width=w, height=h, texture="photo")
         pack(tool, images, os.path.join(base, "plain"), False)

@@ -297,13 +297,16 @@ cv::Mat EncodedImage::decode_region(int reduction, cv::Rect region,
     *crop = window.crop;
     return window.pixels;
   }
-  // The window's MCU rows alone, as a JPEG whose first row is the original's
-  // row rows.y (a multiple of the MCU height, so of every reduction too).
-  const JpegRows rows = slice_jpeg_rows(bytes_, decode_restart_index(restart_index_),
-                                        region.y, region.y + region.height);
+  // The intervals around the window alone, as a JPEG whose first pixel is the
+  // original's (slice.x, slice.y): multiples of the MCU size, so of every
+  // reduction too.
+  const JpegSlice slice =
+      slice_jpeg(bytes_, decode_restart_index(restart_index_), region.x, region.y,
+                 region.x + region.width, region.y + region.height);
   cv::Rect within = region;
-  within.y -= rows.y;
-  JpegRegion window = decode_jpeg_region(rows.jpeg, reduction, within, channels_);
+  within.x -= slice.x;
+  within.y -= slice.y;
+  JpegRegion window = decode_jpeg_region(slice.jpeg, reduction, within, channels_);
   *crop = window.crop;
   return window.pixels;
 }

@@ -65,8 +65,8 @@ class EncodedImage final : public ImageSource {
     return decode_image(bytes_, header_, reduction, channels_);
   }
   // JPEG (not CMYK): only the window's rows and columns (see jpeg_region.h);
-  // with a restart index, entropy-decoding only the MCU rows around the window
-  // (jpeg_restart.h).
+  // with a restart index, entropy-decoding only the restart intervals around
+  // the window (jpeg_restart.h).
   cv::Mat decode_region(int reduction, cv::Rect region, cv::Rect* crop) const override;
 
  private:

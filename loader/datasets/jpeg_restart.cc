@@ -15,8 +15,10 @@ namespace {
 
 constexpr std::uint8_t kMagic[4] = {'S', 'L', 'R', 'I'};
 constexpr std::uint32_t kVersion = 1;
-constexpr std::size_t kFixedWords =
-    6;  // version, mcu_rows, mcu_height, scan_start, scan_end
+// After the magic: version, mcu_rows, mcu_height, mcu_width, interval_mcus,
+// intervals_per_row, scan_start, scan_end.
+constexpr std::size_t kFixedWords = 8;
+constexpr std::size_t kHeaderBytes = 4 + 4 * kFixedWords;
 
 std::uint32_t read_le32(const std::uint8_t* p) {
   return std::uint32_t(p[0]) | std::uint32_t(p[1]) << 8 | std::uint32_t(p[2]) << 16 |
@@ -46,10 +48,8 @@ struct Frame {
   std::vector<std::pair<std::size_t, std::size_t>> kept;
 
   std::uint32_t mcu_height() const { return components == 1 ? 8 : 8u * max_v; }
-  std::uint32_t mcus_per_row() const {
-    const std::uint32_t w = components == 1 ? 8 : 8u * max_h;
-    return (width + w - 1) / w;
-  }
+  std::uint32_t mcu_width() const { return components == 1 ? 8 : 8u * max_h; }
+  std::uint32_t mcus_per_row() const { return (width + mcu_width() - 1) / mcu_width(); }
   std::uint32_t mcu_rows() const { return (height + mcu_height() - 1) / mcu_height(); }
 };
 
@@ -116,36 +116,62 @@ Frame read_frame(std::span<const std::uint8_t> b) {
 void check_index(std::span<const std::uint8_t> b, const Frame& f, const RestartIndex& x) {
   if (f.scan_components != f.components)
     throw bad("the first scan does not hold every component");
-  if (x.mcu_height != f.mcu_height() || x.mcu_rows != f.mcu_rows())
+  if (x.mcu_height != f.mcu_height() || x.mcu_width != f.mcu_width() ||
+      x.mcu_rows != f.mcu_rows())
     throw bad("it gives " + std::to_string(x.mcu_rows) + " MCU rows of " +
-              std::to_string(x.mcu_height) + " pixels, the image has " +
-              std::to_string(f.mcu_rows()) + " of " + std::to_string(f.mcu_height()));
-  if (f.restart_interval != f.mcus_per_row())
+              std::to_string(x.mcu_width) + "x" + std::to_string(x.mcu_height) +
+              " pixels, the image has " + std::to_string(f.mcu_rows()) + " of " +
+              std::to_string(f.mcu_width()) + "x" + std::to_string(f.mcu_height()));
+  if (f.restart_interval != x.interval_mcus ||
+      std::uint64_t{x.interval_mcus} * x.intervals_per_row != f.mcus_per_row())
     throw bad("the JPEG's restart interval is " + std::to_string(f.restart_interval) +
-              " MCUs, not one row (" + std::to_string(f.mcus_per_row()) + ")");
+              " MCUs, the index's " + std::to_string(x.interval_mcus) + " x " +
+              std::to_string(x.intervals_per_row) + " per row of " +
+              std::to_string(f.mcus_per_row()));
   if (x.scan_start != f.scan_start)
     throw bad("its scan starts at " + std::to_string(x.scan_start) + ", the JPEG's at " +
               std::to_string(f.scan_start));
-  if (x.markers.size() + 1 != x.mcu_rows)
+  if (x.markers.size() + 1 != std::uint64_t{x.mcu_rows} * x.intervals_per_row)
     throw bad("it lists the wrong number of markers");
   if (std::size_t(x.scan_end) + 2 > b.size() || b[x.scan_end] != 0xFF ||
       b[x.scan_end + 1] != 0xD9)
     throw bad("no end-of-image marker at offset " + std::to_string(x.scan_end));
-  std::uint32_t after = x.scan_start;
+  std::uint64_t after = x.scan_start;
   for (const std::uint32_t m : x.markers) {
     if (m < after || std::uint64_t{m} + 2 > x.scan_end)
       throw bad("its marker offsets are out of order");
-    after = m + 2;
+    after = std::uint64_t{m} + 2;
   }
 }
 
-// Restart marker k (after MCU row k) at its offset, or DataError.
+// Restart marker k (after interval k) at its offset, or DataError.
 void check_marker(std::span<const std::uint8_t> b, const RestartIndex& x,
                   std::uint32_t k) {
   const std::uint32_t at = x.markers[k];
   if (b[at] != 0xFF || b[at + 1] != 0xD0 + (k & 7))
     throw bad("restart marker " + std::to_string(k) + " is not at offset " +
               std::to_string(at));
+}
+
+// The restart interval add_restarts writes, in MCUs: the divisor of the MCUs in
+// a row nearest a sixteenth of them (at least 1), among those from half to twice
+// that; else the whole row (at most libjpeg's 65535). About 16 intervals a row
+// bound what a crop decodes past its window to about a sixteenth of the width
+// each side. Reads only what jpeg_read_header set.
+unsigned interval_for(const jpeg_decompress_struct* src) {
+  int max_h = 1;
+  for (int c = 0; c < src->num_components; ++c)
+    max_h = std::max(max_h, src->comp_info[c].h_samp_factor);
+  const unsigned mcu_w =
+      src->num_components == 1 ? 8u : 8u * static_cast<unsigned>(max_h);
+  const unsigned per_row = (src->image_width + mcu_w - 1) / mcu_w;
+  const unsigned target = std::max(1u, per_row / 16);
+  unsigned best = 0;
+  const auto distance = [&](unsigned d) { return d > target ? d - target : target - d; };
+  for (unsigned d = std::max(1u, target / 2); d <= 2 * target; ++d) {
+    if (per_row % d == 0 && (best == 0 || distance(d) < distance(best))) best = d;
+  }
+  return best != 0 ? best : std::min(per_row, 65535u);
 }
 
 // Phase function of the transcoder (plain C state only between setjmp and
@@ -168,7 +194,7 @@ bool transcode(jpeg_decompress_struct* src, jpeg_compress_struct* dst,
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(src);
   jpeg_mem_dest(dst, out, out_size);
   jpeg_copy_critical_parameters(src, dst);
-  dst->restart_in_rows = 1;
+  dst->restart_interval = interval_for(src);
   dst->optimize_coding = TRUE;
   jpeg_write_coefficients(dst, coefficients);
   jpeg_finish_compress(dst);
@@ -181,14 +207,15 @@ bool transcode(jpeg_decompress_struct* src, jpeg_compress_struct* dst,
 std::vector<std::uint8_t> encode_restart_index(const RestartIndex& x) {
   std::vector<std::uint8_t> out(std::begin(kMagic), std::end(kMagic));
   for (const std::uint32_t v :
-       {kVersion, x.mcu_rows, x.mcu_height, x.scan_start, x.scan_end})
+       {kVersion, x.mcu_rows, x.mcu_height, x.mcu_width, x.interval_mcus,
+        x.intervals_per_row, x.scan_start, x.scan_end})
     append_le32(out, v);
   for (const std::uint32_t m : x.markers) append_le32(out, m);
   return out;
 }
 
 RestartIndex decode_restart_index(std::span<const std::uint8_t> bytes) {
-  if (bytes.size() < 4 + 4 * (kFixedWords - 1) ||
+  if (bytes.size() < kHeaderBytes ||
       !std::equal(std::begin(kMagic), std::end(kMagic), bytes.begin()))
     throw bad("not a restart index (no SLRI header)");
   if (read_le32(&bytes[4]) != kVersion)
@@ -196,19 +223,25 @@ RestartIndex decode_restart_index(std::span<const std::uint8_t> bytes) {
   RestartIndex x;
   x.mcu_rows = read_le32(&bytes[8]);
   x.mcu_height = read_le32(&bytes[12]);
-  x.scan_start = read_le32(&bytes[16]);
-  x.scan_end = read_le32(&bytes[20]);
-  const std::size_t words = (bytes.size() - 24) / 4;
-  if ((bytes.size() - 24) % 4 != 0 || x.mcu_rows == 0 || words != x.mcu_rows - 1)
-    throw bad(std::to_string(bytes.size()) + " bytes do not hold " +
-              std::to_string(x.mcu_rows) + " MCU rows' markers");
+  x.mcu_width = read_le32(&bytes[16]);
+  x.interval_mcus = read_le32(&bytes[20]);
+  x.intervals_per_row = read_le32(&bytes[24]);
+  x.scan_start = read_le32(&bytes[28]);
+  x.scan_end = read_le32(&bytes[32]);
+  const std::size_t words = (bytes.size() - kHeaderBytes) / 4;
+  const std::uint64_t intervals = std::uint64_t{x.mcu_rows} * x.intervals_per_row;
+  if ((bytes.size() - kHeaderBytes) % 4 != 0 || intervals == 0 || words != intervals - 1)
+    throw bad(std::to_string(bytes.size()) + " bytes do not hold the markers of " +
+              std::to_string(x.mcu_rows) + " MCU rows of " +
+              std::to_string(x.intervals_per_row) + " intervals");
   x.markers.resize(words);
-  for (std::size_t k = 0; k < words; ++k) x.markers[k] = read_le32(&bytes[24 + 4 * k]);
+  for (std::size_t k = 0; k < words; ++k)
+    x.markers[k] = read_le32(&bytes[kHeaderBytes + 4 * k]);
   return x;
 }
 
-std::optional<RestartedJpeg> add_row_restarts(std::span<const std::uint8_t> jpeg,
-                                              std::string* why_not) {
+std::optional<RestartedJpeg> add_restarts(std::span<const std::uint8_t> jpeg,
+                                          std::string* why_not) {
   JpegErrorManager err{};
   jpeg_decompress_struct src{};
   jpeg_compress_struct dst{};
@@ -230,17 +263,23 @@ std::optional<RestartedJpeg> add_row_restarts(std::span<const std::uint8_t> jpeg
   }
   RestartedJpeg r;
   r.jpeg.assign(out, out + out_size);
-  r.index = index_row_restarts(r.jpeg);
+  r.index = index_restarts(r.jpeg);
   return r;
 }
 
-RestartIndex index_row_restarts(std::span<const std::uint8_t> b) {
+RestartIndex index_restarts(std::span<const std::uint8_t> b) {
   const Frame f = read_frame(b);
+  if (b.size() > 0xFFFFFFFFu) throw bad("a JPEG above 4 GiB");
+  if (f.restart_interval == 0 || f.mcus_per_row() % f.restart_interval != 0)
+    throw bad("the JPEG's restart interval (" + std::to_string(f.restart_interval) +
+              " MCUs) does not divide its rows of " + std::to_string(f.mcus_per_row()));
   RestartIndex x;
   x.mcu_rows = f.mcu_rows();
   x.mcu_height = f.mcu_height();
+  x.mcu_width = f.mcu_width();
+  x.interval_mcus = f.restart_interval;
+  x.intervals_per_row = f.mcus_per_row() / f.restart_interval;
   x.scan_start = static_cast<std::uint32_t>(f.scan_start);
-  if (b.size() > 0xFFFFFFFFu) throw bad("a JPEG above 4 GiB");
   // Scan data holds FF only as FF 00 (a stuffed byte), fill FF FF, or a marker.
   for (std::size_t at = f.scan_start;;) {
     const auto* ff =
@@ -269,20 +308,26 @@ RestartIndex index_row_restarts(std::span<const std::uint8_t> b) {
   return x;
 }
 
-JpegRows slice_jpeg_rows(std::span<const std::uint8_t> b, const RestartIndex& x, int y0,
-                         int y1) {
+JpegSlice slice_jpeg(std::span<const std::uint8_t> b, const RestartIndex& x, int x0,
+                     int y0, int x1, int y1) {
   const Frame f = read_frame(b);
   check_index(b, f, x);
-  const std::uint32_t h = x.mcu_height, rows = x.mcu_rows;
-  // The band's MCU rows, with one more on each side for chroma upsampling.
-  const std::uint32_t first = static_cast<std::uint32_t>(y0) / h;
-  const std::uint32_t last = static_cast<std::uint32_t>(y1 - 1) / h;
-  const std::uint32_t r0 = first > 0 ? first - 1 : 0;
-  const std::uint32_t r1 = std::min(rows - 1, last + 1);
-  for (std::uint32_t k = r0 > 0 ? r0 - 1 : 0; k < std::min(r1 + 1, rows - 1); ++k)
-    check_marker(b, x, k);
-  const std::size_t from = r0 == 0 ? x.scan_start : x.markers[r0 - 1] + 2;
-  const std::size_t to = r1 == rows - 1 ? x.scan_end : x.markers[r1];
+  const std::uint32_t per_row = x.intervals_per_row;
+  const std::uint32_t span =
+      x.interval_mcus * x.mcu_width;  // an interval's pixel columns
+  // The window's MCU rows and intervals, with one more MCU on each side for
+  // chroma upsampling.
+  const auto mcu_row = [&](int y) {
+    return static_cast<std::uint32_t>(y) / x.mcu_height;
+  };
+  const auto interval = [&](std::int64_t px) {
+    const std::int64_t clamped = std::clamp<std::int64_t>(px, 0, f.width - 1);
+    return static_cast<std::uint32_t>(clamped / span);
+  };
+  const std::uint32_t r0 = mcu_row(y0) > 0 ? mcu_row(y0) - 1 : 0;
+  const std::uint32_t r1 = std::min(x.mcu_rows - 1, mcu_row(y1 - 1) + 1);
+  const std::uint32_t c0 = interval(std::int64_t{x0} - x.mcu_width);
+  const std::uint32_t c1 = interval(std::int64_t{x1} - 1 + x.mcu_width);
 
   thread_local std::vector<std::uint8_t> out;
   out.clear();
@@ -293,19 +338,37 @@ JpegRows slice_jpeg_rows(std::span<const std::uint8_t> b, const RestartIndex& x,
     out.insert(out.end(), b.begin() + static_cast<std::ptrdiff_t>(begin),
                b.begin() + static_cast<std::ptrdiff_t>(end));
   }
-  const std::uint32_t height = r1 == rows - 1 ? f.height - r0 * h : (r1 - r0 + 1) * h;
+  // The frame header holds the height, then the width, each two bytes.
+  const std::uint32_t height =
+      r1 == x.mcu_rows - 1 ? f.height - r0 * x.mcu_height : (r1 - r0 + 1) * x.mcu_height;
+  const std::uint32_t width =
+      c1 == per_row - 1 ? f.width - c0 * span : (c1 - c0 + 1) * span;
   out[height_at] = static_cast<std::uint8_t>(height >> 8);
   out[height_at + 1] = static_cast<std::uint8_t>(height);
-  const std::size_t base = out.size();
-  out.insert(out.end(), b.begin() + static_cast<std::ptrdiff_t>(from),
-             b.begin() + static_cast<std::ptrdiff_t>(to));
-  // The decoder expects RST0 after the first interval it reads.
-  for (std::uint32_t k = r0; k < r1; ++k)
-    out[base + (x.markers[k] - from) + 1] =
-        static_cast<std::uint8_t>(0xD0 + ((k - r0) & 7));
+  out[height_at + 2] = static_cast<std::uint8_t>(width >> 8);
+  out[height_at + 3] = static_cast<std::uint8_t>(width);
+  // Each kept interval's data, from after the marker before it to its own
+  // (both checked), then a restart marker of the slice's own numbering.
+  std::uint32_t written = 0;
+  for (std::uint32_t r = r0; r <= r1; ++r) {
+    for (std::uint32_t c = c0; c <= c1; ++c) {
+      const std::uint32_t k = r * per_row + c;
+      if (k > 0) check_marker(b, x, k - 1);
+      if (k < x.markers.size()) check_marker(b, x, k);
+      const std::size_t from = k == 0 ? x.scan_start : x.markers[k - 1] + 2;
+      const std::size_t to = k < x.markers.size() ? x.markers[k] : x.scan_end;
+      if (written > 0) {
+        out.push_back(0xFF);
+        out.push_back(static_cast<std::uint8_t>(0xD0 + ((written - 1) & 7)));
+      }
+      out.insert(out.end(), b.begin() + static_cast<std::ptrdiff_t>(from),
+                 b.begin() + static_cast<std::ptrdiff_t>(to));
+      ++written;
+    }
+  }
   out.push_back(0xFF);
   out.push_back(0xD9);
-  return {out, static_cast<int>(r0 * h)};
+  return {out, static_cast<int>(c0 * span), static_cast<int>(r0 * x.mcu_height)};
 }
 
 }  // namespace seedloader

@@ -1,20 +1,24 @@
-// Random access into baseline JPEGs by MCU row, through restart markers.
+// Random access into baseline JPEGs through restart markers.
 //
-// add_row_restarts() rewrites a baseline JPEG (sequential, Huffman-coded, 8-bit,
-// not CMYK) losslessly, with libjpeg's transcoding API: its DCT coefficients are
+// add_restarts() rewrites a baseline JPEG (sequential, Huffman-coded, 8-bit, not
+// CMYK) losslessly, with libjpeg's transcoding API: its DCT coefficients are
 // copied, not recompressed, so it decodes to the same pixels. The copy has a
-// restart marker after every MCU row, and a RestartIndex says where each one is.
+// restart marker every `interval_mcus` MCUs, a divisor of the MCUs in a row
+// (about a sixteenth of them when there is one near that, else the whole row),
+// so that each MCU row is cut into intervals at the same columns; a
+// RestartIndex says where each marker is.
 //
-// slice_jpeg_rows() then builds, from such a JPEG and its index, a smaller JPEG
-// holding only the MCU rows around a band of pixel rows: the original headers
+// slice_jpeg() then builds, from such a JPEG and its index, a smaller JPEG
+// holding only the intervals around a window: the original headers
 // (application segments other than JFIF and Adobe's, and comments, left out)
-// with the frame's height cut to the rows kept, the entropy-coded data from the
-// first kept row's restart interval to the last's with its restart markers
-// renumbered from RST0, and an end-of-image marker. A restart resets the
-// entropy decoder (bit buffer and DC predictions), so the kept rows decode to
-// the same coefficients as in the whole image; one more MCU row is kept above
-// and below the band, because chroma upsampling reads the neighbouring row, so
-// the band's pixels decode exactly as in the whole image, at every DCT scale.
+// with the frame's width and height cut to the intervals kept, each kept row's
+// kept intervals in order, a restart marker after each (numbered from RST0), and
+// an end-of-image marker. A restart resets the entropy decoder (bit buffer and
+// DC predictions), so each interval decodes to the same coefficients wherever
+// it is; one more MCU row above and below the window and one more MCU column on
+// each side are kept, because chroma upsampling reads the neighbouring samples,
+// so the window's pixels decode exactly as in the whole image, at every DCT
+// scale.
 //
 // The index travels beside the image (seedloader-pack writes it as the sample's
 // `.rst` member; format in encode_restart_index). Everything the slice relies on
@@ -33,22 +37,27 @@
 namespace seedloader {
 
 struct RestartIndex {
-  std::uint32_t mcu_rows = 0;  // MCU rows in the (single) scan
-  std::uint32_t mcu_height =
-      0;  // pixel rows per MCU row: 8 x the largest vertical sampling
+  std::uint32_t mcu_rows = 0;       // MCU rows in the (single) scan
+  std::uint32_t mcu_height = 0;     // pixels: 8 x the largest vertical sampling
+  std::uint32_t mcu_width = 0;      // pixels: 8 x the largest horizontal sampling
+  std::uint32_t interval_mcus = 0;  // MCUs per restart interval
+  std::uint32_t intervals_per_row = 0;
   std::uint32_t scan_start = 0;  // offset of the first entropy-coded byte
   std::uint32_t scan_end = 0;    // offset of the end-of-image marker (FF D9)
-  // markers[k]: offset of the restart marker (FF D0+k%8) after MCU row k, for
-  // k < mcu_rows - 1.
+  // markers[k]: offset of the restart marker (FF D0+k%8) after interval k (in
+  // raster order: in MCU row k / intervals_per_row), for every interval but the
+  // last.
   std::vector<std::uint32_t> markers;
+
+  std::uint32_t intervals() const { return mcu_rows * intervals_per_row; }
 };
 
 // The `.rst` member's bytes: "SLRI", then little-endian u32s: format version
-// (1), mcu_rows, mcu_height, scan_start, scan_end, and the mcu_rows - 1 marker
-// offsets.
+// (1), mcu_rows, mcu_height, mcu_width, interval_mcus, intervals_per_row,
+// scan_start, scan_end, and the intervals() - 1 marker offsets.
 std::vector<std::uint8_t> encode_restart_index(const RestartIndex& index);
 // The inverse. Throws DataError naming what is wrong when `bytes` is not such a
-// member (bad magic or version, a length that disagrees with mcu_rows).
+// member (bad magic or version, a length that disagrees with its intervals).
 RestartIndex decode_restart_index(std::span<const std::uint8_t> bytes);
 
 struct RestartedJpeg {
@@ -56,28 +65,28 @@ struct RestartedJpeg {
   RestartIndex index;
 };
 
-// `jpeg` rewritten with a restart marker after every MCU row, and its index; or
-// nullopt with *why_not saying why it cannot be (progressive, arithmetic-coded,
-// not 8-bit, CMYK/YCCK, more than one scan). Throws DataError for a JPEG that
-// libjpeg cannot read.
-std::optional<RestartedJpeg> add_row_restarts(std::span<const std::uint8_t> jpeg,
-                                              std::string* why_not);
+// `jpeg` rewritten with restart markers as above, and its index; or nullopt
+// with *why_not saying why it cannot be (progressive, arithmetic-coded, not
+// 8-bit, CMYK/YCCK). Throws DataError for a JPEG that libjpeg cannot read.
+std::optional<RestartedJpeg> add_restarts(std::span<const std::uint8_t> jpeg,
+                                          std::string* why_not);
 
-// Finds the restart markers of a JPEG written with one per MCU row (as
-// add_row_restarts writes it). Throws DataError when it is not such a JPEG.
-RestartIndex index_row_restarts(std::span<const std::uint8_t> jpeg);
+// Finds the restart markers of a JPEG whose restart interval divides its MCU
+// rows (as add_restarts writes it). Throws DataError when it is not such a JPEG.
+RestartIndex index_restarts(std::span<const std::uint8_t> jpeg);
 
-struct JpegRows {
-  // A JPEG of the rows [y, y + its height) of the original; it lives in a buffer
-  // of the calling thread that the next slice_jpeg_rows() call reuses.
+struct JpegSlice {
+  // A JPEG of the original's pixels from (x, y) on; it lives in a buffer of the
+  // calling thread that the next slice_jpeg() call reuses.
   std::span<const std::uint8_t> jpeg;
-  int y = 0;  // the original's pixel row its first row is (a multiple of mcu_height)
+  int x = 0;  // a multiple of the MCU width
+  int y = 0;  // a multiple of the MCU height
 };
 
-// The MCU rows of `jpeg` that cover pixel rows [y0, y1), with one row of context
-// on each side. Throws DataError when the JPEG and the index disagree.
-// REQUIRES: 0 <= y0 < y1 <= the image's height.
-JpegRows slice_jpeg_rows(std::span<const std::uint8_t> jpeg, const RestartIndex& index,
-                         int y0, int y1);
+// The intervals of `jpeg` that cover pixels [x0, x1) x [y0, y1), with one MCU of
+// context on each side. Throws DataError when the JPEG and the index disagree.
+// REQUIRES: 0 <= x0 < x1 <= width, 0 <= y0 < y1 <= height.
+JpegSlice slice_jpeg(std::span<const std::uint8_t> jpeg, const RestartIndex& index,
+                     int x0, int y0, int x1, int y1);
 
 }  // namespace seedloader

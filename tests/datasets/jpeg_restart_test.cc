@@ -1,6 +1,7 @@
-// Restart markers per MCU row: the rewrite is lossless, a window decoded from the
-// rows around it equals the window of the whole image at every DCT scale and
-// chroma subsampling, and an index that disagrees with its JPEG is an error.
+// Restart markers in every MCU row: the rewrite is lossless, a window decoded from
+// the restart intervals around it equals the window of the whole image at every
+// DCT scale and chroma subsampling, and an index that disagrees with its JPEG is
+// an error.
 #include "loader/datasets/jpeg_restart.h"
 
 #include <gtest/gtest.h>
@@ -45,9 +46,10 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"4:2:0", TJSAMP_420, 333, 251}, {"4:2:2", TJSAMP_422, 200, 123},
-    {"4:4:4", TJSAMP_444, 97, 170},  {"4:4:0", TJSAMP_440, 150, 77},
-    {"grey", TJSAMP_GRAY, 121, 99},  {"4:2:0 one row", TJSAMP_420, 40, 9},
+    {"4:2:0", TJSAMP_420, 333, 251},     {"4:2:2", TJSAMP_422, 200, 123},
+    {"4:4:4", TJSAMP_444, 97, 170},      {"4:4:0", TJSAMP_440, 150, 77},
+    {"grey", TJSAMP_GRAY, 121, 99},      {"4:2:0 one row", TJSAMP_420, 40, 9},
+    {"4:2:0 wide", TJSAMP_420, 640, 90},
 };
 
 cv::Mat decoded(std::span<const std::uint8_t> jpeg, int reduction, int channels) {
@@ -64,13 +66,15 @@ TEST(JpegRestartTest, TheRewriteDecodesToTheSamePixels) {
     SCOPED_TRACE(c.name);
     const auto original = photo_jpeg(c.width, c.height, c.subsampling);
     std::string why;
-    const auto restarted = add_row_restarts(original, &why);
+    const auto restarted = add_restarts(original, &why);
     ASSERT_TRUE(restarted.has_value()) << why;
     const RestartIndex& x = restarted->index;
     const int mcu = c.subsampling == TJSAMP_GRAY ? 8 : tjMCUHeight[c.subsampling];
     EXPECT_EQ(x.mcu_height, static_cast<std::uint32_t>(mcu));
     EXPECT_EQ(x.mcu_rows, static_cast<std::uint32_t>((c.height + mcu - 1) / mcu));
-    EXPECT_EQ(x.markers.size() + 1, x.mcu_rows);
+    EXPECT_EQ(x.markers.size() + 1, x.intervals());
+    EXPECT_EQ(x.interval_mcus * x.intervals_per_row,
+              static_cast<std::uint32_t>((c.width + x.mcu_width - 1) / x.mcu_width));
     for (int channels : {1, 3}) {
       for (int reduction : {1, 2, 4, 8}) {
         EXPECT_TRUE(same_pixels(decoded(original, reduction, channels),
@@ -86,11 +90,25 @@ TEST(JpegRestartTest, TheRewriteDecodesToTheSamePixels) {
   }
 }
 
-TEST(JpegRestartTest, AWindowFromItsRowsEqualsTheWindowOfTheWholeImage) {
+TEST(JpegRestartTest, TheIntervalsCutEachRowInAboutSixteen) {
+  // 640 pixels of 4:2:0: 40 MCUs a row, in 20 intervals of 2.
+  const auto wide = add_restarts(photo_jpeg(640, 90, TJSAMP_420), nullptr);
+  ASSERT_TRUE(wide.has_value());
+  EXPECT_EQ(wide->index.interval_mcus, 2u);
+  EXPECT_EQ(wide->index.intervals_per_row, 20u);
+  EXPECT_EQ(wide->index.markers.size(), 6u * 20u - 1u);
+  // 1072 pixels: 67 MCUs, a prime, with no divisor from 2 to 8: one interval a row.
+  const auto prime = add_restarts(photo_jpeg(1072, 16, TJSAMP_420), nullptr);
+  ASSERT_TRUE(prime.has_value());
+  EXPECT_EQ(prime->index.interval_mcus, 67u);
+  EXPECT_EQ(prime->index.intervals_per_row, 1u);
+}
+
+TEST(JpegRestartTest, AWindowFromItsIntervalsEqualsTheWindowOfTheWholeImage) {
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     const auto restarted =
-        add_row_restarts(photo_jpeg(c.width, c.height, c.subsampling), nullptr);
+        add_restarts(photo_jpeg(c.width, c.height, c.subsampling), nullptr);
     ASSERT_TRUE(restarted.has_value());
     const std::vector<std::uint8_t> index = encode_restart_index(restarted->index);
     const EncodedImage whole(restarted->jpeg, kDefaultMaxPixels, 3);
@@ -124,24 +142,40 @@ TEST(JpegRestartTest, AWindowFromItsRowsEqualsTheWindowOfTheWholeImage) {
     (void)whole;
     (void)rows;
     // A band in the middle of a tall enough image is sliced from fewer rows.
-    const int mcu = static_cast<int>(restarted->index.mcu_height);
+    const RestartIndex& x = restarted->index;
+    const int mcu = static_cast<int>(x.mcu_height);
     if (h >= 6 * mcu) {
-      const JpegRows band =
-          slice_jpeg_rows(restarted->jpeg, restarted->index, 3 * mcu, 3 * mcu + 1);
+      const JpegSlice band = slice_jpeg(restarted->jpeg, x, 0, 3 * mcu, w, 3 * mcu + 1);
+      EXPECT_EQ(band.x, 0);
       EXPECT_EQ(band.y, 2 * mcu);
       EXPECT_LT(band.jpeg.size(), restarted->jpeg.size() * 3 / 4);
       EXPECT_EQ(probe_image(band.jpeg, kDefaultMaxPixels).height, 3 * mcu);
+    }
+    // And a narrow window of a wide one from the intervals around it: one MCU of
+    // context on each side, rounded out to whole intervals.
+    if (x.intervals_per_row >= 5) {
+      const int span = static_cast<int>(x.interval_mcus * x.mcu_width);
+      const int mcu_w = static_cast<int>(x.mcu_width);
+      const int x0 = w / 2, x1 = w / 2 + 10;
+      const int c0 = (x0 - mcu_w) / span, c1 = (x1 - 1 + mcu_w) / span;
+      ASSERT_LT(c1, static_cast<int>(x.intervals_per_row) - 1);
+      const JpegSlice column = slice_jpeg(restarted->jpeg, x, x0, 0, x1, h);
+      EXPECT_EQ(column.x, c0 * span);
+      const ImageHeader sliced = probe_image(column.jpeg, kDefaultMaxPixels);
+      EXPECT_EQ(sliced.width, (c1 - c0 + 1) * span);
+      EXPECT_EQ(sliced.height, h);
+      EXPECT_LT(column.jpeg.size(), restarted->jpeg.size() / 2);
     }
   }
 }
 
 TEST(JpegRestartTest, ProgressiveAndCmykJpegsAreLeftAsTheyAre) {
   std::string why;
-  EXPECT_FALSE(add_row_restarts(photo_jpeg(64, 48, TJSAMP_420, TJFLAG_PROGRESSIVE), &why)
-                   .has_value());
+  EXPECT_FALSE(
+      add_restarts(photo_jpeg(64, 48, TJSAMP_420, TJFLAG_PROGRESSIVE), &why).has_value());
   EXPECT_EQ(why, "progressive");
   const std::vector<std::uint8_t> junk = {0xFF, 0xD8, 0xFF, 0xD9};
-  EXPECT_THROW(add_row_restarts(junk, &why), DataError);
+  EXPECT_THROW(add_restarts(junk, &why), DataError);
 }
 
 // The message of the DataError that decoding `region` with `index` throws.
@@ -158,16 +192,19 @@ std::string slice_error(const std::vector<std::uint8_t>& jpeg,
 }
 
 TEST(JpegRestartTest, AnIndexThatDisagreesWithItsJpegIsAnError) {
-  const auto r = add_row_restarts(photo_jpeg(160, 160, TJSAMP_420), nullptr);
+  const auto r = add_restarts(photo_jpeg(160, 160, TJSAMP_420), nullptr);
   ASSERT_TRUE(r.has_value());
   const cv::Rect middle(10, 70, 100, 30);
   const std::vector<std::uint8_t> good = encode_restart_index(r->index);
   EXPECT_EQ(slice_error(r->jpeg, good, middle), "(no error)");
 
+  // A marker the window's slice uses: after the second interval of MCU row 4
+  // (pixel rows 64..79).
+  const std::uint32_t k = 4 * r->index.intervals_per_row + 1;
   RestartIndex moved = r->index;
-  moved.markers[4] += 1;  // the marker after MCU row 4 (rows 64..79)
+  moved.markers[k] += 1;
   EXPECT_NE(slice_error(r->jpeg, encode_restart_index(moved), middle)
-                .find("restart marker 4 is not at offset"),
+                .find("restart marker " + std::to_string(k) + " is not at offset"),
             std::string::npos);
 
   std::vector<std::uint8_t> cut = good;
@@ -179,7 +216,7 @@ TEST(JpegRestartTest, AnIndexThatDisagreesWithItsJpegIsAnError) {
   EXPECT_NE(slice_error(r->jpeg, magic, middle).find("SLRI"), std::string::npos);
 
   // Another image's index.
-  const auto other = add_row_restarts(photo_jpeg(160, 96, TJSAMP_420), nullptr);
+  const auto other = add_restarts(photo_jpeg(160, 96, TJSAMP_420), nullptr);
   EXPECT_NE(
       slice_error(r->jpeg, encode_restart_index(other->index), middle).find("MCU rows"),
       std::string::npos);
@@ -190,7 +227,7 @@ TEST(JpegRestartTest, AnIndexThatDisagreesWithItsJpegIsAnError) {
 
   // Damaged entropy-coded data inside the rows read: an error, not grey pixels.
   std::vector<std::uint8_t> damaged = r->jpeg;
-  for (std::uint32_t at = r->index.markers[3] + 2; at < r->index.markers[4]; ++at)
+  for (std::uint32_t at = r->index.markers[k - 1] + 2; at < r->index.markers[k]; ++at)
     if (damaged[at] != 0xFF && damaged[at - 1] != 0xFF) damaged[at] = 0xFF;
   EXPECT_NE(slice_error(damaged, good, middle), "(no error)");
 }

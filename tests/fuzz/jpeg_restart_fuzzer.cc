@@ -1,7 +1,7 @@
 // Fuzzes restart indexes and the JPEG built from an index's rows: the input is a
 // little-endian u32 N, N bytes of a `.rst` member, then a JPEG (the layout
 // make_corpus writes). A window chosen from a hash of the input is decoded
-// through the index (decode_restart_index, slice_jpeg_rows, the window decoder);
+// through the index (decode_restart_index, slice_jpeg, the window decoder);
 // when that succeeds, the same window decoded from the whole JPEG must succeed
 // with the same pixels unless the whole JPEG is damaged outside the rows the
 // index used: an index never yields wrong pixels.

@@ -106,8 +106,8 @@ void images() {
 void restarts() {
   const std::string t = "jpeg_restart_fuzzer";
   auto emit = [&](const std::string& name, const Bytes& jpeg) {
-    const auto r = seedloader::add_row_restarts(jpeg, nullptr);
-    if (!r) throw std::runtime_error("add_row_restarts " + name);
+    const auto r = seedloader::add_restarts(jpeg, nullptr);
+    if (!r) throw std::runtime_error("add_restarts " + name);
     const Bytes index = seedloader::encode_restart_index(r->index);
     Bytes input;
     for (int i = 0; i < 4; ++i)

@@ -37,11 +37,13 @@ int main(int argc, char** argv) {
   app.add_flag("--force", force,
                "Replace an earlier pack in OUT (its index.json and NNNNNN.tar)");
   bool jpeg_restart = false;
-  app.add_flag("--jpeg-restart", jpeg_restart,
-               "Rewrite each baseline JPEG losslessly with a restart marker after every "
-               "MCU row, and store the markers' offsets as the sample's .rst member: the "
-               "loader then decodes only the rows a crop needs (progressive and CMYK "
-               "JPEGs are kept as they are, and counted)");
+  app.add_flag(
+      "--jpeg-restart", jpeg_restart,
+      "Rewrite each baseline JPEG losslessly with restart markers that cut every "
+      "MCU row into intervals of about 8 MCUs, and store the markers' offsets as "
+      "the sample's .rst member: the loader then entropy-decodes only the "
+      "intervals a crop needs (progressive and CMYK JPEGs are kept as they are, "
+      "and counted)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -77,8 +79,8 @@ int main(int argc, char** argv) {
                                       static_cast<double>(s.restart_bytes_before)
                                 : 0.0;
       std::printf(
-          "seedloader-pack: --jpeg-restart: %llu JPEGs given a restart marker per MCU "
-          "row, %llu bytes before, %llu after (%+.2f%%, .rst members not counted)\n",
+          "seedloader-pack: --jpeg-restart: %llu JPEGs given restart markers, %llu "
+          "bytes before, %llu after (%+.2f%%, .rst members not counted)\n",
           static_cast<unsigned long long>(s.restarted),
           static_cast<unsigned long long>(s.restart_bytes_before),
           static_cast<unsigned long long>(s.restart_bytes_after), growth);

@@ -69,10 +69,10 @@ std::string earlier_pack_file(const fs::path& out) {
   return "";
 }
 
-// With --jpeg-restart: the image member (the first) rewritten with a restart
-// marker per MCU row, and its index added as the `rst` member; or left as it
-// is, the reason counted.
-void add_restarts(std::vector<Member>& members, PackSummary& summary) {
+// With --jpeg-restart: the image member (the first) rewritten with restart
+// markers (jpeg_restart.h), and its index added as the `rst` member; or left as
+// it is, the reason counted.
+void restart_image(std::vector<Member>& members, PackSummary& summary) {
   Member& image = members.front();
   if (image.ext != "jpg" && image.ext != "jpeg") {
     ++summary.kept["not a JPEG"];
@@ -81,7 +81,7 @@ void add_restarts(std::vector<Member>& members, PackSummary& summary) {
   std::string why;
   std::optional<RestartedJpeg> r;
   try {
-    r = add_row_restarts(image.bytes, &why);
+    r = add_restarts(image.bytes, &why);
   } catch (const DataError&) {
     why = "corrupt";  // the loader reports it, with its sample, when it reads it
   }
@@ -150,7 +150,7 @@ PackSummary pack(const PackSource& source, const std::string& out,
   PackSummary summary;
   for (const Index index : order) {
     source.read(index, members);
-    if (options.jpeg_restart && !members.empty()) add_restarts(members, summary);
+    if (options.jpeg_restart && !members.empty()) restart_image(members, summary);
     std::uint64_t sample_bytes = 0;
     for (const Member& m : members) sample_bytes += tar_member_bytes(m.bytes.size());
     if (shard && shard->samples() > 0 &&

@@ -23,9 +23,10 @@ struct PackOptions {
   std::optional<std::uint64_t> shuffle_seed;
   // Replace an earlier pack in the output folder instead of refusing it.
   bool force = false;
-  // Rewrite every baseline JPEG losslessly with a restart marker after each MCU
-  // row and store the markers' offsets as the sample's `rst` member
-  // (loader/datasets/jpeg_restart.h), so a crop decodes only its rows.
+  // Rewrite every baseline JPEG losslessly with restart markers that cut each MCU
+  // row into intervals, and store the markers' offsets as the sample's `rst`
+  // member (loader/datasets/jpeg_restart.h), so a crop entropy-decodes only the
+  // intervals around it.
   bool jpeg_restart = false;
 
   // Throws ConfigError for a zero shard size.
