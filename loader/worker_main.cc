@@ -64,10 +64,10 @@ void append_read_ahead(const WorkerConfig& c, std::uint64_t generation,
 }
 
 // Tells the data set which samples this worker reads next: the task it starts
-// now, those already waiting in its later slots, and those of the batches no
-// worker has yet (Dataset::will_read).
+// now (of epoch generation `generation`), those already waiting in its later
+// slots, and those of the batches no worker has yet (Dataset::will_read).
 void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t task,
-                    std::vector<std::uint64_t>& next) {
+                    std::uint64_t generation, std::vector<std::uint64_t>& next) {
   const RegionLayout& layout = *c.layout;
   next.clear();
   for (int ahead = 0; ahead < layout.prefetch(); ++ahead) {
@@ -80,9 +80,7 @@ void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t t
         c.region->base() + layout.data(s) + layout.slot().indices);
     next.insert(next.end(), indices, indices + h.count);
   }
-  const SlotHeader& now =
-      *c.region->at<SlotHeader>(layout.header(ring.worker_slot(c.worker, task)));
-  append_read_ahead(c, now.generation, next);
+  append_read_ahead(c, generation, next);
   c.fill.dataset->will_read(next);
 }
 
@@ -133,7 +131,7 @@ void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t t
       rng = worker_stream(c.base_seed, h.epoch, c.rank, c.worker);
       seeded_generation = h.generation;
     }
-    announce_reads(c, ring, task, upcoming);
+    announce_reads(c, ring, task, h.generation, upcoming);
     const std::uint64_t t0 = now_ns();
     std::byte* data = c.region->base() + layout.data(s);
     FillResult r = fill_batch(c.fill, data, h.epoch, h.batch, h.count, rng,

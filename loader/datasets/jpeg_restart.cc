@@ -348,12 +348,14 @@ JpegSlice slice_jpeg(std::span<const std::uint8_t> b, const RestartIndex& x, int
   out[height_at + 2] = static_cast<std::uint8_t>(width >> 8);
   out[height_at + 3] = static_cast<std::uint8_t>(width);
   // Each kept interval's data, from after the marker before it to its own
-  // (both checked), then a restart marker of the slice's own numbering.
+  // (both checked: the one before only at a row's first kept interval, since
+  // elsewhere it ended the interval just copied), then a restart marker of the
+  // slice's own numbering.
   std::uint32_t written = 0;
   for (std::uint32_t r = r0; r <= r1; ++r) {
     for (std::uint32_t c = c0; c <= c1; ++c) {
       const std::uint32_t k = r * per_row + c;
-      if (k > 0) check_marker(b, x, k - 1);
+      if (k > 0 && c == c0) check_marker(b, x, k - 1);
       if (k < x.markers.size()) check_marker(b, x, k);
       const std::size_t from = k == 0 ? x.scan_start : x.markers[k - 1] + 2;
       const std::size_t to = k < x.markers.size() ? x.markers[k] : x.scan_end;
