@@ -4,7 +4,8 @@
 // writes from JPEGs (decoded by libjpeg-turbo, at every DCT scale). The pixel
 // test runs it under several OpenCV CPU dispatch levels (OPENCV_CPU_DISABLE),
 // with libjpeg-turbo's SIMD off (JSIMD_FORCENONE) and with the resampler's
-// vector kernels off (SEEDLOADER_SIMD=off), and requires identical lines.
+// vector kernels at each level (SEEDLOADER_SIMD=off|sse41|avx2), and requires
+// identical lines. `pixel_dump --simd` prints the resampler's level instead.
 #include <cstdint>
 #include <cstdio>
 #include <opencv2/core.hpp>
@@ -19,6 +20,7 @@
 #include "seedloader/half.h"
 #include "seedloader/transforms/spec.h"
 #include "tests/transforms/test_images.h"
+#include "transforms/resample_kernels.h"
 
 namespace {
 
@@ -56,7 +58,7 @@ void dump_fused(const char* spec, const std::vector<std::vector<std::uint8_t>>& 
 
 }  // namespace
 
-int main() {
+int dump() {
   using seedloader::parse_transform_spec;
   const char* steps[] = {"erase:1",
                          "rrc:64",
@@ -103,4 +105,18 @@ int main() {
   dump_fused<std::uint8_t>("rrc:224,hflip,u8", jpegs);
   dump_fused<float>("rrc:101x37,hflip,normalize:imagenet", jpegs);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  try {
+    if (argc == 2 && std::string(argv[1]) == "--simd") {
+      namespace resample = seedloader::resample;
+      std::printf("%s\n", resample::simd_level_name(resample::simd_level()));
+      return 0;
+    }
+    return dump();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "pixel_dump: %s\n", e.what());
+    return 1;
+  }
 }
