@@ -12,6 +12,11 @@ W = 1 and 2 workers or threads:
   seedloader_cpp_u8, _f16, _bf16
                     seedloader-bench with the output as uint8 (no normalise), float16
                     and bfloat16: seedloader-only rows, no ratio to a peer
+  seedloader_cpp_restart
+                    seedloader-bench on the same images packed into tar shards by
+                    seedloader-pack --jpeg-restart (restart intervals and their
+                    index, so a crop entropy-decodes only the intervals around it);
+                    a seedloader-only row
   torch_pil         torchvision ImageFolder + PIL transforms, DataLoader(num_workers=W);
                     NCHW
   torch_v2          torchvision.io.decode_jpeg + transforms.v2 in the DataLoader;
@@ -67,7 +72,10 @@ CPP_SPECS = {
     "seedloader_cpp_u8": "rrc:224,hflip,u8",
     "seedloader_cpp_f16": SPEC + ":f16",
     "seedloader_cpp_bf16": SPEC + ":bf16",
+    "seedloader_cpp_restart": SPEC,
 }
+# The seedloader-bench rows that read the folder's --jpeg-restart pack.
+RESTART_ROWS = ("seedloader_cpp_restart",)
 
 # name -> (label, output layout); the order is the table's.
 CONTENDERS = {
@@ -76,6 +84,7 @@ CONTENDERS = {
     "seedloader_cpp_u8": ("seedloader (C++ bench), uint8", "NCHW u8"),
     "seedloader_cpp_f16": ("seedloader (C++ bench), float16", "NCHW f16"),
     "seedloader_cpp_bf16": ("seedloader (C++ bench), bfloat16", "NCHW bf16"),
+    "seedloader_cpp_restart": ("seedloader (C++ bench), --jpeg-restart shards", "NCHW"),
     "torch_pil": ("PyTorch DataLoader, PIL", "NCHW"),
     "torch_v2": ("PyTorch DataLoader, decode_jpeg + v2", "NCHW"),
     "dali": ("DALI CPU pipeline", "NCHW"),
@@ -326,7 +335,9 @@ class Contender:
     def command(self, w):
         a = self.args
         if self.name in CPP_SPECS:
-            cmd = [a.binary, "--data", "imagefolder:" + self.folder, "--transform",
+            data = ("tar:" + restart_pack(self.folder) if self.name in RESTART_ROWS
+                    else "imagefolder:" + self.folder)
+            cmd = [a.binary, "--data", data, "--transform",
                    CPP_SPECS[self.name], "--batch-size", str(a.batch_size), "--workers",
                    str(w), "--batches", str(a.batches), "--warmup", str(a.warmup), "--json"]
             if self.name == "seedloader_cpp":  # once per run is enough (>= 1 s each)
@@ -362,6 +373,22 @@ class Contender:
 # Fields of seedloader-bench's JSON kept per run (medians in the summary).
 CPP_FIELDS = ("main_cpu_s_per_batch", "main_cpu_share", "decode_only_per_s",
               "per_worker_vs_decode")
+
+
+def restart_pack(folder):
+    return folder + "-restart"
+
+
+def pack_restart(args, folder):
+    """Packs the folder with seedloader-pack --jpeg-restart, once."""
+    out = restart_pack(folder)
+    if os.path.exists(os.path.join(out, "index.json")):
+        return
+    if not os.path.exists(args.pack):
+        print("  no %s (scripts/build.sh): no --jpeg-restart row" % args.pack, flush=True)
+        return
+    subprocess.run([args.pack, "imagefolder:" + folder, out, "--shard-size", "64M",
+                    "--jpeg-restart"], check=True, stdout=subprocess.DEVNULL)
 
 
 def folder_bits_per_pixel(folder, width, height):
@@ -487,6 +514,7 @@ def parent(args):
         path = os.path.join(args.data_dir, "%s-%d" % (name, n))
         print("generating %d %s JPEGs in %s (once)" % (n, name, path), flush=True)
         pybench.make_image_folder(path, n, width, height, texture="photo")
+        pack_restart(args, path)
         folders.append({"name": name, "images": n, "path": path,
                         "bits_per_pixel": folder_bits_per_pixel(path, width, height)})
 
@@ -567,7 +595,10 @@ def main():
                    help="where the generated folders are kept (made once)")
     p.add_argument("--binary", default=os.path.join(ROOT, "build", "default", "tools",
                                                     "seedloader_bench", "seedloader-bench"),
-                   help="seedloader-bench, for the seedloader_cpp row")
+                   help="seedloader-bench, for the seedloader_cpp rows")
+    p.add_argument("--pack", default=os.path.join(ROOT, "build", "default", "tools",
+                                                  "seedloader_pack", "seedloader-pack"),
+                   help="seedloader-pack, for the --jpeg-restart row")
     pybench.add_run_options(p, rounds=5, quick_help="1 round, at most 256 images a folder "
                             "(64 of 1920x1080), 3 batches")
     # A child's options: one measurement of one contender (see child()).
