@@ -1,17 +1,20 @@
 // transforms_bench: the costs that decide an augmentation pipeline's speed.
 // Each transform on a 256x256 image (224x224 out where it resizes or crops);
 // decoding a 1600x1200 JPEG at full size, at 1/2, 1/4, 1/8 and only a 224x224
-// window; RandomResizedCrop from that JPEG, decoding at the reduced scale the
-// crop allows versus always at full size; the fused ToTensor+Normalize pass;
-// the ImageNet training chain on a decoded image. Items are images.
+// window, and with restart markers added; RandomResizedCrop from that JPEG, decoding at
+// the reduced scale the crop allows versus always at full size; the fused
+// ToTensor+Normalize pass; the ImageNet training chain on a decoded image. Items are
+// images.
 #include <benchmark/benchmark.h>
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <string>
 #include <vector>
 
 #include "loader/datasets/image_decode.h"
 #include "loader/datasets/jpeg_region.h"
+#include "loader/datasets/jpeg_restart.h"
 #include "seedloader/seed_sequence.h"
 #include "seedloader/transforms/spec.h"
 #include "transforms/crop.h"
@@ -118,8 +121,10 @@ BENCHMARK_CAPTURE(BM_Transform, rotation, "rotate:30");
 BENCHMARK_CAPTURE(BM_Transform, gaussian_blur, "blur:5:0.1:2");
 
 // Arg: the reduction (1, 2, 4, 8), or 0 for a 224x224 window at full scale.
-void BM_JpegDecode(benchmark::State& state) {
-  const auto bytes = test_jpeg();
+// BM_JpegDecodeRestarted: the same JPEG rewritten by seedloader-pack
+// --jpeg-restart (its coefficients copied, restart markers added, Huffman
+// tables optimised), decoded whole, so the two show what the markers cost.
+void jpeg_decode(benchmark::State& state, const std::vector<std::uint8_t>& bytes) {
   const ImageHeader header = probe_image(bytes, kDefaultMaxPixels);
   const int reduction = static_cast<int>(state.range(0));
   for (auto _ : state) {
@@ -135,6 +140,7 @@ void BM_JpegDecode(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(bytes.size()));
   state.SetLabel(reduction == 0 ? "224x224 window" : "1/" + std::to_string(reduction));
 }
+void BM_JpegDecode(benchmark::State& state) { jpeg_decode(state, test_jpeg()); }
 BENCHMARK(BM_JpegDecode)
     ->Arg(1)
     ->Arg(2)
@@ -142,6 +148,17 @@ BENCHMARK(BM_JpegDecode)
     ->Arg(8)
     ->Arg(0)
     ->Unit(benchmark::kMillisecond);
+
+void BM_JpegDecodeRestarted(benchmark::State& state) {
+  std::string why_not;
+  const auto restarted = add_restarts(test_jpeg(), &why_not);
+  if (!restarted) {
+    state.SkipWithError(("no restart markers: " + why_not).c_str());
+    return;
+  }
+  jpeg_decode(state, restarted->jpeg);
+}
+BENCHMARK(BM_JpegDecodeRestarted)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace seedloader
