@@ -146,7 +146,8 @@ __attribute__((target("sse4.1"))) void rows3_sse41(const RowPass& pass,
   };
   int j = 0;
   while (j < pass.width) {
-    if (j + 4 <= pass.width && safe(j) && safe(j + 3)) {
+    // Each of the four is checked: a filter need not end later as it goes.
+    if (j + 4 <= pass.width && safe(j) && safe(j + 1) && safe(j + 2) && safe(j + 3)) {
       __m128i sums[kRows][4];
       for (int i = 0; i < 4; ++i) {
         const int x = source(pass, j + i);
