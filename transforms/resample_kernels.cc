@@ -237,8 +237,9 @@ constexpr InterleaveMasks interleave_masks() {
 }
 constexpr InterleaveMasks kInterleave = interleave_masks();
 
-__attribute__((target("sse4.1"))) void interleave3_sse41(const std::uint8_t* planes,
-                                                         int width, std::uint8_t* out) {
+// Interleaves whole groups of 16 pixels; returns how many pixels it did.
+__attribute__((target("sse4.1"))) int interleave3_sse41(const std::uint8_t* planes,
+                                                        int width, std::uint8_t* out) {
   int x = 0;
   for (; x + 16 <= width; x += 16) {
     __m128i plane[3];
@@ -256,9 +257,7 @@ __attribute__((target("sse4.1"))) void interleave3_sse41(const std::uint8_t* pla
       _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 3 * x + 16 * b), bytes);
     }
   }
-  for (; x < width; ++x) {
-    for (int c = 0; c < 3; ++c) out[3 * x + c] = planes[c * width + x];
-  }
+  return x;
 }
 
 // ---- AVX2 -----------------------------------------------------------------
@@ -508,8 +507,9 @@ void column_f32(SimdLevel level, const std::uint8_t* in, std::size_t stride,
 
 void interleave3(SimdLevel level, const std::uint8_t* planes, int width,
                  std::uint8_t* out) {
-  if (level != SimdLevel::kOff) return interleave3_sse41(planes, width, out);
-  for (int x = 0; x < width; ++x) {
+  // The vector code takes whole groups of 16 pixels; the rest are done here.
+  int x = level != SimdLevel::kOff ? interleave3_sse41(planes, width, out) : 0;
+  for (; x < width; ++x) {
     for (int c = 0; c < 3; ++c) out[3 * x + c] = planes[c * width + x];
   }
 }
