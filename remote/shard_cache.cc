@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "seedloader/error.h"
@@ -64,25 +65,6 @@ bool try_pin_lock(int fd, short type) {
     rc = ::fcntl(fd, F_OFD_SETLK, &whole);
   } while (rc != 0 && errno == EINTR);
   return rc == 0;
-}
-
-std::uint64_t fd_xxh64(int fd, std::uint64_t size, const std::string& what) {
-  XXH64_state_t* state = XXH64_createState();
-  if (!state) throw std::bad_alloc();
-  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> guard(
-      state, &XXH64_freeState);
-  XXH64_reset(state, 0);
-  std::vector<char> buffer(1 << 20);
-  for (std::uint64_t at = 0; at < size;) {
-    const ssize_t n =
-        ::pread(fd, buffer.data(), std::min<std::uint64_t>(buffer.size(), size - at),
-                static_cast<off_t>(at));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw DataError(what + ": cannot read back the downloaded file");
-    XXH64_update(state, buffer.data(), static_cast<std::size_t>(n));
-    at += static_cast<std::uint64_t>(n);
-  }
-  return XXH64_digest(state);
 }
 
 // A part file's final size, from its name NAME.<xxh64>.<bytes>.part; 0 if the
@@ -230,7 +212,7 @@ std::string ShardCache::ensure(const ShardInfo& shard, Need need) const {
       if (::fstat(fd.get(), &now) == 0 && now.st_size == 0) ::unlink(part.c_str());
       throw;
     }
-    const std::uint64_t got = fd_xxh64(fd.get(), shard.bytes, "shard " + url.display());
+    const std::uint64_t got = file_xxh64(fd.get(), shard.bytes, "shard " + url.display());
     if (got != shard.xxh64) {
       ::unlink(part.c_str());
       throw fail("its XXH64 " + hex16(got) + " differs from the index's " +
@@ -309,6 +291,30 @@ int ShardCache::reserve(std::uint64_t bytes, const std::string& part, Need need)
     if (::unlink(e->path.c_str()) == 0) used -= e->bytes;
   }
   return open_part();
+}
+
+std::uint64_t file_xxh64(int fd, std::uint64_t size, const std::string& what) {
+  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> state(
+      XXH64_createState(), &XXH64_freeState);
+  if (!state || XXH64_reset(state.get(), 0) != XXH_OK) throw std::bad_alloc();
+  std::vector<char> buffer(1 << 20);
+  for (std::uint64_t at = 0; at < size;) {
+    const ssize_t n =
+        ::pread(fd, buffer.data(), std::min<std::uint64_t>(buffer.size(), size - at),
+                static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      throw DataError(what + ": cannot be read at byte " + std::to_string(at) + ": " +
+                      std::strerror(errno));
+    }
+    if (n == 0) {
+      throw DataError(what + ": ends at byte " + std::to_string(at) + " of " +
+                      std::to_string(size));
+    }
+    XXH64_update(state.get(), buffer.data(), static_cast<std::size_t>(n));
+    at += static_cast<std::uint64_t>(n);
+  }
+  return XXH64_digest(state.get());
 }
 
 }  // namespace seedloader::remote

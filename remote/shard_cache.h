@@ -67,6 +67,10 @@ class ShardPin {
   int fd_ = -1;
 };
 
+// XXH64 (seed 0) of the first `size` bytes of the open file `fd`, read in 1 MiB
+// pieces. Throws DataError naming `what` when they cannot all be read.
+std::uint64_t file_xxh64(int fd, std::uint64_t size, const std::string& what);
+
 struct ShardInfo {
   std::string name;  // file name beside the index, e.g. "000012.tar"
   std::uint64_t bytes = 0;

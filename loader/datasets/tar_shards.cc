@@ -4,7 +4,6 @@
 #include <archive_entry.h>
 #include <glob.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <charconv>
@@ -150,21 +149,6 @@ struct IndexedShard {
 // `rst` member, size 0 when there is none).
 template <typename Sink>
 void scan_shard(const FileHandle& file, const std::string& label_ext, Sink&& sample);
-
-// XXH64 (seed 0) of the whole file, read in 1 MiB pieces.
-std::uint64_t file_xxh64(const FileHandle& file) {
-  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> state(
-      XXH64_createState(), &XXH64_freeState);
-  if (!state || XXH64_reset(state.get(), 0) != XXH_OK) throw std::bad_alloc();
-  std::vector<std::uint8_t> buffer(1 << 20);
-  const std::uint64_t size = file.size();
-  for (std::uint64_t at = 0; at < size; at += buffer.size()) {
-    const std::uint64_t n = std::min<std::uint64_t>(buffer.size(), size - at);
-    file.read_at(at, std::span<std::uint8_t>(buffer.data(), n));
-    XXH64_update(state.get(), buffer.data(), n);
-  }
-  return XXH64_digest(state.get());
-}
 
 }  // namespace
 
@@ -614,7 +598,8 @@ std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(
       throw fail("it has " + std::to_string(file.size()) + " bytes, the index says " +
                  std::to_string(want.bytes));
     // The cache checked a remote shard's hash before it let anyone see the file.
-    if (options.verify_shards && !cache && file_xxh64(file) != want.xxh64)
+    if (options.verify_shards && !cache &&
+        remote::file_xxh64(file.fd(), file.size(), "shard " + file.path()) != want.xxh64)
       throw fail("its XXH64 differs from the index's (the file changed or is damaged)");
     auto samples = std::make_unique<ShardSamples>();
     scan_shard(file, options.label_ext,
