@@ -17,6 +17,7 @@
 #include "seedloader/datasets/tensor_file.h"
 #include "seedloader/derive.h"
 #include "seedloader/transforms/spec.h"
+#include "tests/common/epoch_bytes.h"
 #include "tests/datasets/dataset_test_util.h"
 #include "tests/datasets/tar_writer.h"
 
@@ -26,8 +27,7 @@ namespace {
 using testing::TempDir;
 using testing::write_file;
 
-// Sample index -> (every field's bytes), for one epoch.
-using Epoch = std::map<std::uint64_t, std::vector<std::byte>>;
+using Epoch = testing_util::EpochBytes;
 
 Epoch run_epoch(const Dataset& data, int workers, SeedScope seeding,
                 std::uint64_t epoch = 0) {
@@ -40,20 +40,7 @@ Epoch run_epoch(const Dataset& data, int workers, SeedScope seeding,
   opt.timeout = std::chrono::milliseconds(30'000);
   DataLoader loader(data, opt);
   loader.set_epoch(epoch);
-  Epoch out;
-  for (const Batch& b : loader) {
-    for (std::uint64_t s = 0; s < b.size(); ++s) {
-      std::vector<std::byte> bytes;
-      for (std::size_t f = 0; f < data.layout().num_fields(); ++f) {
-        const TensorView t = b.tensor(data.layout().field(f).name);
-        const std::size_t row = t.bytes() / b.size();
-        bytes.insert(bytes.end(), t.data + s * row, t.data + (s + 1) * row);
-      }
-      EXPECT_TRUE(out.emplace(b.indices()[s], std::move(bytes)).second)
-          << "sample " << b.indices()[s] << " delivered twice";
-    }
-  }
-  return out;
+  return testing_util::epoch_bytes(loader, data.layout());
 }
 
 // The bytes get() writes for `index` with the per-sample stream of epoch 0.

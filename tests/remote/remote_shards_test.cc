@@ -29,6 +29,7 @@
 #include "seedloader/random.h"
 #include "seedloader/transforms/spec.h"
 #include "tests/common/cross_check.h"
+#include "tests/common/epoch_bytes.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 #include "tests/remote/local_servers.h"
@@ -74,8 +75,7 @@ TarShardsOptions cached_in(const std::string& dir, std::uint64_t limit = 0) {
   return o;
 }
 
-// Sample index -> its image and label bytes, over one epoch of the loader.
-using Epoch = std::map<std::uint64_t, std::vector<std::byte>>;
+using Epoch = testing_util::EpochBytes;
 
 LoaderOptions loader_options(int workers, ShuffleOrder order = ShuffleOrder::kNumpy) {
   LoaderOptions opt;
@@ -95,19 +95,7 @@ Epoch run_epoch(const Dataset& data, int workers, std::uint64_t epoch,
                 std::uint64_t start = 0, ShuffleOrder order = ShuffleOrder::kNumpy) {
   DataLoader loader(data, loader_options(workers, order));
   loader.resume(epoch, start);
-  Epoch out;
-  for (const Batch& b : loader) {
-    for (std::uint64_t s = 0; s < b.size(); ++s) {
-      std::vector<std::byte> bytes;
-      for (const char* field : {"image", "label"}) {
-        const TensorView t = b.tensor(field);
-        const std::size_t row = t.bytes() / b.size();
-        bytes.insert(bytes.end(), t.data + s * row, t.data + (s + 1) * row);
-      }
-      out[b.indices()[s]] = std::move(bytes);
-    }
-  }
-  return out;
+  return testing_util::epoch_bytes(loader, data.layout());
 }
 
 std::string error_of(const std::function<void()>& f) {
