@@ -79,14 +79,17 @@ cv::Rect draw_resized_crop(cv::Size source, std::pair<double, double> scale,
   for (int attempt = 0; attempt < 10; ++attempt) {
     const double target_area = area * uniform(rng, scale.first, scale.second);
     const double aspect = std::exp(uniform(rng, log_lo, log_hi));
-    const long w = round_half_even(std::sqrt(target_area * aspect));
-    const long h = round_half_even(std::sqrt(target_area / aspect));
+    // Compared as doubles: an extreme ratio range gives sides far beyond int.
+    const double w = std::nearbyint(std::sqrt(target_area * aspect));
+    const double h = std::nearbyint(std::sqrt(target_area / aspect));
     if (w > 0 && h > 0 && w <= width && h <= height) {
+      const int wi = static_cast<int>(w);
+      const int hi = static_cast<int>(h);
       const int top =
-          static_cast<int>(bounded(rng, static_cast<std::uint64_t>(height - h + 1)));
+          static_cast<int>(bounded(rng, static_cast<std::uint64_t>(height - hi + 1)));
       const int left =
-          static_cast<int>(bounded(rng, static_cast<std::uint64_t>(width - w + 1)));
-      return cv::Rect(left, top, static_cast<int>(w), static_cast<int>(h));
+          static_cast<int>(bounded(rng, static_cast<std::uint64_t>(width - wi + 1)));
+      return cv::Rect(left, top, wi, hi);
     }
   }
   // Fallback: the whole image, its aspect clamped into the ratio range, centred.

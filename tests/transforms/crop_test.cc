@@ -225,6 +225,22 @@ TEST(RandomResizedCropTest, FallsBackToTheCentralCropWithClampedRatio) {
   EXPECT_EQ(r, cv::Rect(0, 25, 100, 50));
 }
 
+TEST(RandomResizedCropTest, AnExtremeRatioRangeStaysWithinTheImage) {
+  // A ratio of 3.7e-57 or 5.33 asks for sides far beyond int: such tries fail
+  // and the draw still returns a window inside the image. (Converting those
+  // sides to int was undefined; the fuzz corpus's rrc_extreme_ratio makes the
+  // clang UBSan build of transform_spec_fuzzer catch it.)
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    Rng rng = test_rng(seed);
+    const cv::Rect r =
+        draw_resized_crop(cv::Size(4, 6), {0.5, 1.0}, {3.7e-57, 5.33}, rng);
+    EXPECT_GT(r.width, 0);
+    EXPECT_GT(r.height, 0);
+    EXPECT_LE(r.x + r.width, 4);
+    EXPECT_LE(r.y + r.height, 6);
+  }
+}
+
 TEST(RandomResizedCropTest, OutputIsTheDrawnWindowResized) {
   const cv::Mat image = gradient_image(120, 90);
   RandomResizedCrop rrc(cv::Size(32, 24));
