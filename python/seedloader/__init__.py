@@ -22,7 +22,6 @@ import importlib.util
 import os
 import re
 import sys
-import threading
 
 from seedloader._errors import (CommError, ConfigError, DataError, Error, TimeoutError,
                                 WorkerError)
@@ -266,7 +265,6 @@ class DataLoader:
         self._resume = None      # (epoch, batch) the next iteration starts at
         self._yielded = 0        # batches delivered in the current epoch
         self._generation = 0     # of the newest iterator; older ones are stale
-        self._busy = threading.Lock()
         self._pinned = None
         if isinstance(dataset, Dataset):
             self._engine()  # a C++ dataset knows its layout without reading a sample
@@ -338,45 +336,24 @@ class DataLoader:
             replay = first  # worker streams must advance as they did: load, discard
         self._yielded = first
         self._generation += 1
-        return self._batches(core, replay, self._generation)
+        # A pass that runs in C++ per batch (seedloader._core.Batches says how).
+        return _core.Batches(self, core, self._generation, replay, self._layout,
+                             self.pad_variable)
 
-    def _batches(self, core, replay, generation):
-        layout, pad = self._layout, self.pad_variable
+    def _raise_batch_error(self, batches):
+        """Raises the error the pass `batches` met, in this API's terms: a held slot
+        as what to do about it, and with num_workers=0 chained to the dataset's own
+        exception and traceback."""
         try:
-            while True:
-                if generation != self._generation:
-                    raise Error("DataLoader: this iterator was replaced by a newer "
-                                "iteration of the same loader; iterate the newer one")
-                if not self._busy.acquire(blocking=False):
-                    raise Error("DataLoader: another thread is iterating this loader; "
-                                "a loader is used from one thread at a time")
-                try:
-                    item = core.next()
-                except Error as e:
-                    held = _held_slot_error(e)
-                    if held is not None:
-                        raise held from None
-                    cause = _dataset.take_in_process_error()
-                    if cause is None:
-                        raise
-                    raise e from cause  # the dataset's own exception and traceback
-                finally:
-                    self._busy.release()
-                if item is None:
-                    return
-                if replay:
-                    replay -= 1
-                    continue
-                fields, self._last_indices, lengths = item
-                item = None
-                batch = fields if layout is None else layout.build(fields, lengths, pad)
-                fields = None
-                self._yielded += 1
-                yield batch
-                batch = None  # only the caller may keep it alive
-        finally:
-            if generation == self._generation and self._core is core:
-                core.stop()
+            batches.rethrow()
+        except Error as e:
+            held = _held_slot_error(e)
+            if held is not None:
+                raise held from None
+            cause = _dataset.take_in_process_error()
+            if cause is None:
+                raise
+            raise e from cause
 
     def state_dict(self):
         """Where the loader is: resume with load_state_dict() on a loader built with
@@ -445,6 +422,8 @@ class DataLoader:
         self._close_engine()
 
     def _close_engine(self):
+        if self._core is not None:
+            self._core.stop()  # refuses while another thread waits for a batch
         self._unpin()
         if self._core is not None:
             self._core.close()

@@ -35,8 +35,7 @@ struct ManagedView {
   nb::dlpack::dltensor tensor;
   void* context = nullptr;
   void (*deleter)(ManagedView*) = nullptr;
-  std::vector<std::int64_t> shape;
-  std::vector<std::int64_t> strides;  // in elements
+  std::vector<std::int64_t> dims;  // the shape, then the strides in elements
   PyObject* owner = nullptr;
 };
 
@@ -65,15 +64,18 @@ nb::object make_torch_tensor(const TensorView& view, nb::handle owner) {
   static PyObject* from_dlpack =
       nb::object(nb::module_::import_("torch._C").attr("_from_dlpack")).release().ptr();
   auto m = std::make_unique<ManagedView>();
-  m->shape = view.shape;
-  m->strides = element_strides(view);
+  const std::size_t ndim = view.shape.size();
+  const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
+  m->dims.reserve(2 * ndim);
+  m->dims.assign(view.shape.begin(), view.shape.end());
+  for (std::int64_t s : view.strides) m->dims.push_back(s / item);
   // The slot is the batch's own memory: writable, as a collated batch would be.
   m->tensor.data = const_cast<std::byte*>(view.data);
   m->tensor.device = {static_cast<std::int32_t>(nb::device::cpu::value), 0};
-  m->tensor.ndim = static_cast<std::int32_t>(m->shape.size());
+  m->tensor.ndim = static_cast<std::int32_t>(ndim);
   m->tensor.dtype = dlpack_dtype(view.dtype);
-  m->tensor.shape = m->shape.data();
-  m->tensor.strides = m->strides.data();
+  m->tensor.shape = m->dims.data();
+  m->tensor.strides = m->dims.data() + ndim;
   m->deleter = free_managed_view;
   m->owner = owner.ptr();
   Py_INCREF(m->owner);

@@ -1,5 +1,6 @@
 // seedloader._core.Loader: the DataLoader from Python (the Python class
-// seedloader.DataLoader wraps it with PyTorch's argument names).
+// seedloader.DataLoader wraps it with PyTorch's argument names), and
+// seedloader._core.Batches, the iterator over one of its epochs.
 //
 // Batches: each delivered Batch moves into a BatchHolder, a Python object that
 // every exported tensor of the batch keeps alive (DLPack). When the last one is
@@ -22,9 +23,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "python/src/arrays.h"
@@ -82,6 +85,17 @@ void check_signals() {
 
 class Loader;
 
+constexpr const char* kBusy =
+    "DataLoader: another thread is iterating this loader; a loader is used from one "
+    "thread at a time";
+
+// One batch as Python receives it.
+struct Exported {
+  nb::dict fields;     // {field name: tensor}
+  nb::object indices;  // the sample indices, native uint64 bytes
+  nb::object lengths;  // {variable field: [elements per sample]}, or None
+};
+
 // Owns one delivered batch for as long as any tensor made from it lives.
 struct BatchHolder {
   BatchHolder(Batch b, Loader* l) : batch(std::move(b)), loader(l) {}
@@ -124,12 +138,11 @@ class Loader {
     fork_->base_seed = loader_->base_seed();
   }
 
-  ~Loader() { close(); }
+  ~Loader() { release(); }
 
   void close() {
-    current_.reset();
-    returned_.clear();
-    loader_.reset();
+    if (busy_) throw Error(kBusy);
+    release();
   }
 
   DataLoader& loader() {
@@ -137,10 +150,16 @@ class Loader {
     return *loader_;
   }
 
-  // The next batch of the epoch as ({field: tensor}, the sample indices as
-  // native uint64 bytes, {variable field: [elements per sample]} or None when
-  // the batch has no variable field), or None after the last.
-  nb::object next(nb::handle self) {
+  // The next batch of the epoch as its {field: tensor} dict, its sample indices
+  // as native uint64 bytes and {variable field: [elements per sample]} (None
+  // when the batch has no variable field); nullopt after the last.
+  std::optional<Exported> next(nb::handle self) {
+    if (busy_) throw Error(kBusy);
+    busy_ = true;
+    struct Idle {
+      bool& busy;
+      ~Idle() { busy = false; }
+    } idle{busy_};
     returned_.clear();  // hands back the slots of batches Python has freed
     DataLoader& l = loader();
     if (!current_) {
@@ -152,13 +171,17 @@ class Loader {
     }
     if (*current_ == DataLoader::Sentinel{}) {
       current_.reset();
-      return nb::none();
+      return std::nullopt;
     }
     return export_batch(self, current_->take());
   }
 
+  // Whether a thread is waiting in next() (with the GIL released).
+  bool busy() const { return busy_; }
+
   // Abandons the epoch in progress (workers stop; persistent ones stay).
   void stop() {
+    if (busy_) throw Error(kBusy);
     returned_.clear();
     current_.reset();
   }
@@ -173,27 +196,43 @@ class Loader {
   nb::object dataset() const { return dataset_ref_; }
 
  private:
-  nb::object export_batch(nb::handle self, Batch batch) {
+  void release() {
+    current_.reset();
+    returned_.clear();
+    loader_.reset();
+  }
+
+  Exported export_batch(nb::handle self, Batch batch) {
     auto* holder = new BatchHolder(std::move(batch), this);
     holder->loader_ref = nb::borrow(self);
     nb::object owner = nb::cast(holder, nb::rv_policy::take_ownership);
     const Batch& b = holder->batch;
-    nb::dict fields;
-    nb::object lengths = nb::none();  // variable fields only: each sample's element count
+    if (names_.size() != b.num_fields()) {
+      // Interned once: each batch's dict shares them, and a lookup by a literal
+      // name compares pointers.
+      names_.clear();
+      for (std::size_t f = 0; f < b.num_fields(); ++f) {
+        PyObject* name = PyUnicode_FromString(b.tensor(f).name.c_str());
+        if (name == nullptr) throw nb::python_error();
+        PyUnicode_InternInPlace(&name);
+        names_.push_back(nb::steal<nb::str>(name));
+      }
+    }
+    Exported out{nb::dict(), nb::none(), nb::none()};
     for (std::size_t f = 0; f < b.num_fields(); ++f) {
       TensorView v = b.tensor(f);
-      fields[v.name.c_str()] = export_view(v, owner, format_);
+      out.fields[names_[f]] = export_view(v, owner, format_);
       // The dataset's fields come first; a mixer's target after them is fixed.
       if (f < layout_->num_fields() && layout_->field(f).variable) {
-        if (lengths.is_none()) lengths = nb::dict();
-        lengths[v.name.c_str()] = b.lengths(f);
+        if (out.lengths.is_none()) out.lengths = nb::dict();
+        out.lengths[names_[f]] = b.lengths(f);
       }
     }
     // The indices as their uint64 bytes: a list of Python ints is built only if
     // the caller asks for it (a loop that never looks pays one copy).
     std::span<const Index> indices = b.indices();
-    nb::bytes raw(indices.data(), indices.size_bytes());
-    return nb::make_tuple(fields, raw, lengths);
+    out.indices = nb::bytes(indices.data(), indices.size_bytes());
+    return out;
   }
 
   nb::object dataset_ref_;
@@ -205,6 +244,141 @@ class Loader {
   std::unique_ptr<DataLoader> loader_;
   std::optional<DataLoader::Iterator> current_;
   std::vector<Batch> returned_;  // touched only with the GIL held
+  std::vector<nb::str> names_;   // the batch's field names, interned
+  bool busy_ = false;            // a thread waits in next()
+};
+
+// Interned attribute names, made once and kept for the life of the process.
+PyObject* interned(const char* name) {
+  PyObject* s = PyUnicode_InternFromString(name);
+  if (s == nullptr) throw nb::python_error();
+  return s;
+}
+
+// What iter(seedloader.DataLoader) returns: one pass over an epoch. Its
+// __next__ does in C++ what a generator in the package would do, so a batch
+// costs the main thread no interpreter frame of the package's own:
+// - a stale pass (the loader has begun a newer one) raises, as does a call while
+//   another thread waits in the Loader;
+// - the first `replay` batches are loaded and dropped (a worker-seeded resume);
+// - each batch goes through layout.build(fields, lengths, pad) when a Python
+//   dataset's layout is given, and the owner's _last_indices and _yielded
+//   follow it;
+// - an engine error goes to owner._raise_batch_error(self), which raises it in
+//   the package's terms (rethrow() hands it over);
+// - the epoch stops (workers idle or go) when the pass is exhausted, fails or is
+//   collected, unless the loader has moved on already.
+class Batches {
+ public:
+  Batches(nb::object owner, nb::object core, std::uint64_t generation,
+          std::uint64_t replay, nb::object layout, bool pad)
+      : owner_(std::move(owner)),
+        core_(std::move(core)),
+        generation_(generation),
+        replay_(replay),
+        pad_(nb::bool_(pad)) {
+    nb::cast<Loader&>(core_);  // a TypeError now rather than at the first batch
+    if (!layout.is_none()) build_ = layout.attr("build");
+  }
+
+  ~Batches() {
+    nb::error_scope keep;  // collected while an exception propagates: keep it
+    try {
+      finish();
+    } catch (...) {
+      // collected during a newer pass's wait, or at exit: nothing is left to stop
+    }
+  }
+
+  nb::object next(nb::handle self) {
+    static PyObject* const kLastIndices = interned("_last_indices");
+    static PyObject* const kYielded = interned("_yielded");
+    if (done_) throw nb::stop_iteration();
+    if (!newest())
+      throw Error(
+          "DataLoader: this iterator was replaced by a newer iteration of the same "
+          "loader; iterate the newer one");
+    Loader& loader = nb::cast<Loader&>(core_);
+    if (loader.busy()) throw Error(kBusy);
+    for (;;) {
+      std::optional<Exported> batch;
+      std::exception_ptr error;
+      try {
+        batch = loader.next(core_);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (error) fail(self, error);
+      if (!batch) {
+        finish();
+        throw nb::stop_iteration();
+      }
+      if (replay_ > 0) {
+        --replay_;
+        continue;
+      }
+      if (PyObject_SetAttr(owner_.ptr(), kLastIndices, batch->indices.ptr()) != 0)
+        throw nb::python_error();
+      nb::object yielded = nb::steal(PyObject_GetAttr(owner_.ptr(), kYielded));
+      if (!yielded.is_valid()) throw nb::python_error();
+      nb::object more = nb::steal(PyNumber_Add(yielded.ptr(), nb::int_(1).ptr()));
+      if (!more.is_valid() || PyObject_SetAttr(owner_.ptr(), kYielded, more.ptr()) != 0)
+        throw nb::python_error();
+      if (!build_.is_valid()) return std::move(batch->fields);
+      return build_(std::move(batch->fields), std::move(batch->lengths), pad_);
+    }
+  }
+
+  // The engine error the last next() met, raised for _raise_batch_error.
+  void rethrow() {
+    if (!error_) throw Error("DataLoader: no batch error to raise");
+    std::exception_ptr e = std::exchange(error_, nullptr);
+    std::rethrow_exception(e);
+  }
+
+ private:
+  bool newest() const {
+    static PyObject* const kGeneration = interned("_generation");
+    nb::object g = nb::steal(PyObject_GetAttr(owner_.ptr(), kGeneration));
+    if (!g.is_valid()) throw nb::python_error();
+    return nb::cast<std::uint64_t>(g) == generation_;
+  }
+
+  // Ends the pass; the epoch stops unless the loader has begun another.
+  void finish() {
+    if (done_) return;
+    done_ = true;
+    static PyObject* const kCore = interned("_core");
+    nb::object current = nb::steal(PyObject_GetAttr(owner_.ptr(), kCore));
+    if (!current.is_valid()) throw nb::python_error();
+    if (newest() && current.is(core_)) nb::cast<Loader&>(core_).stop();
+  }
+
+  [[noreturn]] void fail(nb::handle self, std::exception_ptr error) {
+    error_ = error;
+    try {
+      owner_.attr("_raise_batch_error")(self);
+    } catch (...) {
+      error_ = nullptr;
+      try {
+        finish();
+      } catch (...) {
+        // the batch's error is the one to report
+      }
+      throw;
+    }
+    finish();
+    std::rethrow_exception(error);  // the hook returned: raise it as it is
+  }
+
+  nb::object owner_;  // the seedloader.DataLoader
+  nb::object core_;   // its Loader for this pass
+  std::uint64_t generation_;
+  std::uint64_t replay_;
+  nb::object pad_;
+  nb::object build_;  // layout.build, or unset
+  bool done_ = false;
+  std::exception_ptr error_;
 };
 
 BatchHolder::~BatchHolder() {
@@ -213,6 +387,16 @@ BatchHolder::~BatchHolder() {
 
 void bind_loader(nb::module_& m) {
   nb::class_<BatchHolder>(m, "_BatchHolder");
+
+  nb::class_<Batches>(m, "Batches")
+      .def(nb::init<nb::object, nb::object, std::uint64_t, std::uint64_t, nb::object,
+                    bool>(),
+           nb::arg("owner"), nb::arg("core"), nb::arg("generation"), nb::arg("replay"),
+           nb::arg("layout").none(), nb::arg("pad"))
+      .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
+      .def("__next__",
+           [](nb::handle self) { return nb::cast<Batches&>(self).next(self); })
+      .def("rethrow", &Batches::rethrow);
 
   m.def("draw_base_seed", &draw_base_seed, nb::arg("who"),
         "A base seed drawn from the OS and announced on stderr.");
@@ -306,7 +490,6 @@ void bind_loader(nb::module_& m) {
                     nb::object>(),
            nb::arg("dataset"), nb::arg("options"), nb::arg("worker_init_fn").none(),
            nb::arg("format"), nb::arg("batch_plan").none())
-      .def("next", [](nb::handle self) { return nb::cast<Loader&>(self).next(self); })
       .def("stop", &Loader::stop)
       .def("close", &Loader::close)
       .def("__len__", [](Loader& l) { return l.loader().num_batches(); })

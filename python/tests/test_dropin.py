@@ -9,6 +9,7 @@ import hashlib
 import os
 import pickle
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -485,10 +486,39 @@ def test_a_second_thread_using_the_loader_raises_rather_than_races():
     thread = threading.Thread(target=lambda: errors.append(next(it)))
     thread.start()
     try:
-        with pytest.raises((sl.Error, ValueError)):
+        with pytest.raises(sl.Error, match="another thread is iterating this loader"):
             next(it)
     finally:
         thread.join()
+
+
+def test_stopping_or_closing_while_another_thread_waits_raises():
+    class SlowAfterTheFirst(tud.Dataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            time.sleep(2.0 if i else 0)
+            return i
+    loader = sl.DataLoader(SlowAfterTheFirst(), batch_size=1, num_workers=1, seed=1)
+    it = iter(loader)
+    assert next(it).tolist() == [0]
+    waiting = threading.Event()
+    got = []
+    thread = threading.Thread(target=lambda: (waiting.set(), got.append(next(it))))
+    thread.start()
+    try:
+        waiting.wait()
+        time.sleep(0.2)  # the thread is in the engine, waiting for batch 1
+        with pytest.raises(sl.Error, match="another thread is iterating this loader"):
+            iter(loader)
+        with pytest.raises(sl.Error, match="another thread is iterating this loader"):
+            loader.close()
+    finally:
+        thread.join()
+    assert [b.tolist() for b in got] == [[1]]
+    assert [b.tolist() for b in it] == [[2]]  # the pass goes on, undisturbed
+    loader.close()
 
 
 def test_in_process_a_datasets_exception_is_chained_with_its_traceback():
