@@ -403,8 +403,8 @@ class DataLoader:
         yielded = _resumed_batches(state, mine["global_batch_size"], len(self),
                                    self.partition == "elastic")
         if int(state["base_seed"]) != self._seed:
-            self._seed = int(state["base_seed"])
             self._close_engine()  # rebuilt, and pinned again, for the new seed
+            self._seed = int(state["base_seed"])
         if "batches" in state:
             self._plan = (epoch, [list(map(int, b)) for b in state["batches"]])
         if state.get("_finished", False) or yielded == len(self):

@@ -82,6 +82,8 @@ class Batches:
 
     def rethrow(self) -> None: ...
 
+    def close(self) -> None: ...
+
 def draw_base_seed(who: str) -> int:
     """A base seed drawn from the OS and announced on stderr."""
 
@@ -263,6 +265,10 @@ class Loader:
 
     @property
     def dataset(self) -> object: ...
+
+    @property
+    def busy(self) -> bool:
+        """whether a thread waits in it for a batch"""
 
     def worker_pids(self) -> list[int]: ...
 

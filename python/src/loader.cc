@@ -179,6 +179,23 @@ class Loader {
   // Whether a thread is waiting in next() (with the GIL released).
   bool busy() const { return busy_; }
 
+  // For the cyclic collector: a batch_plan bound to the seedloader.DataLoader
+  // that owns this Loader is a cycle.
+  int traverse(visitproc visit, void* arg) const {
+    Py_VISIT(dataset_ref_.ptr());
+    Py_VISIT(worker_init_fn_.ptr());
+    Py_VISIT(batch_plan_.ptr());
+    return 0;
+  }
+
+  void clear() {
+    release();  // the engine goes first: it refers to the dataset
+    fork_->worker_init_fn = nullptr;
+    batch_plan_.reset();
+    worker_init_fn_.reset();
+    dataset_ref_.reset();
+  }
+
   // Abandons the epoch in progress (workers stop; persistent ones stay).
   void stop() {
     if (busy_) throw Error(kBusy);
@@ -283,21 +300,23 @@ class Batches {
 
   ~Batches() {
     nb::error_scope keep;  // collected while an exception propagates: keep it
-    try {
-      finish();
-    } catch (...) {
-      // collected during a newer pass's wait, or at exit: nothing is left to stop
-    }
+    end_quietly();
   }
 
   nb::object next(nb::handle self) {
-    static PyObject* const kLastIndices = interned("_last_indices");
-    static PyObject* const kYielded = interned("_yielded");
     if (done_) throw nb::stop_iteration();
-    if (!newest())
+    if (running_) throw Error(kBusy);  // another thread is inside this pass
+    running_ = true;
+    struct Idle {
+      bool& running;
+      ~Idle() { running = false; }
+    } idle{running_};
+    if (!newest()) {
+      done_ = true;  // raises once, then is exhausted, as a generator would be
       throw Error(
           "DataLoader: this iterator was replaced by a newer iteration of the same "
           "loader; iterate the newer one");
+    }
     Loader& loader = nb::cast<Loader&>(core_);
     if (loader.busy()) throw Error(kBusy);
     for (;;) {
@@ -317,15 +336,12 @@ class Batches {
         --replay_;
         continue;
       }
-      if (PyObject_SetAttr(owner_.ptr(), kLastIndices, batch->indices.ptr()) != 0)
-        throw nb::python_error();
-      nb::object yielded = nb::steal(PyObject_GetAttr(owner_.ptr(), kYielded));
-      if (!yielded.is_valid()) throw nb::python_error();
-      nb::object more = nb::steal(PyNumber_Add(yielded.ptr(), nb::int_(1).ptr()));
-      if (!more.is_valid() || PyObject_SetAttr(owner_.ptr(), kYielded, more.ptr()) != 0)
-        throw nb::python_error();
-      if (!build_.is_valid()) return std::move(batch->fields);
-      return build_(std::move(batch->fields), std::move(batch->lengths), pad_);
+      try {
+        return deliver(std::move(*batch));
+      } catch (...) {
+        end_quietly();  // a batch that cannot be delivered ends the pass
+        throw;
+      }
     }
   }
 
@@ -336,7 +352,47 @@ class Batches {
     std::rethrow_exception(e);
   }
 
+  // Ends the pass now, as closing a generator does.
+  void close() {
+    if (running_) throw Error(kBusy);
+    finish();
+  }
+
+  // For the cyclic collector (a pass kept by an object its loader refers to).
+  int traverse(visitproc visit, void* arg) const {
+    Py_VISIT(owner_.ptr());
+    Py_VISIT(core_.ptr());
+    Py_VISIT(pad_.ptr());
+    Py_VISIT(build_.ptr());
+    return 0;
+  }
+
+  void clear() {
+    end_quietly();
+    owner_.reset();
+    core_.reset();
+    pad_.reset();
+    build_.reset();
+  }
+
  private:
+  // The batch as the caller receives it; the owner's bookkeeping follows it.
+  nb::object deliver(Exported batch) {
+    static PyObject* const kLastIndices = interned("_last_indices");
+    static PyObject* const kYielded = interned("_yielded");
+    nb::object out = build_.is_valid()
+                         ? build_(std::move(batch.fields), std::move(batch.lengths), pad_)
+                         : nb::object(std::move(batch.fields));
+    if (PyObject_SetAttr(owner_.ptr(), kLastIndices, batch.indices.ptr()) != 0)
+      throw nb::python_error();
+    nb::object yielded = nb::steal(PyObject_GetAttr(owner_.ptr(), kYielded));
+    if (!yielded.is_valid()) throw nb::python_error();
+    nb::object more = nb::steal(PyNumber_Add(yielded.ptr(), nb::int_(1).ptr()));
+    if (!more.is_valid() || PyObject_SetAttr(owner_.ptr(), kYielded, more.ptr()) != 0)
+      throw nb::python_error();
+    return out;
+  }
+
   bool newest() const {
     static PyObject* const kGeneration = interned("_generation");
     nb::object g = nb::steal(PyObject_GetAttr(owner_.ptr(), kGeneration));
@@ -354,21 +410,28 @@ class Batches {
     if (newest() && current.is(core_)) nb::cast<Loader&>(core_).stop();
   }
 
+  // finish() where an error has nowhere to go: the pass is collected (at exit, or
+  // while another thread waits in the loader) or has an error of its own to raise.
+  void end_quietly() noexcept {
+    try {
+      finish();
+    } catch (...) {
+      done_ = true;
+    }
+  }
+
   [[noreturn]] void fail(nb::handle self, std::exception_ptr error) {
-    error_ = error;
+    error_ = std::move(error);
     try {
       owner_.attr("_raise_batch_error")(self);
     } catch (...) {
       error_ = nullptr;
-      try {
-        finish();
-      } catch (...) {
-        // the batch's error is the one to report
-      }
+      end_quietly();
       throw;
     }
-    finish();
-    std::rethrow_exception(error);  // the hook returned: raise it as it is
+    end_quietly();
+    if (!error_) throw Error("DataLoader: _raise_batch_error returned without raising");
+    std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
   nb::object owner_;  // the seedloader.DataLoader
@@ -376,10 +439,30 @@ class Batches {
   std::uint64_t generation_;
   std::uint64_t replay_;
   nb::object pad_;
-  nb::object build_;  // layout.build, or unset
-  bool done_ = false;
+  nb::object build_;      // layout.build, or unset
+  bool done_ = false;     // exhausted, failed, closed or stale
+  bool running_ = false;  // a thread is in next()
   std::exception_ptr error_;
 };
+
+// The collector's slots of classes that hold Python objects.
+template <typename T>
+int traverse_instance(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));              // a heap type's instances refer to it
+  if (!nb::inst_ready(self)) return 0;  // not constructed yet
+  return nb::inst_ptr<T>(self)->traverse(visit, arg);
+}
+
+template <typename T>
+int clear_instance(PyObject* self) {
+  if (nb::inst_ready(self)) nb::inst_ptr<T>(self)->clear();
+  return 0;
+}
+
+template <typename T>
+PyType_Slot collected_slots[] = {{Py_tp_traverse, (void*)traverse_instance<T>},
+                                 {Py_tp_clear, (void*)clear_instance<T>},
+                                 {0, nullptr}};
 
 BatchHolder::~BatchHolder() {
   if (loader != nullptr) loader->give_back(std::move(batch));
@@ -388,7 +471,7 @@ BatchHolder::~BatchHolder() {
 void bind_loader(nb::module_& m) {
   nb::class_<BatchHolder>(m, "_BatchHolder");
 
-  nb::class_<Batches>(m, "Batches")
+  nb::class_<Batches>(m, "Batches", nb::type_slots(collected_slots<Batches>))
       .def(nb::init<nb::object, nb::object, std::uint64_t, std::uint64_t, nb::object,
                     bool>(),
            nb::arg("owner"), nb::arg("core"), nb::arg("generation"), nb::arg("replay"),
@@ -396,7 +479,8 @@ void bind_loader(nb::module_& m) {
       .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__next__",
            [](nb::handle self) { return nb::cast<Batches&>(self).next(self); })
-      .def("rethrow", &Batches::rethrow);
+      .def("rethrow", &Batches::rethrow)
+      .def("close", &Batches::close);
 
   m.def("draw_base_seed", &draw_base_seed, nb::arg("who"),
         "A base seed drawn from the OS and announced on stderr.");
@@ -485,7 +569,7 @@ void bind_loader(nb::module_& m) {
   m.def("validate", &validate, nb::arg("options"), nb::arg("dataset_size"),
         "ConfigError naming the first invalid option, as the engine checks them.");
 
-  nb::class_<Loader>(m, "Loader")
+  nb::class_<Loader>(m, "Loader", nb::type_slots(collected_slots<Loader>))
       .def(nb::init<nb::object, LoaderOptions, nb::object, const std::string&,
                     nb::object>(),
            nb::arg("dataset"), nb::arg("options"), nb::arg("worker_init_fn").none(),
@@ -501,6 +585,7 @@ void bind_loader(nb::module_& m) {
       .def_prop_ro("skipped_samples",
                    [](Loader& l) { return l.loader().skipped_samples(); })
       .def_prop_ro("dataset", &Loader::dataset)
+      .def_prop_ro("busy", &Loader::busy, "whether a thread waits in it for a batch")
       .def("worker_pids",
            [](Loader& l) {
              std::vector<long> pids;

@@ -5,11 +5,13 @@ lists) give batches equal in structure, dtype and value to PyTorch's; and with
 seeding="sample" a random torchvision pipeline gives the same batches for any
 worker count."""
 import collections
+import gc
 import hashlib
 import os
 import pickle
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -509,7 +511,10 @@ def test_stopping_or_closing_while_another_thread_waits_raises():
     thread.start()
     try:
         waiting.wait()
-        time.sleep(0.2)  # the thread is in the engine, waiting for batch 1
+        deadline = time.monotonic() + 10
+        while not loader._core.busy:  # until the thread waits in the engine for batch 1
+            assert time.monotonic() < deadline, "the thread never reached the engine"
+            time.sleep(0.01)
         with pytest.raises(sl.Error, match="another thread is iterating this loader"):
             iter(loader)
         with pytest.raises(sl.Error, match="another thread is iterating this loader"):
@@ -519,6 +524,49 @@ def test_stopping_or_closing_while_another_thread_waits_raises():
     assert [b.tolist() for b in got] == [[1]]
     assert [b.tolist() for b in it] == [[2]]  # the pass goes on, undisturbed
     loader.close()
+
+
+def test_a_batch_that_cannot_be_built_ends_the_pass_uncounted():
+    loader = sl.DataLoader(Tuples(), batch_size=2, num_workers=1, seed=1)
+    assert next(iter(loader))[1].tolist() == [0, 1]  # the layout is learned
+
+    def broken(*args):
+        raise RuntimeError("cannot build")
+    loader._layout.build = broken
+    loader.set_epoch(1)
+    it = iter(loader)
+    with pytest.raises(RuntimeError, match="cannot build"):
+        next(it)
+    assert list(it) == []  # the pass ended, as a generator that raised does
+    assert loader.state_dict()["_num_yielded"] == 0
+
+
+def test_a_loader_in_a_reference_cycle_is_collected_and_its_workers_go():
+    loader = sl.DataLoader(Tuples(), batch_size=2, num_workers=2, seed=1,
+                           sampler=tud.SequentialSampler(range(10)),  # Loader -> loader
+                           persistent_workers=True)
+    it = iter(loader)
+    next(it)
+    pids = loader.worker_pids()
+    assert pids
+    loader.pass_in_progress = it  # loader -> pass -> loader
+    collected = weakref.ref(loader)
+    del loader, it
+    gc.collect()
+    assert collected() is None
+    deadline = time.monotonic() + 10
+    while any(os.path.exists("/proc/%d" % p) for p in pids):
+        assert time.monotonic() < deadline, "the workers outlived their loader"
+        time.sleep(0.05)
+
+
+def test_closing_an_iterator_stops_its_epoch():
+    loader = sl.DataLoader(Tuples(), batch_size=2, num_workers=1, seed=1)
+    it = iter(loader)
+    next(it)
+    it.close()
+    assert list(it) == []
+    assert [b[1].tolist() for b in loader] == [[0, 1], [2, 3], [0, 1], [2, 3], [0, 1]]
 
 
 def test_in_process_a_datasets_exception_is_chained_with_its_traceback():
