@@ -11,17 +11,17 @@ namespace nb = nanobind;
 namespace seedloader::python {
 namespace {
 
-// The view's strides in elements, as DLPack counts them (the view's are bytes).
-std::vector<std::int64_t> element_strides(const TensorView& view) {
+// Appends the view's strides in elements, as DLPack counts them (the view's are
+// bytes).
+void append_element_strides(const TensorView& view, std::vector<std::int64_t>& out) {
   const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
-  std::vector<std::int64_t> strides;
-  for (std::int64_t s : view.strides) strides.push_back(s / item);
-  return strides;
+  for (std::int64_t s : view.strides) out.push_back(s / item);
 }
 
 nb::object make_numpy_array(const TensorView& view, nb::handle owner) {
   std::vector<std::size_t> shape(view.shape.begin(), view.shape.end());
-  std::vector<std::int64_t> strides = element_strides(view);
+  std::vector<std::int64_t> strides;
+  append_element_strides(view, strides);
   // The slot is the batch's own memory: writable, as a collated batch would be.
   nb::ndarray<nb::numpy> array(const_cast<std::byte*>(view.data), shape.size(),
                                shape.data(), owner, strides.data(),
@@ -65,10 +65,9 @@ nb::object make_torch_tensor(const TensorView& view, nb::handle owner) {
       nb::object(nb::module_::import_("torch._C").attr("_from_dlpack")).release().ptr();
   auto m = std::make_unique<ManagedView>();
   const std::size_t ndim = view.shape.size();
-  const auto item = static_cast<std::int64_t>(dtype_size(view.dtype));
   m->dims.reserve(2 * ndim);
   m->dims.assign(view.shape.begin(), view.shape.end());
-  for (std::int64_t s : view.strides) m->dims.push_back(s / item);
+  append_element_strides(view, m->dims);
   // The slot is the batch's own memory: writable, as a collated batch would be.
   m->tensor.data = const_cast<std::byte*>(view.data);
   m->tensor.device = {static_cast<std::int32_t>(nb::device::cpu::value), 0};

@@ -89,6 +89,22 @@ constexpr const char* kBusy =
     "DataLoader: another thread is iterating this loader; a loader is used from one "
     "thread at a time";
 
+// Holds `flag` (a Loader waiting for a batch, a pass inside __next__) for its
+// lifetime; another thread finding it held gets kBusy. Used with the GIL held.
+class Claim {
+ public:
+  explicit Claim(bool& flag) : flag_(flag) {
+    if (flag_) throw Error(kBusy);
+    flag_ = true;
+  }
+  ~Claim() { flag_ = false; }
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+
+ private:
+  bool& flag_;
+};
+
 // One batch as Python receives it.
 struct Exported {
   nb::dict fields;     // {field name: tensor}
@@ -154,12 +170,7 @@ class Loader {
   // as native uint64 bytes and {variable field: [elements per sample]} (None
   // when the batch has no variable field); nullopt after the last.
   std::optional<Exported> next(nb::handle self) {
-    if (busy_) throw Error(kBusy);
-    busy_ = true;
-    struct Idle {
-      bool& busy;
-      ~Idle() { busy = false; }
-    } idle{busy_};
+    const Claim waiting(busy_);
     returned_.clear();  // hands back the slots of batches Python has freed
     DataLoader& l = loader();
     if (!current_) {
@@ -305,12 +316,7 @@ class Batches {
 
   nb::object next(nb::handle self) {
     if (done_) throw nb::stop_iteration();
-    if (running_) throw Error(kBusy);  // another thread is inside this pass
-    running_ = true;
-    struct Idle {
-      bool& running;
-      ~Idle() { running = false; }
-    } idle{running_};
+    const Claim inside(running_);  // another thread inside this pass gets kBusy
     if (!newest()) {
       done_ = true;  // raises once, then is exhausted, as a generator would be
       throw Error(
