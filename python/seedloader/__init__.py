@@ -16,19 +16,19 @@ stream is numpy's PCG64(SeedSequence(seed, spawn_key=KEY)) for a key of (epoch,
 rank, worker) or (epoch, sample): see docs/design.md, "Randomness contract".
 """
 import array as _array
-import importlib
-import importlib.metadata
-import importlib.util
-import os
-import re
-import sys
+import importlib as _importlib
+import importlib.metadata as _metadata
+import importlib.util as _importlib_util
+import os as _os
+import re as _re
+import sys as _sys
 
 from seedloader._errors import (CommError, ConfigError, DataError, Error, TimeoutError,
                                 WorkerError)
 from seedloader import _core
 from seedloader._core import (Cifar10, Dataset, ImageFolder, Mnist, Synthetic, TarShards,
                               TensorFile, Transform)
-from seedloader import _dataset, _samples
+from seedloader import _compat, _dataset, _samples
 
 __all__ = [
     "Cifar10", "CommError", "ConfigError", "DataError", "DataLoader", "Dataset", "Error",
@@ -40,8 +40,8 @@ __all__ = [
 def _version():
     """The installed distribution's version: pyproject.toml is its one source."""
     try:
-        return importlib.metadata.version("seedloader")
-    except importlib.metadata.PackageNotFoundError:  # imported from a build tree
+        return _metadata.version("seedloader")
+    except _metadata.PackageNotFoundError:  # imported from a build tree
         return "0+unknown"
 
 
@@ -54,7 +54,7 @@ def __getattr__(name):
     `import seedloader as sl; sl.torch.seed_worker` works without importing torch
     up front."""
     if name in _SUBMODULES:
-        return importlib.import_module("seedloader." + name)
+        return _importlib.import_module("seedloader." + name)
     raise AttributeError("module 'seedloader' has no attribute %r" % name)
 
 
@@ -74,24 +74,24 @@ def distributed_context():
     """(rank, world_size, source): torch.distributed's when it is initialised, else
     the launcher's environment (torchrun's RANK/WORLD_SIZE, Slurm's
     SLURM_PROCID/SLURM_NTASKS, OpenMPI's OMPI_COMM_WORLD_RANK/SIZE), else (0, 1)."""
-    dist = sys.modules.get("torch.distributed")
+    dist = _sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
         return dist.get_rank(), dist.get_world_size(), "torch.distributed"
     for rank_var, size_var in (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"),
                                ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")):
-        if rank_var in os.environ and size_var in os.environ:
+        if rank_var in _os.environ and size_var in _os.environ:
             try:
-                rank, size = int(os.environ[rank_var]), int(os.environ[size_var])
+                rank, size = int(_os.environ[rank_var]), int(_os.environ[size_var])
             except ValueError:
                 raise ConfigError("%s=%r and %s=%r are not a rank and a world size"
-                                  % (rank_var, os.environ[rank_var], size_var,
-                                     os.environ[size_var])) from None
+                                  % (rank_var, _os.environ[rank_var], size_var,
+                                     _os.environ[size_var])) from None
             return rank, size, "%s/%s" % (rank_var, size_var)
     return 0, 1, "no torch.distributed or launcher environment"
 
 
 def _torch_available():
-    return importlib.util.find_spec("torch") is not None
+    return _importlib_util.find_spec("torch") is not None
 
 
 class DataLoader:
@@ -174,20 +174,21 @@ class DataLoader:
                  partition="strided", mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
                  variable_fields=(), variable_bytes=65536, pad_variable=False):
+        # The arguments as given: what a pickled loader is rebuilt from.
+        config = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
                                collate_fn, drop_last, timeout, multiprocessing_context,
                                prefetch_factor, persistent_workers, pin_memory_device)
         if batch_sampler is not None:
             batch_size = None
-        if rank is None or world_size is None:
-            found_rank, found_size, source = distributed_context()
-            rank = found_rank if rank is None else rank
-            world_size = found_size if world_size is None else world_size
-            if source not in _announced:
-                _announced.add(source)
-                # One write, so lines from several ranks do not run together.
-                sys.stderr.write("seedloader: rank %d of %d (from %s)\n"
-                                 % (rank, world_size, source))
+        for name, value in (("rank", rank), ("world_size", world_size)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < (0 if name == "rank" else 1)):
+                raise ConfigError("%s must be an int >= %d or None, got %r"
+                                  % (name, 0 if name == "rank" else 1, value))
+        # Given ones are kept; the others are taken when each iteration starts.
+        self._given_placement = (rank, world_size)
+        rank, world_size, _ = self._placement()
         if format is None:
             format = "torch" if _torch_available() else "numpy"
         if format not in ("torch", "numpy"):
@@ -202,15 +203,22 @@ class DataLoader:
             _dataset.check_map_style(dataset)
         self.dataset = dataset
         self.batch_size = batch_size
-        self.sampler = sampler
-        self.batch_sampler = batch_sampler
+        self._sampler, self._batch_sampler = sampler, batch_sampler  # the user's
         self.num_workers = num_workers
         self.drop_last = drop_last
         self.timeout = timeout
         self.generator = generator
-        self.prefetch_factor = prefetch_factor
+        # torch's attributes, with torch's kinds of values (frameworks read them).
+        self.prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
         self.persistent_workers = persistent_workers
+        self.pin_memory = bool(pin_memory)
+        self.pin_memory_device = pin_memory_device
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+        self.collate_fn = collate_fn if collate_fn is not None else _default_collate()
         self.rank, self.world_size = int(rank), int(world_size)
+        self.shuffle = bool(shuffle)
         self.seeding = seeding
         self.order = order
         if (isinstance(shuffle_block, bool) or not isinstance(shuffle_block, int) or
@@ -239,6 +247,8 @@ class DataLoader:
         self._collated = None    # collate_fn: (epoch, [[index]]) the engine runs
         self._collated_size = 0  # collate_fn: the most batches an epoch may have
         self._seed = int(seed)
+        config.update(seed=self._seed, generator=None)  # the seed drawn, on every copy
+        self._config = config
         self._options = _loader_options(
             num_workers=num_workers,
             # One slot per worker more than prefetch_factor: the batch the loop
@@ -255,35 +265,55 @@ class DataLoader:
         self._worker_init_fn, self._format = worker_init_fn, format
         self._pin_request = pin_memory if pin_memory is not None else (
             None if format == "torch" else False)
-        self._core = None        # the engine, built when the first iteration starts
+        self._loader = None      # the engine (_core.Loader), built when a pass starts
         self._layout = None      # a Python dataset's sample tree (seedloader._samples)
         self._built_for = None   # len(dataset) when the engine was built
-        self._last_indices = None  # the last batch's indices, uint64 bytes
         self._plan = None        # (epoch, [[index]]) drawn from sampler / batch_sampler
         self._epoch = 0
-        self._epoch_used = False  # an iteration ran this epoch: the next one moves on
-        self._resume = None      # (epoch, batch) the next iteration starts at
-        self._yielded = 0        # batches delivered in the current epoch
-        self._generation = 0     # of the newest iterator; older ones are stale
+        self._epoch_used = False  # a pass started in this epoch: the next one moves on
+        self._resume = None      # (epoch, batch) the next pass starts at
+        self._yielded = 0        # batches of the epoch consumed before any pass started
+        self._pass = None        # the newest started pass (_core.Batches): its position
+        self._done_epoch = None  # the epoch a loaded state finished, while it is next
         self._pinned = None
         if isinstance(dataset, Dataset):
             self._engine()  # a C++ dataset knows its layout without reading a sample
         else:  # the engine comes later; its options are checked now
             self._options.batch_size = batch_size or 1
             _core.validate(self._options, len(dataset))
+        self.sampler, self.batch_sampler = _compat.samplers(self)
+        self._initialized = True
 
     def __len__(self):
-        if self.batch_sampler is not None:
-            return len(self.batch_sampler)
-        if self.sampler is not None:
-            n = len(self.sampler)
+        if self._batch_sampler is not None:
+            return len(self._batch_sampler)
+        if self._sampler is not None:
+            n = len(self._sampler)
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+        self._place()
         return _core.epoch_batches(self._order_options(), len(self.dataset))
+
+    def __setattr__(self, name, value):
+        # torch's rule: what decides the batches is fixed once the loader exists.
+        if name in _FIXED_AFTER_INIT and self.__dict__.get("_initialized", False):
+            raise ValueError("%s attribute should not be set after %s is initialized"
+                             % (name, type(self).__name__))
+        super().__setattr__(name, value)
+
+    def __getstate__(self):
+        """A pickled loader is its configuration and position: unpickled, it is a new
+        loader (no workers yet) with the same arguments, the same base seed on every
+        copy, and state_dict() loaded, as torch.multiprocessing.spawn needs."""
+        return {"config": self._config, "state": self.state_dict()}
+
+    def __setstate__(self, pickled):
+        self.__init__(**pickled["config"])
+        self.load_state_dict(pickled["state"])
 
     @property
     def last_indices(self):
         """The sample indices of the batch last yielded, as a list."""
-        raw = self._last_indices
+        raw = self._pass.last_indices if self._pass is not None else None
         if raw is None:
             return []
         indices = _array.array("Q", raw).tolist()
@@ -304,7 +334,7 @@ class DataLoader:
     @property
     def skipped_samples(self):
         """Samples replaced under on_bad_sample="skip" in the current (or last) epoch."""
-        return self._core.skipped_samples if self._core is not None else 0
+        return self._loader.skipped_samples if self._loader is not None else 0
 
     def set_epoch(self, epoch):
         """The epoch the next iteration runs (keeps a load_state_dict() resume point
@@ -312,21 +342,46 @@ class DataLoader:
         epoch = _epoch_number(epoch)
         if self._resume is not None and self._resume[0] != epoch:
             self._resume = None
+        if epoch == self._done_epoch:
+            # A loaded state finished this epoch: its pass is empty. (Lightning
+            # restarts from a checkpoint of an epoch's last step this way.)
+            self._resume = (epoch, len(self))
         self._epoch = epoch
         self._epoch_used = False
         self._yielded = self._resume[1] if self._resume is not None else 0
 
     def __iter__(self):
-        if self._core is not None:
-            self._core.stop()  # one iteration at a time, as the engine runs them
+        """A pass over the next epoch. Nothing is claimed until its first next():
+        a framework may call iter() to check the loader, as PyTorch's loader draws
+        its order only then."""
+        if self._loader is not None and self._loader.busy:
+            raise Error(_core.BUSY)
+        # A pass that runs in C++ per batch (seedloader._core.Batches says how).
+        return _core.Batches(self._start, self._raise_batch_error)
+
+    def _start(self, batches):
+        """The first next() of pass `batches`: takes the rank and world size, claims
+        its epoch (the resume point, else the next epoch once one has started) and
+        readies the engine; returns (engine, epoch, first batch, batches to replay,
+        layout, pad_variable), or None when nothing is left of the epoch. An older
+        pass is replaced either way."""
+        self._place(announce=True)
+        if self._loader is not None:
+            self._loader.stop()  # one pass at a time, as the engine runs them
         if self._resume is not None:
             self._epoch, first = self._resume
         else:
             if self._epoch_used:
                 self._epoch += 1
             first = 0
-        self._resume = None
+        self._resume, self._done_epoch = None, None
         self._epoch_used = True
+        self._pass = None
+        if first >= len(self):
+            self._yielded = first
+            if self._loader is not None:
+                self._loader.begin_pass()  # an older pass is stale all the same
+            return None  # the epoch was consumed whole before this pass
         core = self._engine()
         replay = 0
         if first and self.seeding == "sample":
@@ -334,11 +389,43 @@ class DataLoader:
         else:
             core.set_epoch(self._epoch)
             replay = first  # worker streams must advance as they did: load, discard
-        self._yielded = first
-        self._generation += 1
-        # A pass that runs in C++ per batch (seedloader._core.Batches says how).
-        return _core.Batches(self, core, self._generation, replay, self._layout,
-                             self.pad_variable)
+        self._pass = batches
+        return core, self._epoch, first, replay, self._layout, self.pad_variable
+
+    def _placement(self):
+        """(rank, world size, source) now: the given ones, the others from
+        distributed_context(). Given ones that a torch.distributed process group
+        contradicts are a ConfigError: never a silent single-rank epoch."""
+        given_rank, given_size = self._given_placement
+        rank, size, source = distributed_context()
+        if given_rank is None and given_size is None:
+            return rank, size, source
+        if source == "torch.distributed" and (given_rank not in (None, rank) or
+                                              given_size not in (None, size)):
+            raise ConfigError(
+                "DataLoader: rank=%s, world_size=%s were given, but torch.distributed's "
+                "process group is rank %d of %d; leave rank and world_size unset and the "
+                "loader takes the process group's when each iteration starts"
+                % (given_rank, given_size, rank, size))
+        return (rank if given_rank is None else given_rank,
+                size if given_size is None else given_size, source + " and arguments")
+
+    def _place(self, announce=False):
+        """Takes the rank and world size as they are now (_placement); a change from
+        the ones the engine was built for rebuilds it. The source is printed once per
+        process when a pass starts."""
+        rank, size, source = self._placement()
+        if announce and source not in _announced:
+            _announced.add(source)
+            # One write, so lines from several ranks do not run together.
+            _sys.stderr.write("seedloader: rank %d of %d (from %s)\n" % (rank, size, source))
+        if (rank, size) == (self.rank, self.world_size):
+            return
+        if not 0 <= rank < size:
+            raise ConfigError("rank %d is not in [0, world_size %d)" % (rank, size))
+        self._close_engine()
+        self.rank, self.world_size = rank, size
+        self._options.rank, self._options.world_size = rank, size
 
     def _raise_batch_error(self, batches):
         """Raises the error the pass `batches` met, in this API's terms: a held slot
@@ -363,19 +450,29 @@ class DataLoader:
         global: "samples" is what every rank together consumed in the epoch, and
         under partition="elastic" any world size with the same global batch size
         resumes from it."""
+        num_batches = len(self)  # takes the rank and world size as they are now
         global_batch = (self.batch_size or 0) * self.world_size
-        state = {"epoch": self._epoch, "_num_yielded": self._yielded,
-                 "_finished": self._epoch_used and self._yielded >= len(self),
-                 "samples": self._yielded * global_batch,
+        yielded = self._consumed()
+        state = {"epoch": self._epoch, "_num_yielded": yielded,
+                 "_finished": self._epoch_used and yielded >= num_batches,
+                 "samples": yielded * global_batch,
                  "global_batch_size": global_batch,
                  "base_seed": self.seed, "seeding": self.seeding, "order": self.order,
                  "shuffle_block": self.shuffle_block,
                  "partition": self.partition, "world_size": self.world_size,
                  "rank": self.rank, "batch_size": self.batch_size,
-                 "num_batches": len(self), "dataset": _dataset_fingerprint(self.dataset)}
+                 "num_batches": num_batches,
+                 "dataset": _dataset_fingerprint(self.dataset)}
         if self._plan is not None and self._plan[0] == self._epoch:
             state["batches"] = self._plan[1]  # a user's sampler may not draw them again
         return state
+
+    def _consumed(self):
+        """Batches of the current epoch consumed: the started pass's count, else the
+        resume point (or 0)."""
+        if self._epoch_used and self._pass is not None:
+            return self._pass.yielded
+        return self._yielded
 
     def load_state_dict(self, state):
         """The next iteration continues epoch state["epoch"] after the batches the
@@ -407,7 +504,9 @@ class DataLoader:
             self._seed = int(state["base_seed"])
         if "batches" in state:
             self._plan = (epoch, [list(map(int, b)) for b in state["batches"]])
+        self._done_epoch = None
         if state.get("_finished", False) or yielded == len(self):
+            self._done_epoch = epoch
             epoch, yielded = epoch + 1, 0
         self._epoch = epoch
         self._epoch_used = False
@@ -415,27 +514,27 @@ class DataLoader:
         self._yielded = yielded
 
     def worker_pids(self):
-        return self._core.worker_pids() if self._core is not None else []
+        return self._loader.worker_pids() if self._loader is not None else []
 
     def close(self):
         """Stops the workers now (they also stop when the loader is collected)."""
         self._close_engine()
 
     def _close_engine(self):
-        if self._core is not None:
-            self._core.stop()  # refuses while another thread waits for a batch
+        if self._loader is not None:
+            self._loader.stop()  # refuses while another thread waits for a batch
         self._unpin()
-        if self._core is not None:
-            self._core.close()
-            self._core = None
+        if self._loader is not None:
+            self._loader.close()
+            self._loader = None
 
     def _engine(self):
         """The engine, built on first use; a Python dataset's layout is learned here.
         A Python dataset that grew or shrank since gets a new engine (same layout),
         as PyTorch's loader takes len(dataset) afresh for each iteration."""
-        if self._core is not None:
+        if self._loader is not None:
             if isinstance(self.dataset, Dataset) or len(self.dataset) == self._built_for:
-                return self._core
+                return self._loader
             self._close_engine()
         if not isinstance(self.dataset, Dataset):
             self._built_for = len(self.dataset)
@@ -448,11 +547,11 @@ class DataLoader:
         else:
             dataset, plan = self._sample_dataset()
         self._options.seed = self._seed
-        self._core = _core.Loader(dataset, self._options, self._worker_init(),
+        self._loader = _core.Loader(dataset, self._options, self._worker_init(),
                                   self._format, plan)
         if self._pin_request is not False:
             self._pin(required=bool(self._pin_request))
-        return self._core
+        return self._loader
 
     def _sample_dataset(self):
         """(the engine's dataset, its batch plan or None), the batch size set: a C++
@@ -467,10 +566,10 @@ class DataLoader:
                 dataset, [f.as_tuple() for f in self._layout.fields],
                 _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
         capacity = self.batch_size
-        if self.sampler is not None or self.batch_sampler is not None:
+        if self._sampler is not None or self._batch_sampler is not None:
             plan = self._draw_plan
             drawn = self._draw_plan(self._epoch)
-            capacity = max([getattr(self.batch_sampler, "batch_size", None) or 1] +
+            capacity = max([getattr(self._batch_sampler, "batch_size", None) or 1] +
                            [len(b) for b in drawn] + [self.batch_size or 1])
         self._options.batch_size = capacity
         return dataset, plan
@@ -509,7 +608,7 @@ class DataLoader:
     def _publish(self, epoch):
         """The engine's plan under a collate_fn: the epoch's batches go to the
         workers through the channel, and the engine runs batch k as item k."""
-        if self.sampler is not None or self.batch_sampler is not None:
+        if self._sampler is not None or self._batch_sampler is not None:
             drawn = self._draw_plan(epoch)
         else:
             order = _core.epoch_order(self._order_options(), len(self.dataset), epoch)
@@ -522,6 +621,11 @@ class DataLoader:
         self._channel.publish(epoch, drawn)
         self._collated = (epoch, drawn)
         return [[k] for k in range(len(drawn))]
+
+    def _epoch_order(self):
+        """This rank's sample order in the current epoch under the built-in samplers."""
+        self._place()
+        return _core.epoch_order(self._order_options(), len(self.dataset), self._epoch)
 
     def _order_options(self):
         """The options that decide the built-in samplers' order and batch count."""
@@ -556,10 +660,10 @@ class DataLoader:
         per epoch in this process (and kept for state_dict)."""
         if self._plan is not None and self._plan[0] == epoch:
             return self._plan[1]
-        if self.batch_sampler is not None:
-            batches = [[int(i) for i in b] for b in self.batch_sampler]
+        if self._batch_sampler is not None:
+            batches = [[int(i) for i in b] for b in self._batch_sampler]
         else:
-            batches = _batched([int(i) for i in self.sampler], self.batch_size,
+            batches = _batched([int(i) for i in self._sampler], self.batch_size,
                                self.drop_last)
         self._plan = (epoch, batches)
         return batches
@@ -574,7 +678,7 @@ class DataLoader:
             if required:
                 raise ConfigError("pin_memory=True needs torch with a CUDA device")
             return
-        address, size = self._core.shared_memory()
+        address, size = self._loader.shared_memory()
         rc = torch.cuda.cudart().cudaHostRegister(address, size, 0)
         if int(rc) != 0:
             raise Error("cudaHostRegister of the %d-byte shared region failed (%s)"
@@ -593,6 +697,10 @@ class DataLoader:
         except Exception:  # interpreter shutdown: CUDA may be gone already
             pass
 
+
+# torch's DataLoader refuses to change these once built (its __setattr__).
+_FIXED_AFTER_INIT = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
+                     "persistent_workers")
 
 _CHOICES = {
     "order": {"numpy": _core.ShuffleOrder.numpy, "torch": _core.ShuffleOrder.torch,
@@ -626,7 +734,9 @@ def _dataset_fingerprint(dataset):
         description = repr(dataset)
     else:
         kind = type(dataset)
-        description = "%s.%s" % (kind.__module__, kind.__qualname__)
+        # A script's classes are __mp_main__'s in the processes spawn starts.
+        module = "__main__" if kind.__module__ == "__mp_main__" else kind.__module__
+        description = "%s.%s" % (module, kind.__qualname__)
     return {"size": len(dataset), "description": description}
 
 
@@ -663,7 +773,7 @@ def _batched(indices, size, drop_last):
 def _held_slot_error(error):
     """The engine's error for a batch whose slot an earlier, still referenced batch
     holds, in this API's terms; None for any other error."""
-    found = re.match(r"DataLoader: batch (\d+) cannot be loaded: its slot is still held.*"
+    found = _re.match(r"DataLoader: batch (\d+) cannot be loaded: its slot is still held.*"
                      r"has (\d+) slots", str(error))
     if found is None:
         return None
@@ -700,7 +810,8 @@ def _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_work
     if timeout < 0:
         raise ConfigError("timeout option should be non-negative")
     if prefetch_factor is not None:
-        if num_workers == 0:
+        # 2 with num_workers=0 is torch 1.13's default, which frameworks pass back.
+        if num_workers == 0 and prefetch_factor != 2:
             raise ConfigError("prefetch_factor option could only be specified in "
                               "multiprocessing: let num_workers > 0, or set "
                               "prefetch_factor to None")
@@ -731,8 +842,18 @@ def _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_work
                           % (pin_memory_device,))
 
 
+def _default_collate():
+    """torch's default_collate, the collate_fn torch's loader shows when given none
+    (None without torch)."""
+    try:
+        from torch.utils.data import default_collate
+    except ImportError:
+        return None
+    return default_collate
+
+
 def _is_default_collate(fn):
-    torch = sys.modules.get("torch")
+    torch = _sys.modules.get("torch")
     if torch is None:
         return False
     collate = torch.utils.data._utils.collate

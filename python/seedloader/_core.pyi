@@ -74,7 +74,7 @@ class PythonDataset(Dataset):
     def dataset(self) -> object: ...
 
 class Batches:
-    def __init__(self, owner: object, core: object, generation: int, replay: int, layout: object | None, pad: bool) -> None: ...
+    def __init__(self, start: object, on_error: object) -> None: ...
 
     def __iter__(self) -> object: ...
 
@@ -83,6 +83,24 @@ class Batches:
     def rethrow(self) -> None: ...
 
     def close(self) -> None: ...
+
+    @property
+    def started(self) -> bool:
+        """whether the first next() claimed an epoch"""
+
+    @property
+    def epoch(self) -> int | None:
+        """the epoch this pass runs, once started"""
+
+    @property
+    def yielded(self) -> int:
+        """batches of the epoch delivered (a resumed pass counts the skipped)"""
+
+    @property
+    def last_indices(self) -> object:
+        """the last batch's sample indices as native uint64 bytes, or None"""
+
+BUSY: str = ...
 
 def draw_base_seed(who: str) -> int:
     """A base seed drawn from the OS and announced on stderr."""
@@ -245,6 +263,9 @@ class Loader:
     def __init__(self, dataset: object, options: LoaderOptions, worker_init_fn: object | None, format: str, batch_plan: object | None) -> None: ...
 
     def stop(self) -> None: ...
+
+    def begin_pass(self) -> int:
+        """numbers a new pass: older ones find themselves replaced"""
 
     def close(self) -> None: ...
 

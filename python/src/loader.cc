@@ -190,6 +190,12 @@ class Loader {
   // Whether a thread is waiting in next() (with the GIL released).
   bool busy() const { return busy_; }
 
+  // Passes (seedloader._core.Batches) are numbered as they start; only the
+  // newest may take batches, so an older one finds itself replaced.
+  std::uint64_t begin_pass() { return ++passes_; }
+  std::uint64_t current_pass() const { return passes_; }
+  bool closed() const { return !loader_; }
+
   // For the cyclic collector: a batch_plan bound to the seedloader.DataLoader
   // that owns this Loader is a cycle.
   int traverse(visitproc visit, void* arg) const {
@@ -274,40 +280,30 @@ class Loader {
   std::vector<Batch> returned_;  // touched only with the GIL held
   std::vector<nb::str> names_;   // the batch's field names, interned
   bool busy_ = false;            // a thread waits in next()
+  std::uint64_t passes_ = 0;     // passes begun on this Loader
 };
 
-// Interned attribute names, made once and kept for the life of the process.
-PyObject* interned(const char* name) {
-  PyObject* s = PyUnicode_InternFromString(name);
-  if (s == nullptr) throw nb::python_error();
-  return s;
-}
-
-// What iter(seedloader.DataLoader) returns: one pass over an epoch. Its
-// __next__ does in C++ what a generator in the package would do, so a batch
-// costs the main thread no interpreter frame of the package's own:
-// - a stale pass (the loader has begun a newer one) raises, as does a call while
-//   another thread waits in the Loader;
+// What iter(seedloader.DataLoader) returns: one pass over an epoch. Creating it
+// claims nothing; its first __next__ calls start(self), which claims the epoch
+// and returns (Loader, epoch, first, replay, layout, pad): the pass then runs on
+// that Loader from batch `first` (or None: the pass is empty). Its __next__ does in C++
+// what a generator in the package would do, so a batch costs the main thread no
+// interpreter frame of the package's own:
+// - a stale pass (its Loader began a newer pass, or was closed) raises, as does a
+//   call while another thread waits in the Loader;
 // - the first `replay` batches are loaded and dropped (a worker-seeded resume);
 // - each batch goes through layout.build(fields, lengths, pad) when a Python
-//   dataset's layout is given, and the owner's _last_indices and _yielded
-//   follow it;
-// - an engine error goes to owner._raise_batch_error(self), which raises it in
-//   the package's terms (rethrow() hands it over);
+//   dataset's layout is given;
+// - the pass owns its position: `yielded` (batches of the epoch delivered,
+//   counting from `first`) and `last_indices` follow each delivered batch;
+// - an engine error goes to on_error(self), which raises it in the package's
+//   terms (rethrow() hands it over);
 // - the epoch stops (workers idle or go) when the pass is exhausted, fails or is
-//   collected, unless the loader has moved on already.
+//   collected, unless its Loader has begun another pass.
 class Batches {
  public:
-  Batches(nb::object owner, nb::object core, std::uint64_t generation,
-          std::uint64_t replay, nb::object layout, bool pad)
-      : owner_(std::move(owner)),
-        core_(std::move(core)),
-        generation_(generation),
-        replay_(replay),
-        pad_(nb::bool_(pad)) {
-    nb::cast<Loader&>(core_);  // a TypeError now rather than at the first batch
-    if (!layout.is_none()) build_ = layout.attr("build");
-  }
+  Batches(nb::object start, nb::object on_error)
+      : start_(std::move(start)), on_error_(std::move(on_error)) {}
 
   ~Batches() {
     nb::error_scope keep;  // collected while an exception propagates: keep it
@@ -317,13 +313,17 @@ class Batches {
   nb::object next(nb::handle self) {
     if (done_) throw nb::stop_iteration();
     const Claim inside(running_);  // another thread inside this pass gets kBusy
-    if (!newest()) {
+    if (!core_.is_valid() && !begin(self)) {
+      done_ = true;  // the epoch's batches were all consumed before this pass
+      throw nb::stop_iteration();
+    }
+    Loader& loader = nb::cast<Loader&>(core_);
+    if (loader.closed() || loader.current_pass() != pass_) {
       done_ = true;  // raises once, then is exhausted, as a generator would be
       throw Error(
           "DataLoader: this iterator was replaced by a newer iteration of the same "
-          "loader; iterate the newer one");
+          "loader (or the loader was closed); iterate the newer one");
     }
-    Loader& loader = nb::cast<Loader&>(core_);
     if (loader.busy()) throw Error(kBusy);
     for (;;) {
       std::optional<Exported> batch;
@@ -351,7 +351,7 @@ class Batches {
     }
   }
 
-  // The engine error the last next() met, raised for _raise_batch_error.
+  // The engine error the last next() met, raised for on_error.
   void rethrow() {
     if (!error_) throw Error("DataLoader: no batch error to raise");
     std::exception_ptr e = std::exchange(error_, nullptr);
@@ -364,56 +364,76 @@ class Batches {
     finish();
   }
 
+  bool started() const { return core_.is_valid(); }
+  std::uint64_t yielded() const { return yielded_; }
+  std::optional<std::uint64_t> epoch() const { return epoch_; }
+  // The last delivered batch's sample indices as native uint64 bytes, or None.
+  nb::object last_indices() const { return last_indices_; }
+
   // For the cyclic collector (a pass kept by an object its loader refers to).
   int traverse(visitproc visit, void* arg) const {
-    Py_VISIT(owner_.ptr());
+    Py_VISIT(start_.ptr());
+    Py_VISIT(on_error_.ptr());
     Py_VISIT(core_.ptr());
     Py_VISIT(pad_.ptr());
     Py_VISIT(build_.ptr());
+    Py_VISIT(last_indices_.ptr());
     return 0;
   }
 
   void clear() {
     end_quietly();
-    owner_.reset();
+    start_.reset();
+    on_error_.reset();
     core_.reset();
     pad_.reset();
     build_.reset();
+    last_indices_.reset();
   }
 
  private:
-  // The batch as the caller receives it; the owner's bookkeeping follows it.
+  // The first next(): start() claims the epoch and hands over the Loader; false
+  // when it returns None (nothing is left of the epoch). A start that raises
+  // ends the pass, as a generator that raised is finished.
+  bool begin(nb::handle self) {
+    nb::tuple begun;
+    try {
+      nb::object started = start_(self);
+      if (started.is_none()) return false;
+      begun = nb::cast<nb::tuple>(started);
+      if (begun.size() != 6) throw Error("DataLoader: start() must return 6 values");
+      nb::cast<Loader&>(begun[0]);  // a TypeError now rather than at the first batch
+    } catch (...) {
+      done_ = true;
+      throw;
+    }
+    core_ = begun[0];
+    pass_ = nb::cast<Loader&>(core_).begin_pass();
+    epoch_ = nb::cast<std::uint64_t>(begun[1]);
+    yielded_ = nb::cast<std::uint64_t>(begun[2]);
+    replay_ = nb::cast<std::uint64_t>(begun[3]);
+    if (!begun[4].is_none()) build_ = begun[4].attr("build");
+    pad_ = nb::bool_(nb::cast<bool>(begun[5]));
+    return true;
+  }
+
+  // The batch as the caller receives it; the pass's position follows it.
   nb::object deliver(Exported batch) {
-    static PyObject* const kLastIndices = interned("_last_indices");
-    static PyObject* const kYielded = interned("_yielded");
     nb::object out = build_.is_valid()
                          ? build_(std::move(batch.fields), std::move(batch.lengths), pad_)
                          : nb::object(std::move(batch.fields));
-    if (PyObject_SetAttr(owner_.ptr(), kLastIndices, batch.indices.ptr()) != 0)
-      throw nb::python_error();
-    nb::object yielded = nb::steal(PyObject_GetAttr(owner_.ptr(), kYielded));
-    if (!yielded.is_valid()) throw nb::python_error();
-    nb::object more = nb::steal(PyNumber_Add(yielded.ptr(), nb::int_(1).ptr()));
-    if (!more.is_valid() || PyObject_SetAttr(owner_.ptr(), kYielded, more.ptr()) != 0)
-      throw nb::python_error();
+    last_indices_ = std::move(batch.indices);
+    ++yielded_;
     return out;
   }
 
-  bool newest() const {
-    static PyObject* const kGeneration = interned("_generation");
-    nb::object g = nb::steal(PyObject_GetAttr(owner_.ptr(), kGeneration));
-    if (!g.is_valid()) throw nb::python_error();
-    return nb::cast<std::uint64_t>(g) == generation_;
-  }
-
-  // Ends the pass; the epoch stops unless the loader has begun another.
+  // Ends the pass; the epoch stops unless its Loader has begun another pass.
   void finish() {
     if (done_) return;
     done_ = true;
-    static PyObject* const kCore = interned("_core");
-    nb::object current = nb::steal(PyObject_GetAttr(owner_.ptr(), kCore));
-    if (!current.is_valid()) throw nb::python_error();
-    if (newest() && current.is(core_)) nb::cast<Loader&>(core_).stop();
+    if (!core_.is_valid()) return;  // never started: nothing was claimed
+    Loader& loader = nb::cast<Loader&>(core_);
+    if (!loader.closed() && loader.current_pass() == pass_) loader.stop();
   }
 
   // finish() where an error has nowhere to go: the pass is collected (at exit, or
@@ -429,23 +449,27 @@ class Batches {
   [[noreturn]] void fail(nb::handle self, std::exception_ptr error) {
     error_ = std::move(error);
     try {
-      owner_.attr("_raise_batch_error")(self);
+      on_error_(self);
     } catch (...) {
       error_ = nullptr;
       end_quietly();
       throw;
     }
     end_quietly();
-    if (!error_) throw Error("DataLoader: _raise_batch_error returned without raising");
+    if (!error_) throw Error("DataLoader: on_error returned without raising");
     std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
-  nb::object owner_;  // the seedloader.DataLoader
-  nb::object core_;   // its Loader for this pass
-  std::uint64_t generation_;
-  std::uint64_t replay_;
+  nb::object start_;        // () -> (Loader, epoch, first, replay, layout, pad)
+  nb::object on_error_;     // (pass) -> raises the pass's error
+  nb::object core_;         // the Loader this pass runs on, once started
+  std::uint64_t pass_ = 0;  // this pass's number in its Loader
+  std::optional<std::uint64_t> epoch_;
+  std::uint64_t yielded_ = 0;
+  std::uint64_t replay_ = 0;
   nb::object pad_;
-  nb::object build_;      // layout.build, or unset
+  nb::object build_;  // layout.build, or unset
+  nb::object last_indices_ = nb::none();
   bool done_ = false;     // exhausted, failed, closed or stale
   bool running_ = false;  // a thread is in next()
   std::exception_ptr error_;
@@ -478,16 +502,21 @@ void bind_loader(nb::module_& m) {
   nb::class_<BatchHolder>(m, "_BatchHolder");
 
   nb::class_<Batches>(m, "Batches", nb::type_slots(collected_slots<Batches>))
-      .def(nb::init<nb::object, nb::object, std::uint64_t, std::uint64_t, nb::object,
-                    bool>(),
-           nb::arg("owner"), nb::arg("core"), nb::arg("generation"), nb::arg("replay"),
-           nb::arg("layout").none(), nb::arg("pad"))
+      .def(nb::init<nb::object, nb::object>(), nb::arg("start"), nb::arg("on_error"))
       .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
       .def("__next__",
            [](nb::handle self) { return nb::cast<Batches&>(self).next(self); })
       .def("rethrow", &Batches::rethrow)
-      .def("close", &Batches::close);
+      .def("close", &Batches::close)
+      .def_prop_ro("started", &Batches::started,
+                   "whether the first next() claimed an epoch")
+      .def_prop_ro("epoch", &Batches::epoch, "the epoch this pass runs, once started")
+      .def_prop_ro("yielded", &Batches::yielded,
+                   "batches of the epoch delivered (a resumed pass counts the skipped)")
+      .def_prop_ro("last_indices", &Batches::last_indices,
+                   "the last batch's sample indices as native uint64 bytes, or None");
 
+  m.attr("BUSY") = kBusy;
   m.def("draw_base_seed", &draw_base_seed, nb::arg("who"),
         "A base seed drawn from the OS and announced on stderr.");
   m.def(
@@ -581,6 +610,8 @@ void bind_loader(nb::module_& m) {
            nb::arg("dataset"), nb::arg("options"), nb::arg("worker_init_fn").none(),
            nb::arg("format"), nb::arg("batch_plan").none())
       .def("stop", &Loader::stop)
+      .def("begin_pass", &Loader::begin_pass,
+           "numbers a new pass: older ones find themselves replaced")
       .def("close", &Loader::close)
       .def("__len__", [](Loader& l) { return l.loader().num_batches(); })
       .def("set_epoch", [](Loader& l, std::uint64_t e) { l.loader().set_epoch(e); })

@@ -303,7 +303,7 @@ def test_resume_continues_a_user_samplers_epoch_without_drawing_it_again():
     (dict(sampler=[0, 1], shuffle=True), "mutually exclusive with shuffle"),
     (dict(batch_sampler=[[0]], batch_size=2), "batch_sampler option is mutually"),
     (dict(batch_sampler=[[0]], drop_last=True), "batch_sampler option is mutually"),
-    (dict(prefetch_factor=2), "prefetch_factor option could only be specified"),
+    (dict(prefetch_factor=3), "prefetch_factor option could only be specified"),
     (dict(num_workers=-1), "num_workers option should be non-negative"),
     (dict(persistent_workers=True), "persistent_workers option needs num_workers > 0"),
     (dict(multiprocessing_context="spawn"), "only 'fork'"),
@@ -512,7 +512,7 @@ def test_stopping_or_closing_while_another_thread_waits_raises():
     try:
         waiting.wait()
         deadline = time.monotonic() + 10
-        while not loader._core.busy:  # until the thread waits in the engine for batch 1
+        while not loader._loader.busy:  # until the thread waits in the engine for batch 1
             assert time.monotonic() < deadline, "the thread never reached the engine"
             time.sleep(0.01)
         with pytest.raises(sl.Error, match="another thread is iterating this loader"):

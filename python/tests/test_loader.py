@@ -50,7 +50,7 @@ def test_batches_equal_the_cpp_loaders_byte_for_byte(seeding, workers, shuffle, 
 
 def test_batches_are_tensors_over_the_shared_slots():
     loader = sl.DataLoader(sl.Synthetic(32, 8, 8, 3), batch_size=8, num_workers=2, seed=1)
-    address, size = loader._core.shared_memory()
+    address, size = loader._loader.shared_memory()
     for b in loader:
         assert isinstance(b["image"], torch.Tensor)
         assert b["image"].shape == (8, 3, 8, 8) and b["image"].dtype == torch.float32
@@ -62,7 +62,7 @@ def test_batches_are_tensors_over_the_shared_slots():
 
 def test_numpy_format_gives_numpy_arrays_over_the_slots():
     loader = sl.DataLoader(sl.Synthetic(8, 4, 4, 1), batch_size=4, seed=1, format="numpy")
-    address, size = loader._core.shared_memory()
+    address, size = loader._loader.shared_memory()
     b = next(iter(loader))
     assert isinstance(b["image"], np.ndarray) and b["image"].shape == (4, 1, 4, 4)
     assert address <= b["image"].ctypes.data < address + size

@@ -1,0 +1,195 @@
+"""What frameworks do to a loader, one behaviour at a time (test_frameworks.py runs
+the frameworks themselves): probe it with iter(), read torch's attributes and set
+the epoch through its sampler, pickle it into spawned processes, start the
+process group after it was built, restart from a state saved at an epoch's end."""
+import pickle
+
+import pytest
+import torch
+import torch.utils.data as tud
+
+import seedloader as sl
+
+
+class Indexed(tud.Dataset):
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return i
+
+
+def batches(loader):
+    return [b.tolist() for b in loader]
+
+
+# --- iter() claims nothing ------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_iter_alone_claims_no_epoch_and_starts_no_worker(workers):
+    loader = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3,
+                           num_workers=workers)
+    probe = iter(loader)  # what Lightning does to check a loader is iterable
+    assert loader.worker_pids() == [] and loader.epoch == 0
+    del probe
+    iter(loader)
+    first = batches(loader)
+    reference = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3)
+    assert first == batches(reference) and loader.epoch == 0
+    assert batches(loader) != first and loader.epoch == 1
+
+
+def test_set_epoch_between_iter_and_the_first_next_decides_the_epoch():
+    loader = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3)
+    it = iter(loader)
+    loader.set_epoch(5)
+    reference = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3)
+    reference.set_epoch(5)
+    assert [b.tolist() for b in it] == batches(reference)
+
+
+def test_the_pass_that_starts_last_is_the_live_one():
+    loader = sl.DataLoader(Indexed(), batch_size=4, seed=3)
+    older, newer = iter(loader), iter(loader)
+    assert next(newer).tolist() == [0, 1, 2, 3]
+    assert next(older).tolist() == [0, 1, 2, 3]  # started later: epoch 1, live
+    with pytest.raises(sl.Error, match="replaced by a newer iteration"):
+        next(newer)
+    assert loader.epoch == 1
+
+
+# --- rank and world size when iteration starts ---------------------------------------
+
+def test_rank_and_world_size_are_taken_when_iteration_starts(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
+                 "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    loader = sl.DataLoader(Indexed(), batch_size=2, seed=3)  # before any launcher set-up
+    assert (loader.rank, loader.world_size, len(loader)) == (0, 1, 6)
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    assert len(loader) == 2
+    assert batches(loader) == [[1, 4], [7, 10]]
+    assert loader.state_dict()["world_size"] == 3
+
+
+def test_given_values_a_process_group_contradicts_are_an_error_naming_both():
+    import torch.distributed as dist
+    if not dist.is_available():
+        pytest.skip("this torch has no torch.distributed")
+    before = sl.DataLoader(Indexed(), batch_size=2, seed=3, rank=1, world_size=2)
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % _free_port(),
+                            rank=0, world_size=1)
+    message = (r"rank=1, world_size=2 were given, but torch.distributed's process "
+               r"group is rank 0 of 1")
+    try:
+        with pytest.raises(sl.ConfigError, match=message):
+            next(iter(before))
+        with pytest.raises(sl.ConfigError, match=message):
+            sl.DataLoader(Indexed(), batch_size=2, seed=3, rank=1, world_size=2)
+        agreeing = sl.DataLoader(Indexed(), batch_size=2, seed=3, world_size=1)
+        assert len(batches(agreeing)) == 6
+    finally:
+        dist.destroy_process_group()
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# --- torch's attributes --------------------------------------------------------------
+
+def test_torchs_attributes_hold_torchs_kinds_of_values():
+    loader = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3)
+    assert isinstance(loader.sampler, tud.RandomSampler)
+    assert isinstance(loader.batch_sampler, tud.BatchSampler)
+    assert loader.batch_sampler.sampler is loader.sampler
+    assert loader.collate_fn is tud.default_collate
+    assert (loader.prefetch_factor, loader.pin_memory, loader.pin_memory_device) == \
+        (2, False, "")
+    assert loader.worker_init_fn is None and loader.multiprocessing_context is None
+    assert (loader.seed, loader.shuffle) == (3, True)
+    ordered = sl.DataLoader(Indexed(), batch_size=4, seed=3)
+    assert isinstance(ordered.sampler, tud.SequentialSampler)
+    mine = tud.SequentialSampler(range(12))
+    given = sl.DataLoader(Indexed(), batch_size=4, sampler=mine, seed=3)
+    assert given.sampler is mine and given.batch_sampler.sampler is mine
+
+
+def test_the_sampler_shows_the_loaders_order_and_sets_its_epoch():
+    loader = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3, rank=1,
+                           world_size=2)
+    loader.sampler.set_epoch(4)  # as Lightning's _set_sampler_epoch does
+    assert loader.epoch == 4
+    order = list(loader.sampler)
+    assert len(loader.sampler) == 6
+    assert [i for b in batches(loader) for i in b] == order
+    assert [list(b) for b in loader.batch_sampler] != []
+
+
+def test_what_decides_the_batches_cannot_be_set_after_construction_as_in_torch():
+    loader = sl.DataLoader(Indexed(), batch_size=4, seed=3)
+    for name, value in (("batch_size", 2), ("sampler", None), ("drop_last", True)):
+        with pytest.raises(ValueError, match="%s attribute should not be set after "
+                           "DataLoader is initialized" % name):
+            setattr(loader, name, value)
+    loader.timeout = 5  # as torch allows
+
+
+def test_prefetch_factor_2_without_workers_is_torch_113s_default_and_accepted():
+    loader = sl.DataLoader(Indexed(), batch_size=4, seed=3, num_workers=0,
+                           prefetch_factor=2)
+    assert len(batches(loader)) == 3
+
+
+def test_the_package_exports_no_module_it_imports():
+    names = [n for n in dir(sl) if not n.startswith("_")]
+    for module in ("os", "re", "sys", "importlib", "array"):
+        assert module not in names
+
+
+# --- pickling ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_pickled_loader_is_a_fresh_one_with_the_same_seed_and_position(workers):
+    loader = sl.DataLoader(Indexed(), batch_size=2, shuffle=True, num_workers=workers)
+    it = iter(loader)
+    next(it), next(it)
+    copy = pickle.loads(pickle.dumps(loader))
+    assert copy.seed == loader.seed and copy.worker_pids() == []
+    assert copy.state_dict() == loader.state_dict()
+    assert batches(copy) == [b.tolist() for b in it]
+
+
+def test_a_loader_with_a_generator_pickles_with_the_seed_drawn_from_it():
+    loader = sl.DataLoader(Indexed(), batch_size=3, shuffle=True,
+                           generator=torch.Generator().manual_seed(11))
+    copy = pickle.loads(pickle.dumps(loader))
+    assert copy.seed == loader.seed and batches(copy) == batches(loader)
+
+
+# --- a state saved at an epoch's end ----------------------------------------------------
+
+def test_a_finished_epochs_state_then_set_epoch_of_that_epoch_is_an_empty_pass():
+    loader = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3)
+    first = batches(loader)
+    state = loader.state_dict()
+    assert state["_finished"]
+    # A plain loop continues with the next epoch.
+    plain = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3)
+    plain.load_state_dict(state)
+    second = batches(plain)
+    assert plain.epoch == 1 and second != first
+    # A framework that sets the finished epoch again (Lightning restarting from a
+    # checkpoint of the epoch's last step) gets an empty pass, then the next epoch.
+    framework = sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=3)
+    framework.load_state_dict(state)
+    framework.set_epoch(0)
+    assert batches(framework) == []
+    assert framework.state_dict()["_finished"]
+    framework.set_epoch(1)
+    assert batches(framework) == second
+
