@@ -22,6 +22,7 @@ import importlib.util as _importlib_util
 import os as _os
 import re as _re
 import sys as _sys
+import warnings as _warnings
 
 from seedloader._errors import (CommError, ConfigError, DataError, Error, TimeoutError,
                                 WorkerError)
@@ -276,6 +277,7 @@ class DataLoader:
         self._pass = None        # the newest started pass (_core.Batches): its position
         self._done_epoch = None  # the epoch a loaded state finished, while it is next
         self._pinned = None
+        self._warned_padding = False  # _last_batch_samples warned once
         if isinstance(dataset, Dataset):
             self._engine()  # a C++ dataset knows its layout without reading a sample
         else:  # the engine comes later; its options are checked now
@@ -357,7 +359,39 @@ class DataLoader:
         if self._loader is not None and self._loader.busy:
             raise Error(_core.BUSY)
         # A pass that runs in C++ per batch (seedloader._core.Batches says how).
-        return _core.Batches(self._start, self._raise_batch_error)
+        batches = _core.Batches(self._start, self._raise_batch_error)
+        accelerate = _compat.gradient_state()
+        return batches if accelerate is None else _compat.accelerate_pass(self, batches,
+                                                                          accelerate)
+
+    def _last_batch_samples(self):
+        """The real samples of the epoch's last global batch (every rank's last batch,
+        gathered in rank order), where the padding of the built-in partitions comes
+        last in that order; 0 when nothing is padded, -1 when the padding cannot be
+        told by its place (a user's sampler; the strided partition padding more
+        than one rank's last batch of several samples, which warns once)."""
+        n, ranks, size = len(self.dataset), self.world_size, self.batch_size
+        if self._sampler is not None or self._batch_sampler is not None or \
+                self.drop_last or self._collate is not None:
+            return -1 if not self.drop_last else 0
+        if self.partition == "elastic":
+            return n % (size * ranks)
+        per_rank = -(-n // ranks)
+        padded = per_rank * ranks - n
+        last = per_rank - size * (-(-per_rank // size) - 1)  # each rank's last batch
+        if padded == 0:
+            return 0
+        if padded == 1 or last == 1:
+            return ranks * last - padded
+        if not self._warned_padding:
+            self._warned_padding = True
+            _warnings.warn(
+                "seedloader.DataLoader: %d samples over %d ranks pad %d ranks' last "
+                "batches of %d; accelerate's gather_for_metrics drops padding only from "
+                "the end of the gathered batch, so it keeps these duplicates. For "
+                "evaluation use partition='elastic' (with seeding='sample'), whose "
+                "padding comes last" % (n, ranks, padded, last), stacklevel=2)
+        return -1
 
     def _start(self, batches):
         """The first next() of pass `batches`: takes the rank and world size, claims

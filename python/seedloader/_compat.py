@@ -71,6 +71,7 @@ def _order_class(shuffle):
             self._owner().set_epoch(epoch)
 
         def __iter__(self):
+            refuse_foreign_iteration()
             return iter(self._owner()._epoch_order().tolist())
 
         def __len__(self):
@@ -80,3 +81,65 @@ def _order_class(shuffle):
         "LoaderRandomOrder" if shuffle else "LoaderSequentialOrder")
     _classes[shuffle] = LoaderOrder
     return LoaderOrder
+
+
+def refuse_foreign_iteration():
+    """Raises when a torch DataLoader iterates a sampler that shows a seedloader
+    loader's order: a framework built a torch loader in its place (accelerate's
+    skip_first_batches does, from `batch_sampler`), which would load the data set
+    with torch's workers and seeds."""
+    import sys
+    torch_loader = sys.modules.get("torch.utils.data.dataloader")
+    if torch_loader is None:
+        return
+    frame = sys._getframe(1)
+    while frame is not None:
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, (torch_loader.DataLoader, torch_loader._BaseDataLoaderIter)):
+            from seedloader._errors import ConfigError
+            raise ConfigError(
+                "a torch DataLoader is iterating the sampler of a seedloader.DataLoader: "
+                "it was built in the loader's place (accelerate's skip_first_batches does "
+                "this) and would load the data with torch's workers and seeds. Iterate "
+                "the seedloader.DataLoader itself; to skip batches, resume it with "
+                "load_state_dict() (under accelerate: "
+                "accelerator.register_for_checkpointing(loader))")
+        frame = frame.f_back
+
+
+def gradient_state():
+    """accelerate's GradientState once an Accelerator exists in this process, else
+    None (nothing of accelerate is imported or created here)."""
+    import sys
+    state = sys.modules.get("accelerate.state")
+    if state is None or not getattr(state.GradientState, "_shared_state", None):
+        return None
+    return state.GradientState()
+
+
+class _GradientStateLink:
+    """What accelerate's GradientState reads of the dataloader it is in, as its own
+    DataLoaderShard provides it: `end_of_dataloader` while the epoch's last batch
+    is out, and `remainder`, the real samples of the last global batch, which
+    gather_for_metrics keeps (-1: keep all)."""
+
+    def __init__(self):
+        self.end_of_dataloader = False
+        self.remainder = -1
+
+
+def accelerate_pass(loader, batches, state):
+    """The pass `batches` of `loader` inside accelerate's GradientState, so that
+    gather_for_metrics drops the padding of the last batch and gradient
+    accumulation syncs at the epoch's end, as with accelerate's own loaders."""
+    link = _GradientStateLink()
+    state._add_dataloader(link)
+    try:
+        num_batches = None
+        for batch in batches:
+            if num_batches is None:  # the pass has started: rank and world size known
+                num_batches, link.remainder = len(loader), loader._last_batch_samples()
+            link.end_of_dataloader = batches.yielded >= num_batches
+            yield batch
+    finally:
+        state._remove_dataloader(link)

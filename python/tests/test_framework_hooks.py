@@ -193,3 +193,37 @@ def test_a_finished_epochs_state_then_set_epoch_of_that_epoch_is_an_empty_pass()
     framework.set_epoch(1)
     assert batches(framework) == second
 
+
+
+# --- the padding gather_for_metrics drops ----------------------------------------------
+
+@pytest.mark.parametrize("partition", ["strided", "elastic"])
+def test_the_last_batch_count_drops_exactly_the_padding_or_says_it_cannot(partition):
+    """For every (samples, ranks, batch size) in a range: the ranks' last batches
+    gathered in rank order and cut to _last_batch_samples() (as accelerate's
+    gather_for_metrics cuts them) give every sample of the epoch exactly once; -1
+    (keep all) only under the strided partition, with a warning."""
+    import warnings
+    seeding = "sample" if partition == "elastic" else "worker"
+    for n in range(1, 14):
+        for ranks in (1, 2, 3, 4):
+            for size in (1, 2, 3):
+                loaders = [sl.DataLoader(list(range(n)), batch_size=size, seed=1,
+                                         rank=r, world_size=ranks, partition=partition,
+                                         seeding=seeding) for r in range(ranks)]
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    keep = loaders[0]._last_batch_samples()
+                if keep == -1:
+                    assert partition == "strided" and len(caught) == 1
+                    assert "partition='elastic'" in str(caught[0].message)
+                    continue
+                per_rank = [batches(loader) for loader in loaders]
+                steps = len(per_rank[0])
+                seen = []
+                for step in range(steps):
+                    both = [i for r in range(ranks) for i in per_rank[r][step]]
+                    if step == steps - 1 and keep:
+                        both = both[:keep]
+                    seen += both
+                assert sorted(seen) == list(range(n)), (n, ranks, size, keep)

@@ -110,3 +110,99 @@ def test_lightning_resumes_from_its_checkpoint_exactly(tmp_path, checkpoint):
         after = [s for s in steps(full, rank) if s["step"] >= checkpoint]
         assert steps(resumed, rank) == after
         assert len(after) == 24 - checkpoint  # 8 steps an epoch per rank
+
+
+# --- accelerate -------------------------------------------------------------------
+
+def run_accelerate(out, processes, *args):
+    """accelerate_train.py with one process, or under torchrun with several."""
+    if processes == 1:
+        return run("accelerate_train.py", out, *args)
+    return torchrun("accelerate_train.py", out, processes, *args)
+
+
+def torchrun(script, out, processes, *args):
+    """`script` under torchrun with `processes` processes on 127.0.0.1 (the
+    torchrun of Debian's torch 1.13 under Python 3.11 needs --redirects/--tee)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
+               str(processes), "--master_addr", "127.0.0.1", "--master_port", str(port),
+               "--redirects", "1", "--tee", "1",
+               os.path.join(HERE, script), str(out), *map(str, args)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180,
+                          cwd=str(out.parent))
+    assert done.returncode == 0, "%s failed (%d):\n%s\n%s" % (
+        " ".join(command), done.returncode, done.stdout[-3000:], done.stderr[-6000:])
+    return done
+
+
+def gathered(out):
+    with open(os.path.join(out, "eval.json")) as f:
+        return json.load(f)["gathered"]
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("build", ["before", "after"])
+def test_accelerate_trains_each_sample_once_and_gathers_each_eval_sample_once(
+        tmp_path, processes, build):
+    need("accelerate")
+    out = tmp_path / "run"
+    run_accelerate(out, processes, "--build", build, "--epochs", 2)
+    check_epochs(out, processes, 2)
+    assert sorted(gathered(out)) == list(range(251))  # 251 on 2 ranks: one padded
+
+
+def test_accelerate_gathers_an_elastic_eval_loader_once(tmp_path):
+    need("accelerate")
+    out = tmp_path / "run"
+    run_accelerate(out, 2, "--epochs", 1, "--eval-partition", "elastic")
+    assert sorted(gathered(out)) == list(range(251))
+
+
+def test_accelerate_save_state_and_load_state_resume_the_loader_exactly(tmp_path):
+    need("accelerate")
+    full, resumed = tmp_path / "full", tmp_path / "resumed"
+    run_accelerate(full, 2, "--save-at", 5)
+    run_accelerate(resumed, 2, "--resume")
+    for rank in range(2):
+        after = [s for s in steps(full, rank) if s["step"] >= 5]
+        assert steps(resumed, rank) == after and len(after) == 11
+
+
+def test_accelerate_skip_first_batches_is_refused_by_name(tmp_path):
+    need("accelerate")
+    out = tmp_path / "run"
+    run_accelerate(out, 1, "--skip", 3)
+    with open(out / "skip.txt") as f:
+        message = f.read()
+    assert message.startswith("ConfigError: a torch DataLoader is iterating the sampler "
+                              "of a seedloader.DataLoader")
+    assert "skip_first_batches" in message and "register_for_checkpointing" in message
+
+
+# --- torchrun ---------------------------------------------------------------------
+
+def test_torchrun_with_the_loader_built_before_the_process_group_shards_by_rank(tmp_path):
+    out = tmp_path / "run"
+    torchrun("torchrun_train.py", out, 2, "--epochs", 3)
+    check_epochs(out, 2, 3)
+
+
+def test_torchrun_with_a_users_distributed_sampler_trains_the_samplers_order(tmp_path):
+    import torch.utils.data as tud
+    out = tmp_path / "run"
+    torchrun("torchrun_train.py", out, 2, "--sampler", "--epochs", 3)
+    for epoch in range(3):
+        seen = []
+        for rank in range(2):
+            sampler = tud.distributed.DistributedSampler(range(64), num_replicas=2,
+                                                         rank=rank, shuffle=True, seed=7)
+            sampler.set_epoch(epoch)
+            order = list(sampler)
+            mine = [s for s in steps(out, rank) if s["epoch"] == epoch]
+            assert [s["indices"] for s in mine] == [order[k:k + 4] for k in range(0, 32, 4)]
+            seen += order
+        assert sorted(seen) == list(range(64))
