@@ -45,7 +45,7 @@ Batch& Batch::operator=(Batch&& other) noexcept {
 
 void Batch::reset() noexcept {
   if (owner_) {
-    owner_->release(slot_);
+    owner_->release(slot_, data_);
     owner_.reset();
   }
   slot_ = -1;

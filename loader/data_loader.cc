@@ -21,7 +21,7 @@ std::vector<double> DataLoader::worker_busy_seconds() const {
   return engine_->worker_busy_seconds();
 }
 std::span<std::byte> DataLoader::shared_memory() const {
-  return engine_->region().bytes();
+  return engine_->expose_region();
 }
 
 DataLoader::Iterator DataLoader::begin() {

@@ -273,6 +273,8 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
   fill_.partner_row = options_.partition == Partition::kElastic && mixer_.has_value();
   fill_.mixer = mixer_ ? &*mixer_ : nullptr;
   slots_.resize(region_layout_.num_slots());
+  for (int s = 0; s < region_layout_.num_slots(); ++s)
+    slot_data_.push_back(region_.base() + region_layout_.data(s));
 }
 
 Engine::~Engine() { shutdown(); }
@@ -281,8 +283,20 @@ SlotHeader& Engine::header(int slot) const {
   return *region_.at<SlotHeader>(region_layout_.header(slot));
 }
 
-std::byte* Engine::data(int slot) const {
-  return region_.base() + region_layout_.data(slot);
+void Engine::detach(int slot) {
+  std::byte* held = slot_data_[slot];
+  // Reserved first: after detach() a failed push_back would lose the copy.
+  copies_.reserve(copies_.size() + 1);
+  slot_data_[slot] = region_.detach(held, region_layout_.slot().bytes);
+  copies_.push_back(held);
+  slots_[slot].held = false;
+  slots_[slot].batch = -1;
+  mode_->take_back(header(slot));
+}
+
+std::span<std::byte> Engine::expose_region() {
+  detach_allowed_ = false;
+  return region_.bytes();
 }
 
 bool Engine::next_slot_held() const {
@@ -326,6 +340,7 @@ void Engine::start_workers() {
   config.options = &options_;
   config.layout = &region_layout_;
   config.region = &region_;
+  config.slot_data = slot_data_.data();  // the child keeps the table as it is now
   config.fill = fill_;
   pool_.start(workers(), [this, &config](int w) {
     config.worker = w;
@@ -520,11 +535,19 @@ Batch Engine::fetch(std::uint64_t k) {
   const int s = ring_.slot_of(k);
   // The generation too: a batch of an earlier epoch still held there may have
   // the same number.
-  if (slots_[s].batch != static_cast<std::int64_t>(k) ||
-      slots_[s].generation != generation_) {
+  auto issued = [&] {
+    return slots_[s].batch == static_cast<std::int64_t>(k) &&
+           slots_[s].generation == generation_;
+  };
+  if (!issued() && slots_[s].held && detach_allowed_) {
+    detach(s);
+    pump();
+  }
+  if (!issued()) {
     throw Error("DataLoader: batch " + std::to_string(k) +
-                " cannot be loaded: its slot is still held by an earlier batch. The "
-                "loader has " +
+                " cannot be loaded: its slot is still held by an earlier batch, and "
+                "the shared region is pinned (shared_memory() was taken), so the batch "
+                "cannot be moved aside. The loader has " +
                 std::to_string(region_layout_.num_slots()) +
                 " slots (num_workers x prefetch); release Batch objects sooner or "
                 "raise prefetch");
@@ -546,7 +569,15 @@ Batch Engine::fetch(std::uint64_t k) {
   return Batch(shared_from_this(), s, &layout_, &region_layout_.slot(), data(s), info);
 }
 
-void Engine::release(int slot) noexcept {
+void Engine::release(int slot, const std::byte* data) noexcept {
+  if (data != slot_data_[slot]) {  // a detached batch: only its copy goes
+    auto copy = std::find(copies_.begin(), copies_.end(), data);
+    if (copy != copies_.end()) {
+      region_.free_copy(*copy, region_layout_.slot().bytes);
+      copies_.erase(copy);
+    }
+    return;
+  }
   slots_[slot].held = false;
   slots_[slot].batch = -1;
   mode_->take_back(header(slot));

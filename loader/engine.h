@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "loader/batch_filler.h"
@@ -52,15 +53,18 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::uint64_t num_batches() const { return num_batches_; }
   std::uint64_t base_seed() const { return base_seed_; }
   const LoaderOptions& options() const { return options_; }
-  const SharedRegion& region() const { return region_; }
 
   // Starts an epoch at batch first_batch (forking workers when none run),
   // abandoning any unfinished one. Batches of earlier epochs still held keep
   // their slots.
   void begin_epoch(std::uint64_t epoch, std::uint64_t first_batch);
   // Batch k of the current epoch. REQUIRES: k is the next batch in order
-  // (from first_batch) and k < num_batches(). Throws WorkerError, TimeoutError, or Error
-  // when the consumer holds so many batches that batch k has no free slot.
+  // (from first_batch) and k < num_batches(). Throws WorkerError or
+  // TimeoutError. When the consumer still holds the batch in k's slot, that
+  // batch is detached: it keeps its bytes at its address in private memory
+  // (one copy of the slot, freed when it is dropped), and the slot's shared
+  // pages move to a new address in this process (SharedRegion::detach). Only
+  // after expose_region() is that an Error instead.
   Batch fetch(std::uint64_t k);
   // After the last batch: reports skipped samples, stops per-epoch workers.
   void end_epoch();
@@ -72,7 +76,12 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // Stops and reaps all workers; never throws.
   void shutdown() noexcept;
 
-  void release(int slot) noexcept override;
+  void release(int slot, const std::byte* data) noexcept override;
+
+  // The shared region, for a caller that pins it (cudaHostRegister): from then
+  // on every slot stays at its address, so a kept batch whose slot the ring
+  // needs is an error instead of being detached (see fetch()).
+  std::span<std::byte> expose_region();
 
   std::uint64_t skipped_samples() const { return skipped_; }
   std::vector<pid_t> worker_pids() const;
@@ -94,7 +103,10 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
 
   int workers() const { return options_.num_workers; }
   SlotHeader& header(int slot) const;
-  std::byte* data(int slot) const;
+  std::byte* data(int slot) const { return slot_data_[slot]; }
+  // Gives slot `slot`, whose batch the consumer holds, back to the ring: the
+  // batch keeps a private copy at its address (fetch() says how).
+  void detach(int slot);
   void start_workers();
   // Whether some filler's next slot holds a batch the consumer still has.
   bool next_slot_held() const;
@@ -130,6 +142,12 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   WorkerPool pool_;
 
   std::vector<SlotUse> slots_;
+  // Where this process sees each slot's data: in the region until a detach()
+  // moves it. Workers forked later get the table as it is then.
+  std::vector<std::byte*> slot_data_;
+  // Private copies of detached batches still held, by address.
+  std::vector<std::byte*> copies_;
+  bool detach_allowed_ = true;  // until expose_region()
   std::optional<BatchSampler> batches_;
   // Partition::kElastic with a batch mix: per batch, the sample before this rank's
   // first in its global batch, filled into the slot's extra row as the mix's

@@ -1,7 +1,12 @@
 #include "loader/shared_region.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <boost/interprocess/anonymous_shared_memory.hpp>
 #include <boost/interprocess/mapped_region.hpp>
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 #include "seedloader/error.h"
@@ -20,8 +25,52 @@ SharedRegion::SharedRegion(std::size_t bytes) {
   size_ = bytes;
 }
 
-SharedRegion::~SharedRegion() = default;
+SharedRegion::~SharedRegion() {
+  for (auto [address, bytes] : views_) munmap(address, bytes);
+}
+
+std::byte* SharedRegion::detach(std::byte* view, std::size_t bytes) {
+  // An old size of 0 maps the same shared pages a second time (mremap(2): only
+  // for shared mappings); the kernel picks the address.
+  void* moved = mremap(view, 0, bytes, MREMAP_MAYMOVE);
+  if (moved == MAP_FAILED) {
+    throw Error("cannot map a held batch's " + std::to_string(bytes) +
+                " shared bytes a second time (mremap): " + std::strerror(errno));
+  }
+  auto* pages = static_cast<std::byte*>(moved);
+  views_.emplace_back(pages, bytes);
+  void* copy = mmap(view, bytes, PROT_READ | PROT_WRITE,
+                    MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy == MAP_FAILED) {
+    throw Error("cannot map private memory for a held batch's " + std::to_string(bytes) +
+                " bytes (mmap): " + std::strerror(errno) +
+                "; the loader's shared region is unusable");
+  }
+  std::memcpy(view, pages, bytes);
+  return pages;
+}
+
+void SharedRegion::free_copy(std::byte* copy, std::size_t bytes) noexcept {
+  auto outside = std::find_if(views_.begin(), views_.end(),
+                              [copy](const auto& v) { return v.first == copy; });
+  if (outside != views_.end()) {
+    munmap(copy, bytes);
+    views_.erase(outside);
+    return;
+  }
+  // Inside the region: an inaccessible, unbacked range, so that nothing else is
+  // mapped into the hole the region's own unmapping would later remove.
+  mmap(copy, bytes, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+       -1, 0);
+}
 SharedRegion::SharedRegion(SharedRegion&&) noexcept = default;
-SharedRegion& SharedRegion::operator=(SharedRegion&&) noexcept = default;
+SharedRegion& SharedRegion::operator=(SharedRegion&& other) noexcept {
+  // Swapped: `other`'s destructor unmaps what this one held.
+  std::swap(region_, other.region_);
+  std::swap(base_, other.base_);
+  std::swap(size_, other.size_);
+  std::swap(views_, other.views_);
+  return *this;
+}
 
 }  // namespace seedloader

@@ -2,12 +2,17 @@
 // boost::interprocess::anonymous_shared_memory). Mapped before fork, it is shared
 // by the main process and its workers at the same address; nothing appears in
 // /dev/shm, so its size limit does not apply and nothing outlives the processes.
-// Owns the mapping; move-only. Hold only offsets inside it, never pointers.
+// Owns the mapping, and the further views of its pages that detach() makes;
+// move-only. Hold only offsets inside it, never pointers, except the views
+// detach() returns. Not thread-safe: detach() and free_copy() change this
+// process's mappings and are called from the one thread that owns the engine.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <utility>
+#include <vector>
 
 namespace boost::interprocess {
 class mapped_region;
@@ -34,8 +39,26 @@ class SharedRegion {
     return reinterpret_cast<T*>(base_ + offset);
   }
 
+  // Moves the shared pages seen at `view` (in this process only) to a new
+  // address, returned, and leaves at `view` a private copy of their bytes, so
+  // whatever this process still reads there stays as it was while the pages are
+  // written anew. Other processes' mappings are untouched: a worker forked
+  // earlier still sees the pages where it saw them. Throws Error (errno named)
+  // when the kernel refuses; `view` is then unchanged or, if the copy could not
+  // be mapped, the error says the region is unusable.
+  // REQUIRES: `view` is this region's or a view detach() returned, page aligned;
+  // `bytes` is a multiple of the page size within that view.
+  std::byte* detach(std::byte* view, std::size_t bytes);
+  // Frees the private copy detach() left at `copy`: its memory goes back to the
+  // system (a range inside the region stays reserved, unreadable, until the
+  // region is unmapped). REQUIRES: `copy` is one detach() left and not freed.
+  void free_copy(std::byte* copy, std::size_t bytes) noexcept;
+
  private:
   std::unique_ptr<boost::interprocess::mapped_region> region_;
+  // Mappings outside the region that detach() made: a view of shared pages or,
+  // once detached in turn, a private copy. Unmapped with the region.
+  std::vector<std::pair<std::byte*, std::size_t>> views_;
   std::byte* base_ = nullptr;
   std::size_t size_ = 0;
 };

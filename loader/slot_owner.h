@@ -3,13 +3,17 @@
 // shared region live as long as any Batch does.
 #pragma once
 
+#include <cstddef>
+
 namespace seedloader {
 
 class SlotOwner {
  public:
   virtual ~SlotOwner() = default;
-  // Called once per delivered batch, from the thread that drops the Batch.
-  virtual void release(int slot) noexcept = 0;
+  // Called once per delivered batch, from the thread that drops the Batch, with
+  // the address the batch was read at: the slot's, or a private copy the owner
+  // left there when it needed the slot back while the batch was kept.
+  virtual void release(int slot, const std::byte* data) noexcept = 0;
 };
 
 }  // namespace seedloader

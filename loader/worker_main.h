@@ -31,6 +31,9 @@ struct WorkerConfig {
   const LoaderOptions* options = nullptr;
   const RegionLayout* layout = nullptr;
   const SharedRegion* region = nullptr;
+  // Where each slot's data is in this process (Engine::slot_data_ at the fork):
+  // in the region unless the consumer had detached it before.
+  std::byte* const* slot_data = nullptr;
   FillContext fill;
 };
 

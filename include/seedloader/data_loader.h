@@ -75,7 +75,10 @@ class DataLoader {
   std::vector<pid_t> worker_pids() const;
   // Seconds each worker has spent filling batches since it was forked.
   std::vector<double> worker_busy_seconds() const;
-  // The shared region holding every slot (for pinning it, e.g. with CUDA).
+  // The shared region holding every slot (for pinning it, e.g. with CUDA). From
+  // then on slots stay at their addresses: keeping more batches than there are
+  // slots becomes an Error (otherwise a kept batch whose slot is needed is moved
+  // to private memory at the same address, one copy of its slot).
   std::span<std::byte> shared_memory() const;
 
  private:

@@ -157,9 +157,9 @@ class DataLoader:
     reshuffles every time; set_epoch(e) chooses it.
     Batches live in shared slots, valid for as long as you keep them; each
     worker has prefetch_factor + 1 slots (the loader prefetch_factor + 1 with
-    num_workers = 0), and holding more of one worker's batches than that while
-    asking for the next raises seedloader.Error naming the slot count; copy
-    (tensor.clone()) what you keep longer.
+    num_workers = 0). A batch still kept when its slot is needed again is moved
+    to private memory at its address, so any number can be kept (list(loader));
+    only with the slots pinned for CUDA is that an Error naming the slot count.
     """
 
     def __class_getitem__(cls, item):  # DataLoader[T], as torch's is generic
@@ -812,10 +812,11 @@ def _held_slot_error(error):
     if found is None:
         return None
     return Error("DataLoader: batch %s cannot be loaded: its slot is still held by an "
-                 "earlier batch you keep a reference to. The loader has %s slots "
-                 "(prefetch_factor + 1 per worker; in all with num_workers=0): keep fewer "
-                 "batches (list(loader) keeps every one), .clone() what you keep, or "
-                 "raise prefetch_factor" % found.groups())
+                 "earlier batch you keep a reference to, and the slots are pinned for "
+                 "CUDA, so the batch cannot be moved aside. The loader has %s slots "
+                 "(prefetch_factor + 1 per worker; in all with num_workers=0): pass "
+                 "pin_memory=False to keep any number of batches, keep fewer, "
+                 ".clone() what you keep, or raise prefetch_factor" % found.groups())
 
 
 def _epoch_number(epoch, what="epoch"):

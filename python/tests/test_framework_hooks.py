@@ -227,3 +227,31 @@ def test_the_last_batch_count_drops_exactly_the_padding_or_says_it_cannot(partit
                         both = both[:keep]
                     seen += both
                 assert sorted(seen) == list(range(n)), (n, ranks, size, keep)
+
+
+# --- kept batches --------------------------------------------------------------------
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_list_of_a_loader_over_a_python_dataset_keeps_every_batch(workers):
+    class Pairs(tud.Dataset):
+        def __len__(self):
+            return 20
+
+        def __getitem__(self, i):
+            return torch.full((3,), float(i)), i
+    kept = list(sl.DataLoader(Pairs(), batch_size=4, num_workers=workers, seed=1))
+    assert [b[1].tolist() for b in kept] == [list(range(k, k + 4)) for k in range(0, 20, 4)]
+    assert all(torch.equal(b[0][:, 0], b[1].float()) for b in kept)
+
+
+def test_a_pinned_region_keeps_its_slots_in_place_and_refuses_naming_the_fix():
+    loader = sl.DataLoader(sl.Synthetic(64, 4, 4, 1), batch_size=2, num_workers=2,
+                           prefetch_factor=1, seed=3, pin_memory=False)
+    it = iter(loader)
+    held = [next(it)]
+    loader._loader.shared_memory()  # what pinning the region for CUDA does first
+    with pytest.raises(sl.Error, match=r"slots are pinned for CUDA.*4 slots.*"
+                                       r"pin_memory=False to keep any number"):
+        for b in it:
+            held.append(b)
+    assert len(held) == 4

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "seedloader/derive.h"
@@ -311,11 +312,12 @@ TEST(DataLoaderTest, TensorViewsDescribeTheCollatedArrays) {
   EXPECT_THROW(v.values<double>(), ConfigError);
 }
 
-TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsIsAClearError) {
+TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsOfAPinnedRegionIsAClearError) {
   StreamProbeDataset ds(100, 1);
   LoaderOptions o = base_options(2);
   o.prefetch = 1;
   DataLoader loader(ds, o);
+  loader.shared_memory();  // as a caller that pins it does: slots stay in place
   std::vector<Batch> kept;
   auto it = loader.begin();
   kept.push_back(it.take());
@@ -328,6 +330,48 @@ TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("still held"), std::string::npos) << e.what();
   }
 }
+
+// Keeps every batch of `epochs` epochs, in turn, and returns their copies, taken
+// after the whole run (so after every detach).
+std::vector<BatchCopy> keep_every_batch(DataLoader& loader, int epochs) {
+  std::vector<Batch> kept;
+  for (int e = 0; e < epochs; ++e) {
+    loader.set_epoch(static_cast<std::uint64_t>(e));
+    for (auto it = loader.begin(); !(it == loader.end()); ++it) kept.push_back(it.take());
+  }
+  std::vector<BatchCopy> out;
+  for (const Batch& b : kept) out.push_back(copy_of(b));
+  return out;
+}
+
+class KeptBatchesTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+// More batches kept than the loader has slots (2 x 2 with workers, 2 without):
+// each kept batch whose slot is needed moves to private memory at its address,
+// and the slots go on; every kept batch still holds exactly what a run that
+// dropped each batch at once delivered. Two epochs: without persistent workers
+// the second epoch's workers are forked after the detaches and must fill the
+// slots where they moved.
+TEST_P(KeptBatchesTest, EveryKeptBatchKeepsItsBytesAndTheEpochsGoOn) {
+  auto [workers, persistent] = GetParam();
+  StreamProbeDataset ds(60, 2);
+  LoaderOptions o = base_options(workers);
+  o.prefetch = 2;
+  o.persistent_workers = persistent;
+  DataLoader reference(ds, o);
+  std::vector<BatchCopy> expected = run_epoch(reference, 0);
+  for (const BatchCopy& c : run_epoch(reference, 1)) expected.push_back(c);
+  DataLoader keeping(ds, o);
+  std::vector<BatchCopy> kept = keep_every_batch(keeping, 2);
+  ASSERT_EQ(kept.size(), expected.size());
+  for (std::size_t k = 0; k < kept.size(); ++k) EXPECT_EQ(kept[k], expected[k]) << k;
+  // Dropped, the copies go; the loader runs on as before.
+  EXPECT_EQ(run_epoch(keeping, 0), run_epoch(reference, 0));
+}
+
+INSTANTIATE_TEST_SUITE_P(WorkersAndPersistence, KeptBatchesTest,
+                         ::testing::Values(std::tuple{0, false}, std::tuple{2, false},
+                                           std::tuple{2, true}));
 
 TEST(DataLoaderTest, KeptBatchesStayValidUntilDropped) {
   StreamProbeDataset ds(40, 1);
