@@ -294,6 +294,11 @@ void Engine::detach(int slot) {
   mode_->take_back(header(slot));
 }
 
+bool Engine::kept_past_newer(int slot) const {
+  const SlotUse& u = slots_[slot];
+  return detach_allowed_ && u.held && u.generation == generation_ && u.batch < delivered_;
+}
+
 std::span<std::byte> Engine::expose_region() {
   detach_allowed_ = false;
   return region_.bytes();
@@ -395,6 +400,7 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
   region_.at<ControlBlock>(region_layout_.control())
       ->generation.store(generation_, std::memory_order_relaxed);
   next_issue_ = first_batch_;
+  delivered_ = -1;
   skipped_ = 0;
   active_ = true;
   pump();
@@ -406,9 +412,21 @@ void Engine::pump() noexcept {
   // still held or in flight, and at most one turn of the ring (each slot once).
   std::uint64_t end = next_issue_;
   while (end < num_batches_ &&
-         end - next_issue_ < static_cast<std::uint64_t>(ring_.num_slots()) &&
-         slots_[ring_.slot_of(end)].batch == -1)
+         end - next_issue_ < static_cast<std::uint64_t>(ring_.num_slots())) {
+    const int s = ring_.slot_of(end);
+    if (slots_[s].batch != -1) {
+      if (!kept_past_newer(s)) break;
+      // Kept while a later batch was taken: a batch the consumer keeps, not the
+      // loop variable about to be dropped. Moved aside now, its slot's worker
+      // can work ahead instead of waiting for fetch() to move it.
+      try {
+        detach(s);
+      } catch (...) {
+        break;  // fetch() meets the slot still held and says why
+      }
+    }
     ++end;
+  }
   // Before the tasks: a worker that sees its task sees the read-ahead past it.
   publish_read_ahead(end);
   for (; next_issue_ < end; ++next_issue_) {
@@ -560,6 +578,7 @@ Batch Engine::fetch(std::uint64_t k) {
                 std::to_string(st) + " for batch " + std::to_string(k));
   }
   slots_[s].held = true;
+  delivered_ = static_cast<std::int64_t>(k);
   skipped_ += h.skipped;
   BatchInfo info;
   info.number = k;

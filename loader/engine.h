@@ -61,10 +61,11 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // Batch k of the current epoch. REQUIRES: k is the next batch in order
   // (from first_batch) and k < num_batches(). Throws WorkerError or
   // TimeoutError. When the consumer still holds the batch in k's slot, that
-  // batch is detached: it keeps its bytes at its address in private memory
-  // (one copy of the slot, freed when it is dropped), and the slot's shared
-  // pages move to a new address in this process (SharedRegion::detach). Only
-  // after expose_region() is that an Error instead.
+  // batch is detached (already when tasks are issued, if the consumer has taken
+  // a later batch since: see kept_past_newer()): it keeps its bytes at its address in
+  // private memory (one copy of the slot, freed when it is dropped), and the slot's
+  // shared pages move to a new address in this process (SharedRegion::detach). Only after
+  // expose_region() is that an Error instead.
   Batch fetch(std::uint64_t k);
   // After the last batch: reports skipped samples, stops per-epoch workers.
   void end_epoch();
@@ -107,6 +108,10 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // Gives slot `slot`, whose batch the consumer holds, back to the ring: the
   // batch keeps a private copy at its address (fetch() says how).
   void detach(int slot);
+  // Whether the consumer still holds slot `slot`'s batch of this epoch although
+  // it has taken a later one since (list(loader) does; a loop that drops each
+  // batch holds only the newest).
+  bool kept_past_newer(int slot) const;
   void start_workers();
   // Whether some filler's next slot holds a batch the consumer still has.
   bool next_slot_held() const;
@@ -158,6 +163,7 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::uint64_t first_batch_ = 0;
   std::uint64_t generation_ = 0;
   std::uint64_t next_issue_ = 0;
+  std::int64_t delivered_ = -1;  // the last batch fetch() returned this epoch, or -1
   // What the ReadAhead block holds: the batches from read_ahead_from_ of
   // generation read_ahead_of_ (0: nothing yet).
   std::uint64_t read_ahead_from_ = 0;

@@ -40,7 +40,7 @@ std::byte* SharedRegion::detach(std::byte* view, std::size_t bytes) {
   auto* pages = static_cast<std::byte*>(moved);
   views_.emplace_back(pages, bytes);
   void* copy = mmap(view, bytes, PROT_READ | PROT_WRITE,
-                    MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                    MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (copy == MAP_FAILED) {
     throw Error("cannot map private memory for a held batch's " + std::to_string(bytes) +
                 " bytes (mmap): " + std::strerror(errno) +
