@@ -29,7 +29,7 @@ from seedloader._errors import (CommError, ConfigError, DataError, Error, Timeou
 from seedloader import _core
 from seedloader._core import (Cifar10, Dataset, ImageFolder, Mnist, Synthetic, TarShards,
                               TensorFile, Transform)
-from seedloader import _compat, _dataset, _samples
+from seedloader import _compat, _dataset, _errors, _samples
 
 __all__ = [
     "Cifar10", "CommError", "ConfigError", "DataError", "DataLoader", "Dataset", "Error",
@@ -202,6 +202,7 @@ class DataLoader:
                     else _core.draw_base_seed("DataLoader"))
         if not isinstance(dataset, Dataset):
             _dataset.check_map_style(dataset)
+        _warn_if_more_workers_than_cpus(num_workers)
         self.dataset = dataset
         self.batch_size = batch_size
         self._sampler, self._batch_sampler = sampler, batch_sampler  # the user's
@@ -278,6 +279,7 @@ class DataLoader:
         self._done_epoch = None  # the epoch a loaded state finished, while it is next
         self._pinned = None
         self._warned_padding = False  # _last_batch_samples warned once
+        self._warned_pinning = False  # _pin warned once
         if isinstance(dataset, Dataset):
             self._engine()  # a C++ dataset knows its layout without reading a sample
         else:  # the engine comes later; its options are checked now
@@ -463,8 +465,9 @@ class DataLoader:
 
     def _raise_batch_error(self, batches):
         """Raises the error the pass `batches` met, in this API's terms: a held slot
-        as what to do about it, and with num_workers=0 chained to the dataset's own
-        exception and traceback."""
+        as what to do about it; a dataset's exception as a WorkerError that is also
+        of that exception's type, and with num_workers=0 chained to the exception
+        itself and its traceback."""
         try:
             batches.rethrow()
         except Error as e:
@@ -472,6 +475,9 @@ class DataLoader:
             if held is not None:
                 raise held from None
             cause = _dataset.take_in_process_error()
+            own = _errors.as_dataset_error(e) if isinstance(e, WorkerError) else None
+            if own is not None:
+                raise own from cause
             if cause is None:
                 raise
             raise e from cause
@@ -709,8 +715,12 @@ class DataLoader:
         except ImportError:
             available = False
         if not available:
-            if required:
-                raise ConfigError("pin_memory=True needs torch with a CUDA device")
+            if required and not self._warned_pinning:
+                # torch's loader warns and goes on unpinned; so does this one.
+                self._warned_pinning = True
+                _warnings.warn("seedloader.DataLoader: pin_memory=True, but torch sees no "
+                               "CUDA device: batches stay in unpinned memory",
+                               stacklevel=4)
             return
         address, size = self._loader.shared_memory()
         rc = torch.cuda.cudart().cudaHostRegister(address, size, 0)
@@ -875,6 +885,20 @@ def _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_work
     if pin_memory_device not in ("", "cuda"):
         raise ConfigError("pin_memory_device=%r: seedloader pins for CUDA only"
                           % (pin_memory_device,))
+
+
+def _warn_if_more_workers_than_cpus(num_workers):
+    """A warning, as torch's loader gives, when the workers outnumber the CPUs this
+    process may run on: they then take turns, and the loader is slower, not faster."""
+    try:
+        cpus = len(_os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = _os.cpu_count() or 0
+    if cpus and num_workers > cpus:
+        _warnings.warn("seedloader.DataLoader: num_workers=%d worker processes, but this "
+                       "process may use %d CPUs; more workers than CPUs take turns and "
+                       "slow the loader down: lower num_workers to at most %d"
+                       % (num_workers, cpus, cpus), stacklevel=3)
 
 
 def _default_collate():

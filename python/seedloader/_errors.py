@@ -6,11 +6,17 @@
                   Raise it from a Python dataset's __getitem__ for a sample that
                   on_bad_sample="skip" may replace.
     WorkerError   a worker failed: .worker, .pid, .signal or .exit_code, .batch,
-                  .index (None where unknown) and the original message
+                  .index (None where unknown) and the original message; also a
+                  RuntimeError, as torch raises for a dead worker. When a
+                  dataset's __getitem__ raised, the error is also an instance of
+                  that exception's type (as_dataset_error), as torch re-raises it.
     TimeoutError  a batch did not arrive within `timeout`; also a TimeoutError
+                  and, as torch raises for a timeout, a RuntimeError
     CommError     a collective did not complete
 """
 import builtins
+import re
+import sys
 import traceback
 
 
@@ -26,7 +32,7 @@ class DataError(Error):
     """Bad input: names the file and the sample index."""
 
 
-class TimeoutError(Error, builtins.TimeoutError):  # noqa: A001 (the engine's name)
+class TimeoutError(Error, builtins.TimeoutError, RuntimeError):  # noqa: A001
     """A batch did not arrive in time; names the worker."""
 
 
@@ -34,7 +40,7 @@ class CommError(Error):
     """A collective did not complete."""
 
 
-class WorkerError(Error):
+class WorkerError(Error, RuntimeError):
     """A worker failed; what is known of it is in the attributes (None: unknown)."""
 
     def __init__(self, message, worker=None, pid=None, signal=None, exit_code=None,
@@ -51,13 +57,78 @@ class WorkerError(Error):
 # The engine carries a worker's message in a 1024-byte field of the slot.
 _MESSAGE_BYTES = 1000
 
+# "... failed on sample I of batch B: <dataset>[I]: <type>: message (at ...)", the
+# engine's words around a dataset's exception as describe_exception wrote it.
+_DATASET_FAILURE = re.compile(r"failed on sample (\d+) of batch \d+: .*?\[\1\]: "
+                              r"([A-Za-z_][\w.]*)(?::| \(at |$)")
+_combined: dict = {}  # exception type -> its WorkerError subclass
+
+
+def type_name(kind):
+    """How describe_exception names an exception type: a builtin by its name,
+    others as module.qualname, so the loader can find the type again."""
+    if kind.__module__ == "builtins":
+        return kind.__qualname__
+    return "%s.%s" % (kind.__module__, kind.__qualname__)
+
+
+def _find_type(name):
+    """The exception type describe_exception named `name`, among builtins and the
+    modules this process has imported; None when there is none."""
+    if "." not in name:
+        found = getattr(builtins, name, None)
+    else:
+        found = None
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = sys.modules.get(".".join(parts[:cut]))
+            if module is None:
+                continue
+            found = module
+            for attribute in parts[cut:]:
+                found = getattr(found, attribute, None)
+            break
+    if isinstance(found, type) and issubclass(found, Exception) and \
+            not issubclass(found, Error):
+        return found
+    return None
+
+
+def as_dataset_error(error):
+    """A WorkerError for a sample whose __getitem__ raised, as an instance of both
+    WorkerError (its fields kept) and the dataset's exception type, as torch's
+    loader re-raises a worker's exception as its own type (`except KeyError:` and
+    `except seedloader.WorkerError:` both catch it); None when the type cannot
+    be found or made so (a constructor that takes more than a message)."""
+    found = _DATASET_FAILURE.search(str(error))
+    kind = found and _find_type(found.group(2))
+    if kind is None:
+        return None
+    if kind not in _combined:
+        try:
+            _combined[kind] = type(kind.__name__, (WorkerError, kind), {
+                "__module__": kind.__module__, "__qualname__": kind.__qualname__,
+                "__doc__": "A WorkerError that is also the dataset's %s."
+                           % kind.__qualname__})
+        except TypeError:  # bases that cannot be combined
+            _combined[kind] = None
+    combined = _combined[kind]
+    if combined is None:
+        return None
+    try:
+        return combined(str(error), worker=error.worker, pid=error.pid,
+                        signal=error.signal, exit_code=error.exit_code,
+                        batch=error.batch, index=error.index)
+    except TypeError:
+        return None
+
 
 def describe_exception(exc, budget=_MESSAGE_BYTES):
     """An exception raised in a worker, for the WorkerError the trainer sees: a first
     line "Type: message (at file:line in function)", the frame being the innermost
     one of its traceback, then as much of the formatted traceback as fits in
     `budget` bytes, innermost frames first kept, as PyTorch's workers report it."""
-    text = type(exc).__name__
+    text = type_name(type(exc))
     if str(exc):
         text += ": " + str(exc)
     frames = traceback.extract_tb(exc.__traceback__)

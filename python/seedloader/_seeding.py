@@ -10,8 +10,10 @@ distinct across workers, epochs and ranks as the stream itself:
            (state, inc: the stream's PCG64 state at its start; M = 2**64 - 1)
     random.seed(int128(child(0)))
     np.random's global RandomState = MT19937(child(1))
-    torch.manual_seed(uint64(child(2)))
+    torch.manual_seed(int63(child(2)))
     child(j) = np.random.SeedSequence(root.entropy, spawn_key=(j,))
+    int63(c) = uint64(c) >> 1   (torch's own seeds are int64: torch.initial_seed()
+                                 then fits an int64 tensor, as in torch's workers)
 
 seedloader.torch.seed_worker() seeds a PyTorch DataLoader's workers with the same
 functions (int128, uint64, reseed), from the worker's key instead.
@@ -35,6 +37,12 @@ def uint64(seq):
     return int(seq.generate_state(1, np.uint64)[0])
 
 
+def int63(seq):
+    """A 63-bit int from a SeedSequence (for torch's manual_seed): torch's own
+    worker seeds are int64s, and code stores torch.initial_seed() in one."""
+    return uint64(seq) >> 1
+
+
 def reseed_random_state(rs, seq):
     """Reseeds a legacy np.random.RandomState in place (no cached Gaussian)."""
     bit_generator = getattr(np.random, rs.get_state(legacy=False)["bit_generator"])
@@ -47,7 +55,7 @@ def seed_process_generators(child):
     reseed_random_state(np.random.mtrand._rand, child(NUMPY))
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.manual_seed(uint64(child(TORCH)))
+        torch.manual_seed(int63(child(TORCH)))
 
 
 def seed_globals_from_stream(pcg64_state):

@@ -18,7 +18,7 @@ In worker w, every random stream comes from seedloader's worker-stream key
 
     j = 0      random.seed(int128(child(0)))
     j = 1      NumPy's global state = RandomState(MT19937(child(1)))
-    j = 2      torch.manual_seed(uint64(child(2)))
+    j = 2      torch.manual_seed(int63(child(2)))
     j = 3 + i  the i-th generator found in the dataset, in the order of
                seedloader._trace.find_generators (depth first through attributes,
                list/tuple elements and dict values), reseeded in place so that
@@ -28,10 +28,10 @@ In worker w, every random stream comes from seedloader's worker-stream key
                  np.random.RandomState r: r's bit generator type seeded from child,
                                          no cached Gaussian
                  random.Random:          .seed(int128(child))
-                 torch.Generator:        .manual_seed(uint64(child))
+                 torch.Generator:        .manual_seed(int63(child))
 
 where int128(c) = sum(w_k << 32k for the words w_0..w_3 of c.generate_state(4))
-and uint64(c) = int(c.generate_state(1, np.uint64)[0]). So a dataset's default_rng
+and int63(c) = int(c.generate_state(1, np.uint64)[0]) >> 1. So a dataset's default_rng
 draws in worker w what
 np.random.default_rng(np.random.SeedSequence(base_seed, spawn_key=(1, epoch, rank, w, 3)))
 draws, if it is the first generator found.
@@ -60,7 +60,7 @@ import torch.distributed as dist
 import torch.utils.data as tud
 
 from seedloader._seeding import (TORCH, int128, reseed_random_state, seed_process_generators,
-                                 uint64)
+                                 int63)
 from seedloader._trace import find_generators
 # ddp-train's checkpoints, kept reachable here where the README first put them.
 from seedloader.checkpoint import (CHECKPOINT_VERSION, OPTIMIZER_SUFFIX,  # noqa: F401
@@ -160,6 +160,6 @@ def _reseed(gen, seq):
     elif isinstance(gen, np.random.RandomState):
         reseed_random_state(gen, seq)
     elif isinstance(gen, torch.Generator):
-        gen.manual_seed(uint64(seq))
+        gen.manual_seed(int63(seq))
     else:  # random.Random, the only other kind find_generators returns
         gen.seed(int128(seq))

@@ -255,3 +255,52 @@ def test_a_pinned_region_keeps_its_slots_in_place_and_refuses_naming_the_fix():
         for b in it:
             held.append(b)
     assert len(held) == 4
+
+
+# --- torch's smaller rules -------------------------------------------------------------
+
+def test_a_dataset_exception_is_raised_as_its_own_type_and_as_a_worker_error():
+    class Missing(tud.Dataset):
+        def __len__(self):
+            return 8
+
+        def __getitem__(self, i):
+            if i == 5:
+                raise KeyError("sample %d is gone" % i)
+            return i
+    for workers in (0, 2):
+        with pytest.raises(KeyError, match="sample 5 is gone") as caught:
+            list(sl.DataLoader(Missing(), batch_size=2, num_workers=workers, seed=1))
+        assert isinstance(caught.value, sl.WorkerError) and caught.value.index == 5
+        assert isinstance(caught.value, RuntimeError)
+        assert "Original traceback" in str(caught.value)
+    assert issubclass(sl.TimeoutError, RuntimeError)
+
+
+def test_pin_memory_without_cuda_warns_and_loads_unpinned():
+    if torch.cuda.is_available():
+        pytest.skip("this check needs a machine without CUDA")
+    with pytest.warns(UserWarning, match="pin_memory=True, but torch sees no CUDA"):
+        loader = sl.DataLoader(Indexed(), batch_size=4, seed=3, pin_memory=True)
+        assert len(batches(loader)) == 3
+
+
+def test_more_workers_than_cpus_warns_naming_both():
+    import os
+    cpus = len(os.sched_getaffinity(0))
+    with pytest.warns(UserWarning, match=r"num_workers=%d .* may use %d CPUs"
+                      % (cpus + 1, cpus)):
+        sl.DataLoader(Indexed(), batch_size=4, seed=3, num_workers=cpus + 1)
+
+
+def test_torchs_seed_in_a_worker_fits_an_int64():
+    class Seeds(tud.Dataset):
+        def __len__(self):
+            return 16
+
+        def __getitem__(self, i):
+            return torch.initial_seed()
+    for seeding in ("worker", "sample"):
+        seeds = [s for b in sl.DataLoader(Seeds(), batch_size=4, num_workers=2, seed=9,
+                                          seeding=seeding) for s in b.tolist()]
+        assert all(0 <= s < 2**63 for s in seeds) and len(set(seeds)) > 1
