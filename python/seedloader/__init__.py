@@ -108,6 +108,8 @@ class DataLoader:
       multiprocessing_context ("fork" only), generator (seeds the loader when
       seed is None), prefetch_factor (batches each worker loads ahead, default
       2), persistent_workers, in_order: as PyTorch's, in its positional order.
+      batch_size=None gives samples one by one (default_convert, or collate_fn
+      called on each sample), as PyTorch's loader does without auto-batching.
       A sampler or batch_sampler is drawn in the main process when each epoch
       begins, and its indices go to the workers with the tasks. collate_fn runs
       in the worker on the batch's samples (in order), as PyTorch runs it; its
@@ -182,6 +184,15 @@ class DataLoader:
                                prefetch_factor, persistent_workers, pin_memory_device)
         if batch_sampler is not None:
             batch_size = None
+        # batch_size=None: samples one by one, as torch gives them without
+        # auto-batching (default_convert); inside, batches of one, unbatched.
+        self._unbatched = batch_size is None and batch_sampler is None
+        if self._unbatched:
+            if partition == "elastic":
+                raise ConfigError("partition='elastic' splits global batches of "
+                                  "batch_size * world_size; give batch_size")
+            drop_last = False
+        self._batch_size = 1 if self._unbatched else batch_size
         for name, value in (("rank", rank), ("world_size", world_size)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)
                                       or value < (0 if name == "rank" else 1)):
@@ -218,7 +229,8 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
-        self.collate_fn = collate_fn if collate_fn is not None else _default_collate()
+        self.collate_fn = collate_fn if collate_fn is not None else _default_collate(
+            self._unbatched)
         self.rank, self.world_size = int(rank), int(world_size)
         self.shuffle = bool(shuffle)
         self.seeding = seeding
@@ -236,6 +248,8 @@ class DataLoader:
         self._variable = (tuple(variable_fields), int(variable_bytes))
         self._collate = None if collate_fn is None or _is_default_collate(collate_fn) \
             else collate_fn
+        if self._collate is not None and self._unbatched:
+            self._collate = _OneSample(self._collate)
         if self._collate is not None and isinstance(dataset, Dataset):
             raise ConfigError("collate_fn runs on a Python dataset's samples; %s is one of "
                               "seedloader's own datasets, whose batches the engine builds"
@@ -293,7 +307,7 @@ class DataLoader:
             return len(self._batch_sampler)
         if self._sampler is not None:
             n = len(self._sampler)
-            return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+            return n // self._batch_size if self.drop_last else -(-n // self._batch_size)
         self._place()
         return _core.epoch_batches(self._order_options(), len(self.dataset))
 
@@ -372,7 +386,7 @@ class DataLoader:
         last in that order; 0 when nothing is padded, -1 when the padding cannot be
         told by its place (a user's sampler; the strided partition padding more
         than one rank's last batch of several samples, which warns once)."""
-        n, ranks, size = len(self.dataset), self.world_size, self.batch_size
+        n, ranks, size = len(self.dataset), self.world_size, self._batch_size
         if self._sampler is not None or self._batch_sampler is not None or \
                 self.drop_last or self._collate is not None:
             return -1 if not self.drop_last else 0
@@ -426,7 +440,10 @@ class DataLoader:
             core.set_epoch(self._epoch)
             replay = first  # worker streams must advance as they did: load, discard
         self._pass = batches
-        return core, self._epoch, first, replay, self._layout, self.pad_variable
+        layout = self._layout
+        if self._unbatched and self._collate is None:
+            layout = _Unbatch(layout)
+        return core, self._epoch, first, replay, layout, self.pad_variable
 
     def _placement(self):
         """(rank, world size, source) now: the given ones, the others from
@@ -491,7 +508,7 @@ class DataLoader:
         under partition="elastic" any world size with the same global batch size
         resumes from it."""
         num_batches = len(self)  # takes the rank and world size as they are now
-        global_batch = (self.batch_size or 0) * self.world_size
+        global_batch = (self._batch_size or 0) * self.world_size
         yielded = self._consumed()
         state = {"epoch": self._epoch, "_num_yielded": yielded,
                  "_finished": self._epoch_used and yielded >= num_batches,
@@ -605,12 +622,12 @@ class DataLoader:
             dataset = _core.PythonDataset(
                 dataset, [f.as_tuple() for f in self._layout.fields],
                 _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
-        capacity = self.batch_size
+        capacity = self._batch_size
         if self._sampler is not None or self._batch_sampler is not None:
             plan = self._draw_plan
             drawn = self._draw_plan(self._epoch)
             capacity = max([getattr(self._batch_sampler, "batch_size", None) or 1] +
-                           [len(b) for b in drawn] + [self.batch_size or 1])
+                           [len(b) for b in drawn] + [self._batch_size or 1])
         self._options.batch_size = capacity
         return dataset, plan
 
@@ -652,7 +669,7 @@ class DataLoader:
             drawn = self._draw_plan(epoch)
         else:
             order = _core.epoch_order(self._order_options(), len(self.dataset), epoch)
-            drawn = _batched(order.tolist(), self.batch_size, self.drop_last)
+            drawn = _batched(order.tolist(), self._batch_size, self.drop_last)
         bound = self._collated_size
         if len(drawn) > bound:
             raise ConfigError("epoch %d has %d batches; this loader with a collate_fn "
@@ -672,7 +689,7 @@ class DataLoader:
         return _loader_options(shuffle=self._shuffle, order=self.order,
                                shuffle_block=self.shuffle_block, seed=self._seed,
                                rank=self.rank, world_size=self.world_size,
-                               partition=self.partition, batch_size=self.batch_size or 1,
+                               partition=self.partition, batch_size=self._batch_size or 1,
                                drop_last=self.drop_last)
 
     def _learn_layout(self, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES):
@@ -703,7 +720,7 @@ class DataLoader:
         if self._batch_sampler is not None:
             batches = [[int(i) for i in b] for b in self._batch_sampler]
         else:
-            batches = _batched([int(i) for i in self._sampler], self.batch_size,
+            batches = _batched([int(i) for i in self._sampler], self._batch_size,
                                self.drop_last)
         self._plan = (epoch, batches)
         return batches
@@ -871,10 +888,6 @@ def _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_work
         if batch_size != 1 or shuffle or sampler is not None or drop_last:
             raise ConfigError("batch_sampler option is mutually exclusive with "
                               "batch_size, shuffle, sampler, and drop_last")
-    elif batch_size is None:
-        raise ConfigError("batch_size=None (samples delivered one by one, without "
-                          "batching) is not supported: seedloader collates batches in "
-                          "its workers; use batch_size=1")
     if collate_fn is not None and not callable(collate_fn):
         raise ConfigError("collate_fn must be callable, got %r" % (collate_fn,))
     if multiprocessing_context not in (None, "fork") and getattr(
@@ -901,14 +914,14 @@ def _warn_if_more_workers_than_cpus(num_workers):
                        % (num_workers, cpus, cpus), stacklevel=3)
 
 
-def _default_collate():
-    """torch's default_collate, the collate_fn torch's loader shows when given none
-    (None without torch)."""
+def _default_collate(unbatched=False):
+    """torch's default_collate (default_convert for batch_size=None), the
+    collate_fn torch's loader shows when given none (None without torch)."""
     try:
-        from torch.utils.data import default_collate
+        from torch.utils.data import default_collate, default_convert
     except ImportError:
         return None
-    return default_collate
+    return default_convert if unbatched else default_collate
 
 
 def _is_default_collate(fn):
@@ -916,4 +929,30 @@ def _is_default_collate(fn):
     if torch is None:
         return False
     collate = torch.utils.data._utils.collate
-    return fn in (collate.default_collate, getattr(torch.utils.data, "default_collate", None))
+    return fn in (collate.default_collate, getattr(torch.utils.data, "default_collate", None),
+                  collate.default_convert, getattr(torch.utils.data, "default_convert", None))
+
+
+class _OneSample:
+    """A user's collate_fn under batch_size=None: torch calls it on each sample,
+    the engine on a batch of one."""
+
+    def __init__(self, collate_fn):
+        self.collate_fn = collate_fn
+
+    def __call__(self, samples):
+        return self.collate_fn(samples[0])
+
+
+class _Unbatch:
+    """The builder a pass uses under batch_size=None: each batch of one becomes
+    its sample, as torch's default_convert gives it (layout.build_one), or for a
+    C++ data set each field without its batch dimension (a view)."""
+
+    def __init__(self, layout):
+        self.layout = layout
+
+    def build(self, fields, lengths, pad):
+        if self.layout is None:
+            return {name: t[0] for name, t in fields.items()}
+        return self.layout.build_one(fields, lengths)

@@ -31,6 +31,8 @@ def samplers(loader):
     sampler = loader._sampler
     if sampler is None:
         sampler = _order_class(loader.shuffle)(loader)
+    if loader._unbatched:  # batch_size=None: torch's loader has no batch sampler
+        return sampler, None
     return sampler, tud.BatchSampler(sampler, loader.batch_size, loader.drop_last)
 
 

@@ -53,12 +53,13 @@ class Node:
 
 class Field:
     """One leaf's slot field: path, numpy/torch dtype name, shape (the maximum for a
-    variable field) and whether it is variable."""
-    __slots__ = ("path", "name", "dtype", "shape", "variable")
+    variable field), whether it is variable, and the Python number type (int,
+    float, bool) the leaf was in the first sample, or None."""
+    __slots__ = ("path", "name", "dtype", "shape", "variable", "number")
 
-    def __init__(self, path, name, dtype, shape, variable=False):
+    def __init__(self, path, name, dtype, shape, variable=False, number=None):
         self.path, self.name, self.dtype = path, name, dtype
-        self.shape, self.variable = tuple(shape), variable
+        self.shape, self.variable, self.number = tuple(shape), variable, number
 
     def as_tuple(self):
         return (self.name, self.dtype, list(self.shape), self.variable)
@@ -159,7 +160,9 @@ class Layout:
         for i, (path, value) in enumerate(leaves):
             path = path or ROOT
             array, dtype = leaf_array(value, "sample %d %s" % (index0, path), ConfigError)
-            fields.append(Field(path, names.get(i, path), dtype, array.shape))
+            number = type(value) if type(value) in (bool, int, float) else None
+            fields.append(Field(path, names.get(i, path), dtype, array.shape,
+                                number=number))
         layout = cls(tree, fields)
         seen = [[f.shape] for f in fields]
         for index, sample in samples[1:]:
@@ -239,6 +242,20 @@ class Layout:
                 if name not in self.names:
                     batch[name] = t
         return batch
+
+    def build_one(self, tensors, lengths):
+        """The sample of a batch of one, as torch's default_convert gives a sample
+        (batch_size=None): each leaf without the batch dimension (a view), a Python
+        number back as that number, a tuple as a list (torch's way too)."""
+        leaves = []
+        for f in self.fields:
+            t = tensors[f.name]
+            if f.variable:
+                t = _variable_leaf(f, t, lengths[f.name], False)[0]
+            else:
+                t = t[0]
+            leaves.append(f.number(t.item()) if f.number is not None else t)
+        return _build(self.tree, leaves)
 
 
 def _check_shape(f, array, index):

@@ -308,7 +308,6 @@ def test_resume_continues_a_user_samplers_epoch_without_drawing_it_again():
     (dict(persistent_workers=True), "persistent_workers option needs num_workers > 0"),
     (dict(multiprocessing_context="spawn"), "only 'fork'"),
     (dict(collate_fn=3), "collate_fn must be callable"),
-    (dict(batch_size=None), "batch_size=None"),
 ])
 def test_torchs_argument_rules_are_config_errors_naming_the_argument(kw, message):
     with pytest.raises(sl.ConfigError, match=message):

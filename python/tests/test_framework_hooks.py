@@ -304,3 +304,52 @@ def test_torchs_seed_in_a_worker_fits_an_int64():
         seeds = [s for b in sl.DataLoader(Seeds(), batch_size=4, num_workers=2, seed=9,
                                           seeding=seeding) for s in b.tolist()]
         assert all(0 <= s < 2**63 for s in seeds) and len(set(seeds)) > 1
+
+
+# --- batch_size=None -----------------------------------------------------------------
+
+Point = __import__("collections").namedtuple("Point", "x y")
+
+
+class Mixed(tud.Dataset):
+    """Every kind of leaf default_convert meets."""
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        import numpy as np
+        return (torch.full((2,), float(i)), i, 0.5 * i, np.ones(3) * i,
+                Point(i, np.float32(i)), {"k": [i, i % 2 == 0]})
+
+
+def _same(a, b):
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, dict):
+        return type(a) is type(b) and a.keys() == b.keys() and all(_same(a[k], b[k])
+                                                                   for k in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    return type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_batch_size_none_gives_samples_as_torchs_default_convert(workers):
+    ours = sl.DataLoader(Mixed(), batch_size=None, num_workers=workers, seed=1)
+    assert ours.batch_size is None and ours.batch_sampler is None
+    assert ours.collate_fn is tud.default_convert and len(ours) == 6
+    theirs = tud.DataLoader(Mixed(), batch_size=None, num_workers=workers)
+    for a, b in zip(ours, theirs):
+        assert _same(a, b), (a, b)
+
+
+def test_batch_size_none_with_a_collate_fn_calls_it_per_sample_and_shuffles():
+    loader = sl.DataLoader(Indexed(), batch_size=None, shuffle=True, seed=2,
+                           collate_fn=lambda sample: torch.tensor([sample, -sample]),
+                           num_workers=2)
+    got = [t.tolist() for t in loader]
+    assert sorted(a for a, _ in got) == list(range(12)) and all(a == -b for a, b in got)
+    assert [a for a, _ in got] != list(range(12))
+    images = list(sl.DataLoader(sl.Synthetic(4, 4, 4, 3), batch_size=None, seed=1))
+    assert [tuple(s["image"].shape) for s in images] == [(3, 4, 4)] * 4
