@@ -53,13 +53,14 @@ class Node:
 
 class Field:
     """One leaf's slot field: path, numpy/torch dtype name, shape (the maximum for a
-    variable field), whether it is variable, and the Python number type (int,
-    float, bool) the leaf was in the first sample, or None."""
-    __slots__ = ("path", "name", "dtype", "shape", "variable", "number")
+    variable field), whether it is variable, and the Python type (int, float,
+    bool, str, bytes) the leaf was in the first sample, or None for arrays. A str
+    or bytes leaf crosses as a variable uint8 field of its UTF-8 (or raw) bytes."""
+    __slots__ = ("path", "name", "dtype", "shape", "variable", "python")
 
-    def __init__(self, path, name, dtype, shape, variable=False, number=None):
+    def __init__(self, path, name, dtype, shape, variable=False, python=None):
         self.path, self.name, self.dtype = path, name, dtype
-        self.shape, self.variable, self.number = tuple(shape), variable, number
+        self.shape, self.variable, self.python = tuple(shape), variable, python
 
     def as_tuple(self):
         return (self.name, self.dtype, list(self.shape), self.variable)
@@ -108,10 +109,15 @@ def leaf_array(value, where, error=DataError):
             raise error("%s is the int %d, beyond int64" % (where, value)) from None
     elif isinstance(value, float):
         array = np.asarray(value, dtype=np.float64)
+    elif isinstance(value, (str, bytes)):
+        # Over a bytearray: the engine takes writable arrays only.
+        raw = bytearray(value.encode("utf-8") if isinstance(value, str) else value)
+        array = np.frombuffer(raw, dtype=np.uint8)
     else:
-        raise error("%s is a %s; a batch field holds tensors, numpy arrays and numbers "
-                    "(strings and other objects cannot be collated into shared memory: "
-                    "encode them as arrays, or keep them out of the sample)"
+        raise error("%s is a %s; a batch field holds tensors, numpy arrays, numbers and "
+                    "strings (other objects cannot be collated into shared memory: "
+                    "encode them as arrays, keep them out of the sample, or pass a "
+                    "collate_fn that turns them into tensors)"
                     % (where, type(value).__name__))
     name = array.dtype.name
     if name not in DTYPES:
@@ -141,6 +147,17 @@ class Layout:
     def __init__(self, tree, fields):
         self.tree, self.fields = tree, fields
         self.names = [f.name for f in fields]
+        # default_collate returns a batch of strings as it found it: the tuple zip
+        # made of a sequence's items, the list of a mapping's values (or the root's).
+        self._string_tuples = set()
+        nodes = [tree]
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, Node):
+                for child in node.children:
+                    if isinstance(child, Leaf) and node.kind != "map":
+                        self._string_tuples.add(child.field)
+                    nodes.append(child)
 
     @classmethod
     def learn(cls, samples, variable_paths=(), variable_bytes=65536):
@@ -160,9 +177,9 @@ class Layout:
         for i, (path, value) in enumerate(leaves):
             path = path or ROOT
             array, dtype = leaf_array(value, "sample %d %s" % (index0, path), ConfigError)
-            number = type(value) if type(value) in (bool, int, float) else None
+            python = type(value) if type(value) in _PYTHON_LEAVES else None
             fields.append(Field(path, names.get(i, path), dtype, array.shape,
-                                number=number))
+                                python=python))
         layout = cls(tree, fields)
         seen = [[f.shape] for f in fields]
         for index, sample in samples[1:]:
@@ -175,7 +192,7 @@ class Layout:
                               "(its fields: %s)" % (", ".join(sorted(unknown)),
                                                     ", ".join(f.path for f in fields)))
         for f, shapes in zip(fields, seen):
-            if f.path in variable_paths or len(set(shapes)) > 1:
+            if f.path in variable_paths or len(set(shapes)) > 1 or f.python in (str, bytes):
                 _make_variable(f, shapes, variable_bytes)
         return layout
 
@@ -231,9 +248,13 @@ class Layout:
         """The batch from {field name: collated tensor} and {variable field name:
         [elements per sample]}, shaped as default_collate shapes it."""
         leaves = []
-        for f in self.fields:
+        for k, f in enumerate(self.fields):
             t = tensors[f.name]
-            if f.variable:
+            if f.python in (str, bytes):  # as default_collate gives a batch of strings
+                t = [_text(f, row) for row in _variable_leaf(f, t, lengths[f.name], False)]
+                if k in self._string_tuples:
+                    t = tuple(t)
+            elif f.variable:
                 t = _variable_leaf(f, t, lengths[f.name], pad_variable)
             leaves.append(t)
         batch = _build(self.tree, leaves)
@@ -254,8 +275,22 @@ class Layout:
                 t = _variable_leaf(f, t, lengths[f.name], False)[0]
             else:
                 t = t[0]
-            leaves.append(f.number(t.item()) if f.number is not None else t)
+            if f.python in (str, bytes):
+                t = _text(f, t)
+            elif f.python is not None:
+                t = f.python(t.item())
+            leaves.append(t)
         return _build(self.tree, leaves)
+
+
+# Python leaves rebuilt as themselves (numbers only under batch_size=None).
+_PYTHON_LEAVES = (bool, int, float, str, bytes)
+
+
+def _text(f, row):
+    """A str or bytes leaf back from its row of bytes in the slot."""
+    raw = row.numpy().tobytes() if hasattr(row, "numpy") else row.tobytes()
+    return raw.decode("utf-8") if f.python is str else raw
 
 
 def _check_shape(f, array, index):

@@ -331,10 +331,37 @@ def test_an_iterable_dataset_is_refused_pointing_at_tar_shards():
         sl.DataLoader(Stream())
 
 
-def test_strings_are_a_config_error_naming_the_field_path():
-    data = [(np.zeros(2), {"caption": "a cat"})] * 4
-    with pytest.raises(sl.ConfigError, match=r"sample 0 \[1\]\['caption'\] is a str"):
+def test_objects_are_a_config_error_naming_the_field_path():
+    data = [(np.zeros(2), {"caption": None})] * 4
+    with pytest.raises(sl.ConfigError, match=r"sample 0 \[1\]\['caption'\] is a NoneType"):
         next(iter(sl.DataLoader(data, batch_size=2)))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_strings_come_back_as_default_collates_lists_of_strings(workers):
+    class Captioned(tud.Dataset):
+        def __len__(self):
+            return 7
+
+        def __getitem__(self, i):
+            return (torch.full((2,), float(i)),
+                    Pair("img%d.jpg" % i, {"caption": "ünï " * i, "raw": b"\x00\xff" * i}))
+    ours = list(sl.DataLoader(Captioned(), batch_size=3, num_workers=workers, seed=1))
+    theirs = list(tud.DataLoader(Captioned(), batch_size=3))
+    assert len(ours) == len(theirs) == 3
+    for a, b in zip(ours, theirs):
+        assert torch.equal(a[0], b[0]) and type(a[1]) is Pair
+        assert a[1].x == b[1].x and a[1].y == b[1].y  # as torch: a tuple, lists
+        assert type(a[1].x) is type(b[1].x) and type(a[1].y["raw"]) is type(b[1].y["raw"])
+    one = next(iter(sl.DataLoader(Captioned(), batch_size=None, seed=1)))
+    assert one[1].x == "img0.jpg" and one[1].y == {"caption": "", "raw": b""}
+
+
+def test_a_string_over_the_variable_budget_is_a_data_error_naming_it():
+    data = ["short"] * 8 + ["x" * 100]
+    loader = sl.DataLoader(data, batch_size=3, variable_bytes=64)
+    with pytest.raises(sl.Error, match=r"(?s)8.*100 bytes"):
+        list(loader)
 
 
 # --- nothing before iteration ---------------------------------------------------------
