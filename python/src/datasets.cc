@@ -51,8 +51,8 @@ SampleLayout layout_from(const std::vector<PythonField>& fields) {
   std::vector<FieldSpec> specs;
   for (const auto& [name, dtype, shape, variable] : fields) {
     for (std::int64_t d : shape) {
-      if (d <= 0)
-        throw ConfigError("field '" + name + "': every dimension must be positive");
+      // 0 is a dimension torch and numpy allow (an empty box list, no keypoints).
+      if (d < 0) throw ConfigError("field '" + name + "': a dimension is negative");
     }
     specs.push_back(FieldSpec{name, dtype_from_name(dtype), shape, variable});
   }

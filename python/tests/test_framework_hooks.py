@@ -353,3 +353,18 @@ def test_batch_size_none_with_a_collate_fn_calls_it_per_sample_and_shuffles():
     assert [a for a, _ in got] != list(range(12))
     images = list(sl.DataLoader(sl.Synthetic(4, 4, 4, 3), batch_size=None, seed=1))
     assert [tuple(s["image"].shape) for s in images] == [(3, 4, 4)] * 4
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_zero_size_tensors_in_a_sample_come_back_as_torchs(workers):
+    class Empty(tud.Dataset):
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            return torch.zeros(0), torch.zeros(2, 0, 3), i
+    ours = list(sl.DataLoader(Empty(), batch_size=4, num_workers=workers, seed=1))
+    theirs = list(tud.DataLoader(Empty(), batch_size=4))
+    assert [[tuple(t.shape) for t in b] for b in ours] == \
+        [[tuple(t.shape) for t in b] for b in theirs] == [[(4, 0), (4, 2, 0, 3), (4,)],
+                                                         [(2, 0), (2, 2, 0, 3), (2,)]]
