@@ -16,7 +16,7 @@ pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
 "${pip[@]}" --upgrade torch torchvision lightning accelerate numpy pillow pytest
 "${pip[@]}" "scikit-build-core>=0.10" "nanobind>=2.0" safetensors xxhash
 CMAKE_BUILD_PARALLEL_LEVEL=2 "${pip[@]}" --no-build-isolation \
-  -C build-dir=build/compat-pip .
+  --config-settings=build-dir=build/compat-pip .
 "$venv/bin/python" - <<'PY'
 import importlib.metadata as m
 print("compat_check: " + ", ".join("%s %s" % (p, m.version(p)) for p in (

@@ -416,6 +416,11 @@ class DataLoader:
         layout, pad_variable), or None when nothing is left of the epoch. An older
         pass is replaced either way."""
         self._place(announce=True)
+        if self.worker_init_fn is not self._worker_init_fn:
+            # Set after construction (Lightning's seed_everything(workers=True)
+            # does): torch's loader uses it from its next iterator on; so does this.
+            self._close_engine()
+            self._worker_init_fn = self.worker_init_fn
         if self._loader is not None:
             self._loader.stop()  # one pass at a time, as the engine runs them
         if self._resume is not None:

@@ -368,3 +368,13 @@ def test_zero_size_tensors_in_a_sample_come_back_as_torchs(workers):
     assert [[tuple(t.shape) for t in b] for b in ours] == \
         [[tuple(t.shape) for t in b] for b in theirs] == [[(4, 0), (4, 2, 0, 3), (4,)],
                                                          [(2, 0), (2, 2, 0, 3), (2,)]]
+
+
+def test_a_worker_init_fn_set_after_construction_runs_from_the_next_epoch(tmp_path):
+    loader = sl.DataLoader(Indexed(), batch_size=4, num_workers=2, seed=3)
+    assert len(batches(loader)) == 3
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    loader.worker_init_fn = lambda w: (marks / str(w)).touch()  # as Lightning sets it
+    assert len(batches(loader)) == 3
+    assert sorted(p.name for p in marks.iterdir()) == ["0", "1"]
