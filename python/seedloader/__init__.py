@@ -222,7 +222,8 @@ class DataLoader:
         self.timeout = timeout
         self.generator = generator
         # torch's attributes, with torch's kinds of values (frameworks read them).
-        self.prefetch_factor = 2 if prefetch_factor is None else prefetch_factor
+        self.prefetch_factor = prefetch_factor if prefetch_factor is not None else \
+            _torch_prefetch_default(num_workers)
         self.persistent_workers = persistent_workers
         self.pin_memory = bool(pin_memory)
         self.pin_memory_device = pin_memory_device
@@ -917,6 +918,18 @@ def _warn_if_more_workers_than_cpus(num_workers):
                        "process may use %d CPUs; more workers than CPUs take turns and "
                        "slow the loader down: lower num_workers to at most %d"
                        % (num_workers, cpus, cpus), stacklevel=3)
+
+
+def _torch_prefetch_default(num_workers):
+    """The prefetch_factor torch's own loader shows when given none, which
+    frameworks pass back to it: 2, except None without workers from torch 2.0 on
+    (whose loader refuses 2 there); None without torch."""
+    if not _torch_available():
+        return None
+    if num_workers > 0:
+        return 2
+    import torch
+    return 2 if int(torch.__version__.split(".")[0]) < 2 else None
 
 
 def _default_collate(unbatched=False):

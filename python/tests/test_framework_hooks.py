@@ -108,8 +108,13 @@ def test_torchs_attributes_hold_torchs_kinds_of_values():
     assert isinstance(loader.batch_sampler, tud.BatchSampler)
     assert loader.batch_sampler.sampler is loader.sampler
     assert loader.collate_fn is tud.default_collate
-    assert (loader.prefetch_factor, loader.pin_memory, loader.pin_memory_device) == \
-        (2, False, "")
+    # torch's own loader's values: prefetch_factor 2, or None without workers
+    # from torch 2.0 on (its loader then refuses 2).
+    for workers in (0, 2):
+        theirs = tud.DataLoader(Indexed(), batch_size=4, num_workers=workers)
+        ours = sl.DataLoader(Indexed(), batch_size=4, num_workers=workers, seed=3)
+        assert ours.prefetch_factor == theirs.prefetch_factor
+    assert (loader.pin_memory, loader.pin_memory_device) == (False, "")
     assert loader.worker_init_fn is None and loader.multiprocessing_context is None
     assert (loader.seed, loader.shuffle) == (3, True)
     ordered = sl.DataLoader(Indexed(), batch_size=4, seed=3)
