@@ -264,6 +264,9 @@ class DataLoader:
         self._collated = None    # collate_fn: (epoch, [[index]]) the engine runs
         self._collated_size = 0  # collate_fn: the most batches an epoch may have
         self._seed = int(seed)
+        # An attribute, not a property: a framework that rebuilds a loader from
+        # vars() and the __init__ signature must get the same seed on every rank.
+        self.seed = self._seed  # the base seed every stream derives from
         config.update(seed=self._seed, generator=None)  # the seed drawn, on every copy
         self._config = config
         self._options = _loader_options(
@@ -339,11 +342,6 @@ class DataLoader:
         if self._collated is not None:  # the engine's item k is batch k
             return list(self._collated[1][indices[0]])
         return indices
-
-    @property
-    def seed(self):
-        """The base seed every stream derives from."""
-        return self._seed
 
     @property
     def epoch(self):
@@ -565,6 +563,7 @@ class DataLoader:
         if int(state["base_seed"]) != self._seed:
             self._close_engine()  # rebuilt, and pinned again, for the new seed
             self._seed = int(state["base_seed"])
+            self.__dict__["seed"] = self._seed  # past __setattr__'s rule
         if "batches" in state:
             self._plan = (epoch, [list(map(int, b)) for b in state["batches"]])
         self._done_epoch = None
@@ -767,7 +766,7 @@ class DataLoader:
 
 # torch's DataLoader refuses to change these once built (its __setattr__).
 _FIXED_AFTER_INIT = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
-                     "persistent_workers")
+                     "persistent_workers", "seed")  # and the seed: load_state_dict sets it
 
 _CHOICES = {
     "order": {"numpy": _core.ShuffleOrder.numpy, "torch": _core.ShuffleOrder.torch,

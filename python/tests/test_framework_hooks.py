@@ -383,3 +383,16 @@ def test_a_worker_init_fn_set_after_construction_runs_from_the_next_epoch(tmp_pa
     loader.worker_init_fn = lambda w: (marks / str(w)).touch()  # as Lightning sets it
     assert len(batches(loader)) == 3
     assert sorted(p.name for p in marks.iterdir()) == ["0", "1"]
+
+
+def test_a_loader_rebuilt_from_vars_and_the_signature_keeps_its_seed_and_order():
+    import inspect
+    loader = sl.DataLoader(Indexed(), batch_size=4, shuffle=True)  # a drawn seed
+    names = set(inspect.signature(sl.DataLoader.__init__).parameters) - {
+        "self", "sampler", "batch_sampler"}  # the loader's own, shown as torch's
+    kept = {k: v for k, v in vars(loader).items() if k in names}
+    assert {"seed", "shuffle", "dataset", "batch_size"} <= set(kept)
+    rebuilt = sl.DataLoader(**kept)
+    assert rebuilt.seed == loader.seed and batches(rebuilt) == batches(loader)
+    with pytest.raises(ValueError, match="seed attribute should not be set"):
+        loader.seed = 1
