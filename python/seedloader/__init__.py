@@ -895,11 +895,11 @@ def _check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_work
                               "batch_size, shuffle, sampler, and drop_last")
     if collate_fn is not None and not callable(collate_fn):
         raise ConfigError("collate_fn must be callable, got %r" % (collate_fn,))
-    if multiprocessing_context not in (None, "fork") and getattr(
-            multiprocessing_context, "get_start_method", lambda: None)() != "fork":
-        raise ConfigError("multiprocessing_context=%r: seedloader's workers are forked "
-                          "by its engine; only 'fork' (or None) is possible"
-                          % (multiprocessing_context,))
+    if batch_size is None and batch_sampler is None and drop_last:
+        raise ConfigError("batch_size=None option disables auto-batching and is mutually "
+                          "exclusive with drop_last")
+    if multiprocessing_context is not None:
+        _check_start_method(multiprocessing_context, num_workers)
     if pin_memory_device not in ("", "cuda"):
         raise ConfigError("pin_memory_device=%r: seedloader pins for CUDA only"
                           % (pin_memory_device,))
@@ -939,6 +939,31 @@ def _default_collate(unbatched=False):
     except ImportError:
         return None
     return default_convert if unbatched else default_collate
+
+
+def _check_start_method(context, num_workers):
+    """torch's rules for multiprocessing_context (with its messages), then
+    seedloader's own: its engine forks the workers, so only fork is possible."""
+    import multiprocessing
+    if num_workers == 0:
+        raise ConfigError("multiprocessing_context can only be used with multi-process "
+                          "loading (num_workers > 0), but got num_workers=%d" % num_workers)
+    if isinstance(context, str):
+        methods = multiprocessing.get_all_start_methods()
+        if context not in methods:
+            raise ConfigError("multiprocessing_context option should specify a valid start "
+                              "method in %r, but got multiprocessing_context=%r"
+                              % (methods, context))
+        method = context
+    elif callable(getattr(context, "get_start_method", None)):
+        method = context.get_start_method()
+    else:
+        raise TypeError("multiprocessing_context option should be a valid context object "
+                        "or a string specifying the start method, but got "
+                        "multiprocessing_context=%r" % (context,))
+    if method != "fork":
+        raise ConfigError("multiprocessing_context=%r: seedloader's workers are forked by "
+                          "its engine; only 'fork' (or None) is possible" % (context,))
 
 
 def _is_default_collate(fn):

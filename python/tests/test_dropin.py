@@ -306,12 +306,20 @@ def test_resume_continues_a_user_samplers_epoch_without_drawing_it_again():
     (dict(prefetch_factor=3), "prefetch_factor option could only be specified"),
     (dict(num_workers=-1), "num_workers option should be non-negative"),
     (dict(persistent_workers=True), "persistent_workers option needs num_workers > 0"),
-    (dict(multiprocessing_context="spawn"), "only 'fork'"),
+    (dict(multiprocessing_context="spawn", num_workers=1), "only 'fork'"),
+    (dict(multiprocessing_context="fork"), r"multi-process loading \(num_workers > 0\)"),
+    (dict(multiprocessing_context="bad", num_workers=1), "should specify a valid start"),
+    (dict(batch_size=None, drop_last=True), "mutually exclusive with drop_last"),
     (dict(collate_fn=3), "collate_fn must be callable"),
 ])
 def test_torchs_argument_rules_are_config_errors_naming_the_argument(kw, message):
     with pytest.raises(sl.ConfigError, match=message):
         sl.DataLoader(Tuples(), **kw)
+
+
+def test_a_multiprocessing_context_that_is_no_context_is_a_type_error_as_in_torch():
+    with pytest.raises(TypeError, match="should be a valid context object"):
+        sl.DataLoader(Tuples(), num_workers=1, multiprocessing_context=object())
 
 
 def test_torchs_remaining_arguments_are_accepted():
