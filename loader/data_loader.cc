@@ -63,9 +63,16 @@ void DataLoader::Iterator::load() {
   }
   try {
     current_ = engine_->fetch(next_);
+  } catch (const WorkerError& e) {
+    ++next_;  // past the failed batch either way
+    if (!e.failure().recoverable) {
+      done_ = true;
+      engine_->abandon_epoch();  // a no-op when the engine already did
+    }
+    throw;
   } catch (...) {
     done_ = true;
-    engine_->abandon_epoch();  // a no-op when the engine already did
+    engine_->abandon_epoch();
     throw;
   }
   ++next_;

@@ -543,7 +543,14 @@ void Engine::throw_failed(int slot, std::uint64_t k) {
   // The slot is back in main's hands; free it for the next epoch.
   slots_[slot].batch = -1;
   mode_->take_back(h);
-  abandon_epoch();
+  if (h.error_stage == ErrorStage::kGet) {
+    // A dataset's exception: the worker lives on and serves its next task, so
+    // the epoch goes on past this batch if the consumer asks for the next one.
+    f.recoverable = true;
+    pump();
+  } else {
+    abandon_epoch();
+  }
   throw WorkerError(what, f);
 }
 

@@ -60,12 +60,14 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   void begin_epoch(std::uint64_t epoch, std::uint64_t first_batch);
   // Batch k of the current epoch. REQUIRES: k is the next batch in order
   // (from first_batch) and k < num_batches(). Throws WorkerError or
-  // TimeoutError. When the consumer still holds the batch in k's slot, that
-  // batch is detached (already when tasks are issued, if the consumer has taken
-  // a later batch since: see kept_past_newer()): it keeps its bytes at its address in
-  // private memory (one copy of the slot, freed when it is dropped), and the slot's
-  // shared pages move to a new address in this process (SharedRegion::detach). Only after
-  // expose_region() is that an Error instead.
+  // TimeoutError; a WorkerError for a sample's get() is recoverable (the epoch
+  // stays active and batch k + 1 may be fetched next), any other ends the epoch. When the
+  // consumer still holds the batch in k's slot, that batch is detached (already when
+  // tasks are issued, if the consumer has taken a later batch since: see
+  // kept_past_newer()): it keeps its bytes at its address in private memory (one copy of
+  // the slot, freed when it is dropped), and the slot's shared pages move to a new
+  // address in this process (SharedRegion::detach). Only after expose_region() is that an
+  // Error instead.
   Batch fetch(std::uint64_t k);
   // After the last batch: reports skipped samples, stops per-epoch workers.
   void end_epoch();

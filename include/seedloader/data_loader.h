@@ -90,7 +90,9 @@ class DataLoader {
 // An input iterator over one epoch; move-only. Dereferencing gives the current
 // batch; advancing hands its slot back and waits for the next one. Destroying
 // it before the end abandons the epoch (workers stop promptly).
-// Advancing an iterator whose epoch a later begin() abandoned throws Error.
+// Advancing an iterator whose epoch a later begin() abandoned throws Error. A
+// WorkerError for a sample's get() (failure().recoverable) leaves it usable:
+// advancing it again goes on with the batch after the failed one.
 class DataLoader::Iterator {
  public:
   Iterator(Iterator&& other) noexcept;

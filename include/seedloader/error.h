@@ -45,6 +45,9 @@ struct WorkerFailure {
   int exit_code = -1;    // exit status, when it exited
   long long batch = -1;  // batch number it was working on
   long long index = -1;  // sample index, when the failure is tied to one
+  // A sample's get() failed and the worker goes on: the epoch continues with the
+  // next batch (as torch's loader does after a dataset's exception).
+  bool recoverable = false;
 };
 
 class WorkerError : public Error {

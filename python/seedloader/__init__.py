@@ -914,8 +914,9 @@ def _warn_if_more_workers_than_cpus(num_workers):
         cpus = _os.cpu_count() or 0
     if cpus and num_workers > cpus:
         _warnings.warn("seedloader.DataLoader: num_workers=%d worker processes, but this "
-                       "process may use %d CPUs; more workers than CPUs take turns and "
-                       "slow the loader down: lower num_workers to at most %d"
+                       "process may use %d CPUs; more workers than CPUs take turns, and "
+                       "such excessive worker creation might get DataLoader running slow "
+                       "or even freeze: lower num_workers to at most %d"
                        % (num_workers, cpus, cpus), stacklevel=3)
 
 

@@ -297,7 +297,8 @@ class Loader {
 // - the pass owns its position: `yielded` (batches of the epoch delivered,
 //   counting from `first`) and `last_indices` follow each delivered batch;
 // - an engine error goes to on_error(self), which raises it in the package's
-//   terms (rethrow() hands it over);
+//   terms (rethrow() hands it over); after a dataset's exception the pass goes
+//   on with the next batch, as torch's iterator does;
 // - the epoch stops (workers idle or go) when the pass is exhausted, fails or is
 //   collected, unless its Loader has begun another pass.
 class Batches {
@@ -446,16 +447,27 @@ class Batches {
     }
   }
 
+  // Raises `error` through on_error. A dataset's exception (a recoverable
+  // WorkerError) leaves the pass going, as torch's iterator goes on after one,
+  // with the failed batch counted as passed; any other error ends it.
   [[noreturn]] void fail(nb::handle self, std::exception_ptr error) {
+    bool recoverable = false;
+    try {
+      std::rethrow_exception(error);
+    } catch (const WorkerError& e) {
+      recoverable = e.failure().recoverable;
+    } catch (...) {
+    }
+    if (recoverable) ++yielded_;
     error_ = std::move(error);
     try {
       on_error_(self);
     } catch (...) {
       error_ = nullptr;
-      end_quietly();
+      if (!recoverable) end_quietly();
       throw;
     }
-    end_quietly();
+    if (!recoverable) end_quietly();
     if (!error_) throw Error("DataLoader: on_error returned without raising");
     std::rethrow_exception(std::exchange(error_, nullptr));
   }

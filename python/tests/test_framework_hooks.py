@@ -396,3 +396,31 @@ def test_a_loader_rebuilt_from_vars_and_the_signature_keeps_its_seed_and_order()
     assert rebuilt.seed == loader.seed and batches(rebuilt) == batches(loader)
     with pytest.raises(ValueError, match="seed attribute should not be set"):
         loader.seed = 1
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_after_a_datasets_exception_the_pass_goes_on_with_the_next_batch(workers):
+    """As torch's iterator: next() raises the dataset's exception for the batch that
+    held the sample, and the following next() gives the batch after it."""
+    class FailsAt(tud.Dataset):
+        def __len__(self):
+            return 20
+
+        def __getitem__(self, i):
+            if i in (5, 13):
+                raise NotImplementedError("sample %d" % i)
+            return i
+    loader = sl.DataLoader(FailsAt(), batch_size=4, num_workers=workers, seed=1)
+    it = iter(loader)
+    got, failed = [], []
+    while True:
+        try:
+            got.append(next(it).tolist())
+        except NotImplementedError as e:
+            failed.append(e.index)
+        except StopIteration:
+            break
+    assert failed == [5, 13]
+    assert got == [[0, 1, 2, 3], [8, 9, 10, 11], [16, 17, 18, 19]]
+    assert loader.state_dict()["_finished"]  # the failed batches count as passed
+    assert next(iter(loader)).tolist() == [0, 1, 2, 3]  # and the next epoch runs

@@ -4,6 +4,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "loader/shared_region.h"
 #include "seedloader/data_loader.h"
@@ -103,6 +104,38 @@ TEST_F(FaultTest, WorkerInitFailureIsReportedOnTheFirstBatch) {
     EXPECT_NE(what.find("worker_init failed: cannot open /data/index.bin"),
               std::string::npos)
         << what;
+  }
+}
+
+// As torch's iterator after a dataset's exception: the batch holding the sample
+// fails, the worker lives on, and advancing again gives the batch after it.
+TEST_F(FaultTest, AfterAGetExceptionTheIteratorGoesOnWithTheNextBatch) {
+  HookedDataset ds(40, [](std::uint64_t i) {
+    if (i == 6 || i == 21) throw DataError("bad sample " + std::to_string(i));
+  });
+  for (int workers : {0, 2}) {
+    LoaderOptions o;
+    o.batch_size = 4;
+    o.num_workers = workers;
+    o.seed = 3;
+    DataLoader loader(ds, o);
+    std::vector<std::uint64_t> seen;
+    std::vector<long long> failed;
+    for (auto it = loader.begin(); !(it == loader.end());) {
+      seen.push_back(it->number());
+      for (;;) {
+        try {
+          ++it;
+          break;
+        } catch (const WorkerError& e) {
+          ASSERT_TRUE(e.failure().recoverable) << e.what();
+          failed.push_back(e.failure().batch);
+        }
+      }
+    }
+    EXPECT_EQ(failed, (std::vector<long long>{1, 5})) << workers << " workers";
+    EXPECT_EQ(seen, (std::vector<std::uint64_t>{0, 2, 3, 4, 6, 7, 8, 9}))
+        << workers << " workers";
   }
 }
 

@@ -488,6 +488,8 @@ TEST_F(RemoteShardsTest, APasswordInTheUrlIsSentButNeverShown) {
   const TarShards remote(url, parse_transform_spec(kTransform),
                          cached_in(root_ / "cache"));
   EXPECT_EQ(remote.describe(), "TarShards(" + http() + ")");
+  // nginx logs a request after answering it: wait for the line, then read it whole.
+  EXPECT_EQ(nginx_->requests("/data/index.json").size(), 1u);
   std::ifstream log(root_ / "nginx/access.log");  // the user went with the request
   const std::string logged((std::istreambuf_iterator<char>(log)), {});
   EXPECT_NE(logged.find("GET /data/index.json 200"), std::string::npos) << logged;
