@@ -411,8 +411,8 @@ class DataLoader:
     def _start(self, batches):
         """The first next() of pass `batches`: takes the rank and world size, claims
         its epoch (the resume point, else the next epoch once one has started) and
-        readies the engine; returns (engine, epoch, first batch, batches to replay,
-        layout, pad_variable), or None when nothing is left of the epoch. An older
+        readies the engine; returns (engine, first batch, batches to replay, layout,
+        pad_variable), or None when nothing is left of the epoch. An older
         pass is replaced either way."""
         self._place(announce=True)
         if self.worker_init_fn is not self._worker_init_fn:
@@ -447,7 +447,7 @@ class DataLoader:
         layout = self._layout
         if self._unbatched and self._collate is None:
             layout = _Unbatch(layout)
-        return core, self._epoch, first, replay, layout, self.pad_variable
+        return core, first, replay, layout, self.pad_variable
 
     def _placement(self):
         """(rank, world size, source) now: the given ones, the others from

@@ -15,6 +15,7 @@ torch.utils.data.DataLoader as a torch loader of their own (Lightning's
 _update_dataloader, accelerate's prepare_data_loader), which would load
 seedloader's data with torch's workers and seeds; other objects they iterate as
 they are, and seedloader shards by rank itself."""
+import sys
 import weakref
 
 
@@ -90,7 +91,6 @@ def refuse_foreign_iteration():
     loader's order: a framework built a torch loader in its place (accelerate's
     skip_first_batches does, from `batch_sampler`), which would load the data set
     with torch's workers and seeds."""
-    import sys
     torch_loader = sys.modules.get("torch.utils.data.dataloader")
     if torch_loader is None:
         return
@@ -112,7 +112,6 @@ def refuse_foreign_iteration():
 def gradient_state():
     """accelerate's GradientState once an Accelerator exists in this process, else
     None (nothing of accelerate is imported or created here)."""
-    import sys
     state = sys.modules.get("accelerate.state")
     if state is None or not getattr(state.GradientState, "_shared_state", None):
         return None

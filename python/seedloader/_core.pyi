@@ -85,14 +85,6 @@ class Batches:
     def close(self) -> None: ...
 
     @property
-    def started(self) -> bool:
-        """whether the first next() claimed an epoch"""
-
-    @property
-    def epoch(self) -> int | None:
-        """the epoch this pass runs, once started"""
-
-    @property
     def yielded(self) -> int:
         """batches of the epoch delivered (a resumed pass counts the skipped)"""
 

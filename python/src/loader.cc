@@ -285,7 +285,7 @@ class Loader {
 
 // What iter(seedloader.DataLoader) returns: one pass over an epoch. Creating it
 // claims nothing; its first __next__ calls start(self), which claims the epoch
-// and returns (Loader, epoch, first, replay, layout, pad): the pass then runs on
+// and returns (Loader, first, replay, layout, pad): the pass then runs on
 // that Loader from batch `first` (or None: the pass is empty). Its __next__ does in C++
 // what a generator in the package would do, so a batch costs the main thread no
 // interpreter frame of the package's own:
@@ -365,9 +365,7 @@ class Batches {
     finish();
   }
 
-  bool started() const { return core_.is_valid(); }
   std::uint64_t yielded() const { return yielded_; }
-  std::optional<std::uint64_t> epoch() const { return epoch_; }
   // The last delivered batch's sample indices as native uint64 bytes, or None.
   nb::object last_indices() const { return last_indices_; }
 
@@ -402,7 +400,7 @@ class Batches {
       nb::object started = start_(self);
       if (started.is_none()) return false;
       begun = nb::cast<nb::tuple>(started);
-      if (begun.size() != 6) throw Error("DataLoader: start() must return 6 values");
+      if (begun.size() != 5) throw Error("DataLoader: start() must return 5 values");
       nb::cast<Loader&>(begun[0]);  // a TypeError now rather than at the first batch
     } catch (...) {
       done_ = true;
@@ -410,11 +408,10 @@ class Batches {
     }
     core_ = begun[0];
     pass_ = nb::cast<Loader&>(core_).begin_pass();
-    epoch_ = nb::cast<std::uint64_t>(begun[1]);
-    yielded_ = nb::cast<std::uint64_t>(begun[2]);
-    replay_ = nb::cast<std::uint64_t>(begun[3]);
-    if (!begun[4].is_none()) build_ = begun[4].attr("build");
-    pad_ = nb::bool_(nb::cast<bool>(begun[5]));
+    yielded_ = nb::cast<std::uint64_t>(begun[1]);
+    replay_ = nb::cast<std::uint64_t>(begun[2]);
+    if (!begun[3].is_none()) build_ = begun[3].attr("build");
+    pad_ = nb::bool_(nb::cast<bool>(begun[4]));
     return true;
   }
 
@@ -472,11 +469,10 @@ class Batches {
     std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
-  nb::object start_;        // () -> (Loader, epoch, first, replay, layout, pad)
+  nb::object start_;        // () -> (Loader, first, replay, layout, pad) or None
   nb::object on_error_;     // (pass) -> raises the pass's error
   nb::object core_;         // the Loader this pass runs on, once started
   std::uint64_t pass_ = 0;  // this pass's number in its Loader
-  std::optional<std::uint64_t> epoch_;
   std::uint64_t yielded_ = 0;
   std::uint64_t replay_ = 0;
   nb::object pad_;
@@ -520,9 +516,6 @@ void bind_loader(nb::module_& m) {
            [](nb::handle self) { return nb::cast<Batches&>(self).next(self); })
       .def("rethrow", &Batches::rethrow)
       .def("close", &Batches::close)
-      .def_prop_ro("started", &Batches::started,
-                   "whether the first next() claimed an epoch")
-      .def_prop_ro("epoch", &Batches::epoch, "the epoch this pass runs, once started")
       .def_prop_ro("yielded", &Batches::yielded,
                    "batches of the epoch delivered (a resumed pass counts the skipped)")
       .def_prop_ro("last_indices", &Batches::last_indices,
