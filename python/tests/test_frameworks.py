@@ -35,9 +35,11 @@ def need(module):
         pytest.skip("%s is not installed (scripts/python_env.sh --frameworks)" % module)
 
 
-def run(script, out, *args, timeout=120):
-    """Runs a framework script as a user runs it; its output on failure."""
-    command = [sys.executable, os.path.join(HERE, script), str(out), *map(str, args)]
+def run(script, out, *args, launcher=(), timeout=120):
+    """Runs a framework script as a user runs it (under `launcher`, a python -m
+    module and its options, when given); its output on failure."""
+    command = [sys.executable, *launcher, os.path.join(HERE, script), str(out),
+               *map(str, args)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
                           cwd=str(out.parent))
     assert done.returncode == 0, "%s failed (%d):\n%s\n%s" % (
@@ -128,15 +130,10 @@ def torchrun(script, out, processes, *args):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
-               str(processes), "--master_addr", "127.0.0.1", "--master_port", str(port),
-               "--redirects", "1", "--tee", "1",
-               os.path.join(HERE, script), str(out), *map(str, args)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180,
-                          cwd=str(out.parent))
-    assert done.returncode == 0, "%s failed (%d):\n%s\n%s" % (
-        " ".join(command), done.returncode, done.stdout[-3000:], done.stderr[-6000:])
-    return done
+    launcher = ["-m", "torch.distributed.run", "--nproc_per_node", str(processes),
+                "--master_addr", "127.0.0.1", "--master_port", str(port),
+                "--redirects", "1", "--tee", "1"]
+    return run(script, out, *args, launcher=launcher, timeout=180)
 
 
 def gathered(out):

@@ -20,22 +20,10 @@ import torch
 from accelerate import Accelerator
 
 import seedloader as sl
+from indexed import Indexed
+
 
 TRAIN, EVAL = 64, 251
-
-
-class Indexed(torch.utils.data.Dataset):
-    """Sample i is (features of i, i): the batch says which samples it holds."""
-
-    def __init__(self, size):
-        self.size = size
-
-    def __len__(self):
-        return self.size
-
-    def __getitem__(self, i):
-        g = torch.Generator().manual_seed(i)
-        return torch.randn(4, generator=g), i
 
 
 def loaders(args):

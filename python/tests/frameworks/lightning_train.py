@@ -18,19 +18,7 @@ import lightning.pytorch as pl
 import torch113_shim  # noqa: F401  (Lightning on Debian's torch 1.13)
 
 import seedloader as sl
-
-SIZE = 64
-
-
-class Indexed(torch.utils.data.Dataset):
-    """Sample i is (features of i, i): the batch says which samples it holds."""
-
-    def __len__(self):
-        return SIZE
-
-    def __getitem__(self, i):
-        g = torch.Generator().manual_seed(i)
-        return torch.randn(4, generator=g), i
+from indexed import Indexed
 
 
 def make_loader(args):

@@ -15,17 +15,7 @@ import torch
 import torch.distributed as dist
 
 import seedloader as sl
-
-SIZE = 64
-
-
-class Indexed(torch.utils.data.Dataset):
-    def __len__(self):
-        return SIZE
-
-    def __getitem__(self, i):
-        g = torch.Generator().manual_seed(i)
-        return torch.randn(4, generator=g), i
+from indexed import Indexed
 
 
 def main():
