@@ -29,7 +29,7 @@ from seedloader._errors import (CommError, ConfigError, DataError, Error, Timeou
 from seedloader import _core
 from seedloader._core import (Cifar10, Dataset, ImageFolder, Mnist, Synthetic, TarShards,
                               TensorFile, Transform)
-from seedloader import _compat, _dataset, _errors, _samples
+from seedloader import _checks, _compat, _dataset, _errors, _samples
 
 __all__ = [
     "Cifar10", "CommError", "ConfigError", "DataError", "DataLoader", "Dataset", "Error",
@@ -117,8 +117,8 @@ class DataLoader:
       batch) crosses the slot leaf by leaf, each leaf in any shape within
       variable_bytes or twice the largest of the first two batches.
     Keyword-only, seedloader's own:
-    seed: the base seed of every stream (None: from `generator`, else drawn once
-      and printed).
+    seed: the base seed of every stream, an int (or numpy integer) in [0, 2**64)
+      (None: from `generator`, else drawn once and printed).
     order: the built-in shuffle's generator. "numpy" (default): numpy's PCG64
       shuffle stream of the seed. "torch": exactly the order of torch's
       DistributedSampler(shuffle=True, seed=seed) after set_epoch(epoch), i.e.
@@ -205,10 +205,9 @@ class DataLoader:
             format = "torch" if _torch_available() else "numpy"
         if format not in ("torch", "numpy"):
             raise ConfigError("format must be 'torch' or 'numpy', not %r" % (format,))
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or
-                                 not 0 <= seed < 2**64):
-            raise ConfigError("seed must be an int in [0, 2**64), got %r" % (seed,))
-        if seed is None:
+        if seed is not None:
+            seed = _checks.integer(seed, "seed")
+        else:
             seed = (_seed_from(generator) if generator is not None
                     else _core.draw_base_seed("DataLoader"))
         if not isinstance(dataset, Dataset):
@@ -426,7 +425,7 @@ class DataLoader:
             self._epoch, first = self._resume
         else:
             if self._epoch_used:
-                self._epoch += 1
+                self._epoch = _epoch_number(self._epoch + 1, "the next epoch")
             first = 0
         self._resume, self._done_epoch = None, None
         self._epoch_used = True
@@ -546,7 +545,8 @@ class DataLoader:
         if missing:
             raise ConfigError("load_state_dict: the state has no %s (it has %s)"
                               % (", ".join(missing), ", ".join(sorted(map(str, state)))))
-        epoch = _epoch_number(state["epoch"], "load_state_dict: epoch")
+        state = _checked_state(state)
+        epoch = state["epoch"]
         # Not the rank: every rank is at the same position, so one rank's state
         # (say rank 0's checkpoint) resumes them all.
         mine = self.state_dict()
@@ -560,16 +560,19 @@ class DataLoader:
                                   "loader has %r" % (key, saved, mine[key]))
         yielded = _resumed_batches(state, mine["global_batch_size"], len(self),
                                    self.partition == "elastic")
-        if int(state["base_seed"]) != self._seed:
+        if state["base_seed"] != self._seed:
             self._close_engine()  # rebuilt, and pinned again, for the new seed
-            self._seed = int(state["base_seed"])
+            self._seed = state["base_seed"]
             self.__dict__["seed"] = self._seed  # past __setattr__'s rule
         if "batches" in state:
-            self._plan = (epoch, [list(map(int, b)) for b in state["batches"]])
+            self._plan = (epoch, _checks.plan(state["batches"], len(self.dataset),
+                                              "load_state_dict: batches", epoch))
         self._done_epoch = None
-        if state.get("_finished", False) or yielded == len(self):
+        if state["_finished"] or yielded == len(self):
             self._done_epoch = epoch
-            epoch, yielded = epoch + 1, 0
+            epoch = _epoch_number(epoch + 1, "load_state_dict: the epoch after finished "
+                                  "epoch %d" % epoch)
+            yielded = 0
         self._epoch = epoch
         self._epoch_used = False
         self._resume = (epoch, yielded) if yielded else None
@@ -722,11 +725,17 @@ class DataLoader:
         per epoch in this process (and kept for state_dict)."""
         if self._plan is not None and self._plan[0] == epoch:
             return self._plan[1]
+        # Checked once per epoch here: the engine takes uint64 indices below the
+        # data set's size, and int() would truncate a float.
+        size = len(self.dataset)
         if self._batch_sampler is not None:
-            batches = [[int(i) for i in b] for b in self._batch_sampler]
+            batches = _checks.plan(self._batch_sampler, size, "DataLoader: batch_sampler "
+                                   + type(self._batch_sampler).__name__, epoch)
         else:
-            batches = _batched([int(i) for i in self._sampler], self._batch_size,
-                               self.drop_last)
+            indices = _checks.indices(self._sampler, size, "DataLoader: sampler "
+                                      + type(self._sampler).__name__, epoch,
+                                      self._batch_size)
+            batches = _batched(indices, self._batch_size, self.drop_last)
         self._plan = (epoch, batches)
         return batches
 
@@ -806,13 +815,38 @@ def _dataset_fingerprint(dataset):
     return {"size": len(dataset), "description": description}
 
 
+# The integer fields of a state (as state_dict() writes them) and their least
+# values; every one is below 2**64, the engine's uint64. batch_size is None for a
+# loader with a batch_sampler or batch_size=None. Not the rank: no load reads it.
+_STATE_INTEGERS = {"epoch": 0, "_num_yielded": 0, "samples": 0, "base_seed": 0,
+                   "global_batch_size": 0, "world_size": 1, "batch_size": 1,
+                   "num_batches": 0, "shuffle_block": 0}
+
+
+def _checked_state(state):
+    """A copy of `state` whose integer fields are ints and whose "_finished" is a
+    bool, each checked (an int or numpy integer, never a bool or a float, in
+    range); the first bad one is a ConfigError naming the field and the value."""
+    checked = dict(state)
+    for key, low in _STATE_INTEGERS.items():
+        if key in state and not (key == "batch_size" and state[key] is None):
+            checked[key] = _checks.integer(state[key], "load_state_dict: " + key, low)
+    dataset = state.get("dataset")
+    if isinstance(dataset, dict) and "size" in dataset:
+        checked["dataset"] = dict(dataset, size=_checks.integer(
+            dataset["size"], "load_state_dict: dataset['size']"))
+    checked["_finished"] = _checks.boolean(state.get("_finished", False),
+                                           "load_state_dict: _finished")
+    return checked
+
+
 def _resumed_batches(state, global_batch, num_batches, elastic):
-    """The batches of the epoch a state says were consumed: its global sample count
-    over the global batch size under the elastic partition, else _num_yielded."""
+    """The batches of the epoch a (checked) state says were consumed: its global
+    sample count over the global batch size under the elastic partition, else
+    _num_yielded."""
     if elastic and "samples" in state:
         samples = state["samples"]
-        if isinstance(samples, bool) or not isinstance(samples, int) or samples < 0 or \
-                samples % global_batch:
+        if samples % global_batch:
             raise ConfigError("load_state_dict: samples is %r, not a whole number of "
                               "global batches of %d" % (samples, global_batch))
         if samples // global_batch > num_batches:
@@ -821,8 +855,7 @@ def _resumed_batches(state, global_batch, num_batches, elastic):
                                                            num_batches))
         return samples // global_batch
     yielded = state["_num_yielded"]
-    if isinstance(yielded, bool) or not isinstance(yielded, int) or \
-            not 0 <= yielded <= num_batches:
+    if yielded > num_batches:
         raise ConfigError("load_state_dict: _num_yielded is %r; this loader has %d "
                           "batches per epoch" % (yielded, num_batches))
     return yielded
@@ -852,9 +885,8 @@ def _held_slot_error(error):
 
 
 def _epoch_number(epoch, what="epoch"):
-    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-        raise ConfigError("%s must be a non-negative int, got %r" % (what, epoch))
-    return epoch
+    """`epoch` as an int the engine takes (a uint64), else a ConfigError."""
+    return _checks.integer(epoch, what)
 
 
 def _seed_from(generator):
