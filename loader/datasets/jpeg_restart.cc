@@ -144,14 +144,91 @@ void check_index(std::span<const std::uint8_t> b, const Frame& f, const RestartI
   }
 }
 
-// Restart marker k (after interval k) at its offset, or DataError.
-void check_marker(std::span<const std::uint8_t> b, const RestartIndex& x,
-                  std::uint32_t k) {
-  const std::uint32_t at = x.markers[k];
-  if (b[at] != 0xFF || b[at + 1] != 0xD0 + (k & 7))
-    throw bad("restart marker " + std::to_string(k) + " is not at offset " +
-              std::to_string(at));
-}
+// The restart markers of the scan in order from its first byte, so that an
+// index entry is checked to be the k-th marker, not one of the same number mod 8
+// elsewhere (every 8th marker is numbered alike; an index shifted by 8 would
+// slice, without a decoding error, another part of the image). One forward pass
+// for a whole slice: memchr for FF, then FF 00 (a stuffed byte), FF FF (fill
+// before a marker) and FF D0..D7 are the scan data; any other marker before the
+// end of what the slice copies is a DataError, as is FF D9 before scan_end.
+// REQUIRES: check_index() passed (markers in order, inside the scan, EOI at
+// scan_end).
+class MarkerWalk {
+ public:
+  MarkerWalk(std::span<const std::uint8_t> b, const RestartIndex& x)
+      : b_(b), x_(x), at_(x.scan_start) {}
+
+  // Restart marker k (after interval k) is the scan's k-th and at markers[k].
+  // REQUIRES: k < markers.size(), and k >= every k passed before.
+  void check(std::uint32_t k) {
+    if (k < met_) return;  // checked already: met_ is k + 1 after check(k)
+    const std::uint32_t want = x_.markers[k];
+    for (;;) {
+      const std::size_t p = next_restart(std::size_t{want} + 1);
+      if (p == kNone)
+        throw bad("restart marker " + std::to_string(k) + " is not at offset " +
+                  std::to_string(want) + ": the scan holds only " + std::to_string(met_) +
+                  " restart markers up to there");
+      const std::uint32_t n = met_++;
+      if (n == k && p == want) break;
+      if (n == k)
+        throw bad("restart marker " + std::to_string(k) + " is not at offset " +
+                  std::to_string(want) + " but at offset " + std::to_string(p));
+      if (p == want)
+        throw bad("restart marker " + std::to_string(k) + " is not at offset " +
+                  std::to_string(want) + ", which holds restart marker " +
+                  std::to_string(n));
+    }
+    if (b_[want + 1] != 0xD0 + (k & 7))
+      throw bad("restart marker " + std::to_string(k) + " at offset " +
+                std::to_string(want) + " is " + hex_marker(b_[want + 1]) + ", not " +
+                hex_marker(static_cast<std::uint8_t>(0xD0 + (k & 7))));
+  }
+
+  // The last interval, from the last marker to scan_end, holds no marker.
+  // REQUIRES: every marker checked (check(markers.size() - 1), if any).
+  void check_last() {
+    const std::size_t p = next_restart(x_.scan_end);
+    if (p != kNone)
+      throw bad("a restart marker at offset " + std::to_string(p) +
+                " in the last interval (the index lists " +
+                std::to_string(x_.markers.size()) + ")");
+  }
+
+ private:
+  static constexpr std::size_t kNone = ~std::size_t{0};
+
+  // The offset of the next restart marker whose FF lies before `limit`, or
+  // kNone when there is none, leaving at_ after it (or at limit).
+  std::size_t next_restart(std::size_t limit) {
+    while (at_ < limit) {
+      const auto* ff = static_cast<const std::uint8_t*>(
+          std::memchr(b_.data() + at_, 0xFF, limit - at_));
+      if (!ff) break;
+      const std::size_t p = static_cast<std::size_t>(ff - b_.data());
+      // p + 1 < b_.size(): p < limit <= scan_end, and b_[scan_end + 1] is D9.
+      const std::uint8_t next = b_[p + 1];
+      if (next == 0x00) {
+        at_ = p + 2;
+      } else if (next == 0xFF) {
+        at_ = p + 1;
+      } else if (next >= 0xD0 && next <= 0xD7) {
+        at_ = p + 2;
+        return p;
+      } else {
+        throw bad("marker " + hex_marker(next) + " at offset " + std::to_string(p) +
+                  " inside the scan data");
+      }
+    }
+    at_ = std::max(at_, limit);
+    return kNone;
+  }
+
+  std::span<const std::uint8_t> b_;
+  const RestartIndex& x_;
+  std::size_t at_;         // where the walk resumes: inside the scan data
+  std::uint32_t met_ = 0;  // restart markers met: the next one is number met_
+};
 
 // The restart interval add_restarts writes, in MCUs: the divisor of the MCUs in
 // a row nearest a sixteenth of them (at least 1), among those from half to twice
@@ -348,15 +425,20 @@ JpegSlice slice_jpeg(std::span<const std::uint8_t> b, const RestartIndex& x, int
   out[height_at + 2] = static_cast<std::uint8_t>(width >> 8);
   out[height_at + 3] = static_cast<std::uint8_t>(width);
   // Each kept interval's data, from after the marker before it to its own
-  // (both checked: the one before only at a row's first kept interval, since
-  // elsewhere it ended the interval just copied), then a restart marker of the
+  // (both checked to be the scan's (k-1)-th and k-th markers: the one before
+  // only at a row's first kept interval, since elsewhere it ended the interval
+  // just copied; the last interval up to EOI), then a restart marker of the
   // slice's own numbering.
+  MarkerWalk walk(b, x);
   std::uint32_t written = 0;
   for (std::uint32_t r = r0; r <= r1; ++r) {
     for (std::uint32_t c = c0; c <= c1; ++c) {
       const std::uint32_t k = r * per_row + c;
-      if (k > 0 && c == c0) check_marker(b, x, k - 1);
-      if (k < x.markers.size()) check_marker(b, x, k);
+      if (k > 0 && c == c0) walk.check(k - 1);
+      if (k < x.markers.size())
+        walk.check(k);
+      else
+        walk.check_last();
       const std::size_t from = k == 0 ? x.scan_start : x.markers[k - 1] + 2;
       const std::size_t to = k < x.markers.size() ? x.markers[k] : x.scan_end;
       if (written > 0) {

@@ -23,8 +23,13 @@
 // The index travels beside the image (seedloader-pack writes it as the sample's
 // `.rst` member; format in encode_restart_index). Everything the slice relies on
 // is checked against the JPEG first — the frame's geometry, the restart
-// interval, every marker where the index puts it — and a mismatch is a
-// DataError, never wrong pixels.
+// interval, the offsets in order inside the scan, EOI at scan_end, and each
+// marker the slice cuts at being the scan's k-th restart marker (FF D0+k%8),
+// counted in one pass over the scan data from its start up to the last byte the
+// slice copies, which must hold no other marker — and a mismatch is a
+// DataError, never wrong pixels. Counting, not only the number mod 8, is what
+// refuses an index pointing 8 (or 16, ...) intervals away. The pass costs a
+// memchr over at most the whole scan, under 1% of decoding it.
 // Stateless apart from a per-thread output buffer; safe across threads and fork.
 #pragma once
 
@@ -84,7 +89,8 @@ struct JpegSlice {
 };
 
 // The intervals of `jpeg` that cover pixels [x0, x1) x [y0, y1), with one MCU of
-// context on each side. Throws DataError when the JPEG and the index disagree.
+// context on each side. Throws DataError, naming the marker and offsets, when
+// the JPEG and the index disagree (as above).
 // REQUIRES: 0 <= x0 < x1 <= width, 0 <= y0 < y1 <= height.
 JpegSlice slice_jpeg(std::span<const std::uint8_t> jpeg, const RestartIndex& index,
                      int x0, int y0, int x1, int y1);

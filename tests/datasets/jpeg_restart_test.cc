@@ -232,5 +232,55 @@ TEST(JpegRestartTest, AnIndexThatDisagreesWithItsJpegIsAnError) {
   EXPECT_NE(slice_error(damaged, good, middle), "(no error)");
 }
 
+// An index whose every marker the window uses is a real restart marker numbered
+// right mod 8, but 8 intervals away from its own: only counting the markers from
+// the scan's start tells it from the true one, and it would otherwise cut the
+// JPEG into intervals that decode, without error, to another part of the image.
+TEST(JpegRestartTest, AMarkerEightIntervalsAwayIsAnError) {
+  const auto r = add_restarts(photo_jpeg(160, 160, TJSAMP_420), nullptr);
+  ASSERT_TRUE(r.has_value());
+  const RestartIndex& x = r->index;
+  const std::vector<std::uint32_t>& real = x.markers;
+  const std::size_t n = real.size();
+  ASSERT_GE(n, 40u);
+  // The window's slice starts at MCU row 3, interval 0, so the first marker it
+  // checks ends the interval before: the last of MCU row 2.
+  const cv::Rect middle(10, 70, 100, 30);
+  const std::uint32_t first_used = 3 * x.intervals_per_row - 1;
+
+  // Each marker k at the offset of marker k + 8; the last 8, which no marker
+  // follows, on bytes of the last interval (unused by the window, and in order).
+  RestartIndex ahead = x;
+  for (std::size_t k = 0; k < n; ++k)
+    ahead.markers[k] = k + 8 < n
+                           ? real[k + 8]
+                           : real[n - 1] + 2 + 2 * static_cast<std::uint32_t>(k + 8 - n);
+  ASSERT_LT(ahead.markers[n - 1] + 2, x.scan_end);
+  EXPECT_NE(slice_error(r->jpeg, encode_restart_index(ahead), middle)
+                .find("restart marker " + std::to_string(first_used) +
+                      " is not at offset " + std::to_string(real[first_used + 8]) +
+                      " but at offset " + std::to_string(real[first_used])),
+            std::string::npos)
+      << slice_error(r->jpeg, encode_restart_index(ahead), middle);
+
+  // Each marker k at the offset of marker k - 8; the first 8 on bytes of the
+  // first interval.
+  RestartIndex behind = x;
+  for (std::size_t k = 0; k < n; ++k)
+    behind.markers[k] =
+        k >= 8 ? real[k - 8] : x.scan_start + 2 * static_cast<std::uint32_t>(k);
+  ASSERT_LT(behind.markers[7] + 2, real[0]);
+  EXPECT_NE(slice_error(r->jpeg, encode_restart_index(behind), middle)
+                .find("restart marker " + std::to_string(first_used) +
+                      " is not at offset " + std::to_string(real[first_used - 8]) +
+                      ", which holds restart marker " + std::to_string(first_used - 8)),
+            std::string::npos)
+      << slice_error(r->jpeg, encode_restart_index(behind), middle);
+
+  // The same through slice_jpeg, for a window that needs the last interval.
+  EXPECT_THROW(slice_jpeg(r->jpeg, ahead, 150, 150, 160, 160), DataError);
+  EXPECT_THROW(slice_jpeg(r->jpeg, behind, 150, 150, 160, 160), DataError);
+}
+
 }  // namespace
 }  // namespace seedloader

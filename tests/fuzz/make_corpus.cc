@@ -102,7 +102,8 @@ void images() {
   put(t, "grey16.tif", encode(".tiff", wide));
 }
 
-// jpeg_restart_fuzzer's inputs: u32 LE N, a .rst member of N bytes, its JPEG.
+// jpeg_restart_fuzzer's inputs: u32 LE N, a .rst member of N bytes, its JPEG; or
+// 0x80 0 0 d (LE), the JPEG, for its own index with each marker moved by d.
 void restarts() {
   const std::string t = "jpeg_restart_fuzzer";
   auto emit = [&](const std::string& name, const Bytes& jpeg) {
@@ -121,6 +122,17 @@ void restarts() {
   emit("rgb_444.rst", tj_jpeg(24, 40, TJPF_RGB, TJSAMP_444));
   emit("rgb_422.rst", tj_jpeg(41, 33, TJPF_RGB, TJSAMP_422));
   emit("rgb_440.rst", tj_jpeg(35, 17, TJPF_RGB, TJSAMP_440));
+  auto emit_shift = [&](const std::string& name, const Bytes& jpeg, std::int8_t d) {
+    const auto r = seedloader::add_restarts(jpeg, nullptr);
+    if (!r) throw std::runtime_error("add_restarts " + name);
+    Bytes input = {static_cast<std::uint8_t>(d), 0, 0, 0x80};
+    input.insert(input.end(), r->jpeg.begin(), r->jpeg.end());
+    put(t, name, input);
+  };
+  // 6 x 5 intervals of one MCU: shifts by 8 that leave real markers to use.
+  emit_shift("shift_ahead_8.rst", tj_jpeg(40, 48, TJPF_RGB, TJSAMP_444), 8);
+  emit_shift("shift_behind_8.rst", tj_jpeg(40, 48, TJPF_RGB, TJSAMP_444), -8);
+  emit_shift("shift_none.rst", tj_jpeg(40, 48, TJPF_RGB, TJSAMP_444), 0);
 }
 
 void safetensors() {
