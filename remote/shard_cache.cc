@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "seedloader/error.h"
@@ -83,6 +84,153 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+// The cache directory's lock (flock on DIR itself), held while the returned Fd
+// lives. Whoever holds it never waits for another lock.
+Fd lock_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || lock(fd, LOCK_EX) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw DataError("cache directory " + dir + ": cannot lock: " + why);
+  }
+  return Fd(fd);
+}
+
+// Whether some download holds the part at `path` (its flock).
+bool live_part(const std::string& path) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  return fd.get() >= 0 && lock(fd.get(), LOCK_SH | LOCK_NB) != 0;
+}
+
+// Marks `path` most recently used: its access time, which eviction sorts by. The
+// modification time stays what the download left, for the sidecar's check (the
+// change time moves too, so the check does not use it).
+void touch(const std::string& path) {
+  const struct timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+  ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+}
+
+std::string sidecar_of(const std::string& complete) { return complete + ".stat"; }
+
+// Reads the sidecar of the complete shard `complete`: "INO SIZE MTIME_S MTIME_NS\n".
+// Nothing when it is missing or does not parse.
+std::optional<ShardCache::Identity> read_sidecar(const std::string& complete) {
+  const Fd fd(::open(sidecar_of(complete).c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return std::nullopt;
+  char text[128];
+  const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
+  if (n <= 0) return std::nullopt;
+  text[n] = '\0';
+  unsigned long long ino = 0, size = 0;
+  long long sec = 0, nsec = 0;
+  if (std::sscanf(text, "%llu %llu %lld %lld\n", &ino, &size, &sec, &nsec) != 4)
+    return std::nullopt;
+  return ShardCache::Identity{ino, size, sec, nsec};
+}
+
+// Replaces the sidecar of `complete` atomically (a temporary file renamed over
+// it). Best effort: without a sidecar the next check re-hashes the shard.
+// REQUIRES: the directory's lock is held, so the temporary name, the same for
+// every writer, is this call's alone, and any other one found is dead.
+void write_sidecar(const std::string& complete, const ShardCache::Identity& id) {
+  const std::string tmp = sidecar_of(complete) + ".tmp";
+  char text[128];
+  const int n = std::snprintf(
+      text, sizeof text, "%llu %llu %lld %lld\n", static_cast<unsigned long long>(id.ino),
+      static_cast<unsigned long long>(id.size), static_cast<long long>(id.mtime_s),
+      static_cast<long long>(id.mtime_ns));
+  const Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0 || ::write(fd.get(), text, n) != n ||
+      ::rename(tmp.c_str(), sidecar_of(complete).c_str()) != 0)
+    ::unlink(tmp.c_str());
+}
+
+// Deletes a complete shard and its sidecar; false when the shard was not there.
+bool remove_shard(const std::string& complete) {
+  if (::unlink(complete.c_str()) != 0) return false;
+  ::unlink(sidecar_of(complete).c_str());
+  return true;
+}
+
+// A complete shard or a part, as eviction sees it.
+struct Entry {
+  std::string path;
+  std::uint64_t bytes;   // a part's at its final size
+  struct timespec used;  // a shard's last use (access time), a part's last write
+  bool is_part;
+};
+
+// Every complete shard and part in `dir`'s data-set folders but `skip`, least
+// recently used first. On the way it deletes what sidecar writers leave behind: a
+// temporary sidecar (dead, since they write under the lock the caller holds) and
+// a sidecar whose shard is gone.
+// REQUIRES: the directory's lock is held.
+std::vector<Entry> list_cache(const std::string& dir, const std::string& skip) {
+  std::vector<Entry> entries;
+  std::error_code ec;
+  for (const auto& set : std::filesystem::directory_iterator(dir, ec)) {
+    if (!set.is_directory(ec)) continue;
+    for (const auto& f : std::filesystem::directory_iterator(set.path(), ec)) {
+      const std::string p = f.path().string();
+      struct stat st {};
+      if (p == skip || ::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      if (ends_with(p, ".stat.tmp")) {
+        ::unlink(p.c_str());
+        continue;
+      }
+      if (ends_with(p, ".stat")) {
+        struct stat shard {};
+        if (::stat(p.substr(0, p.size() - 5).c_str(), &shard) != 0) ::unlink(p.c_str());
+        continue;  // sidecars are not counted
+      }
+      const bool is_part = ends_with(p, ".part");
+      const std::uint64_t size =
+          is_part ? std::max<std::uint64_t>(part_bytes(p), st.st_size) : st.st_size;
+      entries.push_back({p, size, is_part ? st.st_mtim : st.st_atim, is_part});
+    }
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec
+                                          : a.used.tv_nsec < b.used.tv_nsec;
+  });
+  return entries;
+}
+
+// Deletes `entries`, in their order, until `used` + `bytes` fit in `limit`: first
+// what no one holds, a dead part (a live download holds its flock) or a complete
+// shard no reader pins, then, with `pinned_too`, pinned shards, never a live
+// part. Deleted under the directory's lock, so a pin tried meanwhile fails, or
+// fails its check that the name is still its file; deleting a shard another
+// process has open is safe, its descriptor keeps the data. Returns whether they
+// fit. REQUIRES: the directory's lock is held.
+bool evict(const std::vector<Entry>& entries, std::uint64_t& used, std::uint64_t bytes,
+           std::uint64_t limit, bool pinned_too) {
+  std::vector<const Entry*> pinned;
+  for (const Entry& e : entries) {
+    if (used + bytes <= limit) break;
+    // (A write lock needs a descriptor open for writing.)
+    const Fd f(::open(e.path.c_str(), (e.is_part ? O_RDONLY : O_RDWR) | O_CLOEXEC));
+    if (f.get() < 0) continue;
+    if (e.is_part ? lock(f.get(), LOCK_EX | LOCK_NB) != 0
+                  : !try_pin_lock(f.get(), F_WRLCK)) {
+      if (!e.is_part) pinned.push_back(&e);
+      continue;
+    }
+    if (e.is_part ? ::unlink(e.path.c_str()) == 0 : remove_shard(e.path)) used -= e.bytes;
+  }
+  for (const Entry* e : pinned) {
+    if (!pinned_too || used + bytes <= limit) break;
+    if (remove_shard(e->path)) used -= e->bytes;
+  }
+  return used + bytes <= limit;
+}
+
+ShardCache::Identity identity_of(const struct stat& st) {
+  return {static_cast<std::uint64_t>(st.st_ino), static_cast<std::uint64_t>(st.st_size),
+          static_cast<std::int64_t>(st.st_mtim.tv_sec),
+          static_cast<std::int64_t>(st.st_mtim.tv_nsec)};
+}
+
 }  // namespace
 
 ShardPin::~ShardPin() {
@@ -107,11 +255,12 @@ std::string default_cache_dir() {
 }
 
 ShardCache::ShardCache(ObjectUrl base, std::string dir, std::uint64_t limit,
-                       const ObjectReader& reader)
+                       const ObjectReader& reader, Verify verify)
     : base_(std::move(base)),
       // Normal form, so the paths built here equal the ones a listing yields.
       dir_(std::filesystem::path(dir).lexically_normal().string()),
       limit_(limit),
+      verify_(verify),
       reader_(reader) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   const std::string id = base_.display();
@@ -171,8 +320,13 @@ std::string ShardCache::ensure(const ShardInfo& shard, Need need) const {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 &&
         static_cast<std::uint64_t>(st.st_size) == shard.bytes) {
-      ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // most recently used
-      return path;
+      if (trusted(path, st, shard)) {
+        touch(path);  // most recently used
+        return path;
+      }
+      // Deleted as changed, or replaced meanwhile: look again.
+      if (round > 100) throw fail("the cache file " + path + " keeps changing");
+      continue;
     }
     if (round > 100) throw fail("the cache file " + path + " keeps disappearing");
     const Fd fd(reserve(shard.bytes, part, need));
@@ -222,10 +376,81 @@ std::string ShardCache::ensure(const ShardInfo& shard, Need need) const {
     // Durable before it is named complete: after a crash, a complete name never
     // holds bytes that did not reach the disk.
     if (::fdatasync(fd.get()) != 0) throw fail("cannot sync " + part);
-    if (::rename(part.c_str(), path.c_str()) != 0)
-      throw fail("cannot rename " + part + ": " + std::strerror(errno));
+    struct stat done {};
+    if (::fstat(fd.get(), &done) != 0) throw fail("cannot stat " + part);
+    {
+      // Under the directory's lock: a listing sees the sidecar only with its
+      // shard, and the bound holds again when this returns (while other
+      // downloads are in progress, their parts may still exceed it).
+      const Fd dir = lock_dir(dir_);
+      write_sidecar(path, identity_of(done));
+      if (::rename(part.c_str(), path.c_str()) != 0)
+        throw fail("cannot rename " + part + ": " + std::strerror(errno));
+      touch(path);
+      if (limit_ != 0 && !trim(path, shard.bytes, need)) return {};
+    }
+    remember(path, identity_of(done));
     return path;
   }
+}
+
+bool ShardCache::trusted(const std::string& path, const struct stat& st,
+                         const ShardInfo& shard) const {
+  if (verify_ == Verify::kNone) return true;
+  const Identity now = identity_of(st);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = checked_.find(path);
+    if (it != checked_.end() && it->second == now) return true;
+  }
+  if (verify_ == Verify::kStat && read_sidecar(path) == now) {
+    remember(path, now);
+    return true;
+  }
+  // Re-hashed in full (not under any lock: processes that find the same shard
+  // unchecked at once each hash it).
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat mine {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &mine) != 0) return false;  // evicted meanwhile
+  const bool good =
+      static_cast<std::uint64_t>(mine.st_size) == shard.bytes &&
+      file_xxh64(fd.get(), shard.bytes, "cached shard " + path) == shard.xxh64;
+  // Renames and deletions happen under the directory's lock: under it, the name
+  // still being this file means it is the file just hashed.
+  const Fd dir = lock_dir(dir_);
+  struct stat named {};
+  if (::stat(path.c_str(), &named) != 0 || named.st_ino != mine.st_ino ||
+      named.st_dev != mine.st_dev)
+    return false;  // replaced or evicted meanwhile
+  if (!good) {
+    // Changed or damaged since its download; it is a cache: fetched again.
+    if (!remove_shard(path)) {
+      throw DataError(
+          "cached shard " + path +
+          " differs from its index and cannot be deleted: " + std::strerror(errno));
+    }
+    return false;
+  }
+  write_sidecar(path, identity_of(mine));
+  remember(path, identity_of(mine));
+  return true;
+}
+
+void ShardCache::remember(const std::string& path, const Identity& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  checked_[path] = id;
+}
+
+bool ShardCache::trim(const std::string& done, std::uint64_t bytes, Need need) const {
+  std::vector<Entry> entries = list_cache(dir_, done);
+  // Not the parts of downloads in progress: each trims the cache when it ends.
+  std::erase_if(entries, [](const Entry& e) { return e.is_part && live_part(e.path); });
+  std::uint64_t used = bytes;
+  for (const Entry& e : entries) used += e.bytes;
+  if (evict(entries, used, 0, limit_, need == Need::kNow) || need == Need::kNow)
+    return true;
+  remove_shard(done);  // speculative: the shards the reads pinned come first
+  return false;
 }
 
 int ShardCache::reserve(std::uint64_t bytes, const std::string& part, Need need) const {
@@ -234,61 +459,17 @@ int ShardCache::reserve(std::uint64_t bytes, const std::string& part, Need need)
   };
   if (limit_ == 0) return open_part();
   // The part is created under the directory's lock, so the next process to count
-  // sees it.
-  const Fd dir(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.get() < 0 || lock(dir.get(), LOCK_EX) != 0)
-    throw DataError("cache directory " + dir_ + ": cannot lock: " + std::strerror(errno));
-  struct Entry {
-    std::string path;
-    std::uint64_t bytes;
-    struct timespec used;
-    bool is_part;
-  };
-  std::vector<Entry> entries;
+  // sees it. Live downloads' parts count at their final size: their space is
+  // theirs.
+  const Fd dir = lock_dir(dir_);
+  const std::vector<Entry> entries = list_cache(dir_, part);
   std::uint64_t used = 0;
-  std::error_code ec;
-  for (const auto& set : std::filesystem::directory_iterator(dir_, ec)) {
-    if (!set.is_directory(ec)) continue;
-    for (const auto& f : std::filesystem::directory_iterator(set.path(), ec)) {
-      const std::string p = f.path().string();
-      struct stat st {};
-      if (p == part || ::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-      const bool is_part = ends_with(p, ".part");
-      const std::uint64_t size =
-          is_part ? std::max<std::uint64_t>(part_bytes(p), st.st_size) : st.st_size;
-      used += size;
-      entries.push_back({p, size, st.st_mtim, is_part});
-    }
-  }
-  if (used + bytes <= limit_) return open_part();
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.used.tv_sec != b.used.tv_sec ? a.used.tv_sec < b.used.tv_sec
-                                          : a.used.tv_nsec < b.used.tv_nsec;
-  });
-  // First what no one holds: a dead part (a live download holds its flock) or a
-  // complete shard no reader pins. Deleted under that lock, so a pin tried
-  // meanwhile fails, or fails its check that the name is still its file.
-  std::vector<const Entry*> pinned;
-  for (const Entry& e : entries) {
-    if (used + bytes <= limit_) break;
-    // (A write lock needs a descriptor open for writing.)
-    const Fd f(::open(e.path.c_str(), (e.is_part ? O_RDONLY : O_RDWR) | O_CLOEXEC));
-    if (f.get() < 0) continue;
-    if (e.is_part ? lock(f.get(), LOCK_EX | LOCK_NB) != 0
-                  : !try_pin_lock(f.get(), F_WRLCK)) {
-      if (!e.is_part) pinned.push_back(&e);
-      continue;
-    }
-    if (::unlink(e.path.c_str()) == 0) used -= e.bytes;
-  }
-  if (used + bytes > limit_ && need == Need::kAhead) {
+  for (const Entry& e : entries) used += e.bytes;
+  // A read that must have its shard deletes pinned shards too; a download ahead
+  // of the reads is not made.
+  if (!evict(entries, used, bytes, limit_, need == Need::kNow) && need == Need::kAhead) {
     errno = ENOSPC;
     return -1;
-  }
-  // A read that must have its shard: then pinned shards, least recently used first.
-  for (const Entry* e : pinned) {
-    if (used + bytes <= limit_) break;
-    if (::unlink(e->path.c_str()) == 0) used -= e->bytes;
   }
   return open_part();
 }

@@ -110,6 +110,13 @@ std::vector<std::string> expand_shard_pattern(const std::string& pattern) {
   return out;
 }
 
+std::optional<CacheVerify> parse_cache_verify(std::string_view name) {
+  if (name == "stat") return CacheVerify::kStat;
+  if (name == "hash") return CacheVerify::kHash;
+  if (name == "none") return CacheVerify::kNone;
+  return std::nullopt;
+}
+
 namespace {
 
 struct Member {
@@ -513,7 +520,40 @@ void TarShards::State::read_remote_index(remote::ObjectUrl url) {
   }
   cache = std::make_unique<remote::ShardCache>(
       url, options.cache_dir.empty() ? remote::default_cache_dir() : options.cache_dir,
-      options.cache_limit, *reader);
+      options.cache_limit, *reader,
+      options.cache_verify == CacheVerify::kHash   ? remote::ShardCache::Verify::kHash
+      : options.cache_verify == CacheVerify::kNone ? remote::ShardCache::Verify::kNone
+                                                   : remote::ShardCache::Verify::kStat);
+}
+
+namespace {
+
+// A shard's name as a message may show it: bytes outside printable ASCII, and
+// quotes, escaped.
+std::string quoted_name(const std::string& name) {
+  std::string out = "'";
+  for (const unsigned char ch : name.substr(0, 80)) {
+    if (ch < 0x20 || ch >= 0x7f || ch == '\'' || ch == '\\') {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", ch);
+      out += hex;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out + (name.size() > 80 ? "…'" : "'");
+}
+
+// Whether `name` can name a shard: one path segment of letters, digits, '.', '_'
+// and '-', not starting with '.', at most 255 bytes. Nothing a server or a file
+// system could read as another place ("..", "%2e%2e%2f", a NUL that ends the
+// name early) passes.
+bool safe_shard_name(const std::string& name) {
+  if (name.empty() || name.size() > 255 || name.front() == '.') return false;
+  return std::all_of(name.begin(), name.end(), [](char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+  });
 }
 
 template <typename Beside>
@@ -526,6 +566,8 @@ void TarShards::State::parse_index(const std::vector<std::uint8_t>& text,
   try {
     j = nlohmann::json::parse(text.begin(), text.end());
     if (j.value("format", std::string()) != "seedloader.shards")
+}  // namespace
+
       throw fail("format is not \"seedloader.shards\"");
     if (j.at("format_version").get<int>() != 1)
       throw fail("format_version " + j.at("format_version").dump() +
@@ -597,7 +639,8 @@ std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(
     if (file.size() != want.bytes)
       throw fail("it has " + std::to_string(file.size()) + " bytes, the index says " +
                  std::to_string(want.bytes));
-    // The cache checked a remote shard's hash before it let anyone see the file.
+    // The cache checked a remote shard's hash before it let anyone see the file,
+    // and checks its copy as cache_verify says.
     if (options.verify_shards && !cache &&
         remote::file_xxh64(file.fd(), file.size(), "shard " + file.path()) != want.xxh64)
       throw fail("its XXH64 differs from the index's (the file changed or is damaged)");

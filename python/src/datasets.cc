@@ -112,7 +112,7 @@ void bind_datasets(nb::module_& m) {
           [](TarShards* self, const std::string& pattern, const std::string& transform,
              const std::string& label_ext, int channels, std::uint64_t max_pixels,
              const std::string& cache_dir, std::uint64_t cache_limit, bool verify_shards,
-             int prefetch_shards) {
+             int prefetch_shards, const std::string& cache_verify) {
             TarShardsOptions options;
             options.label_ext = label_ext;
             options.channels = channels;
@@ -121,18 +121,28 @@ void bind_datasets(nb::module_& m) {
             options.cache_limit = cache_limit;
             options.verify_shards = verify_shards;
             options.prefetch_shards = prefetch_shards;
+            const std::optional<CacheVerify> verify = parse_cache_verify(cache_verify);
+            if (!verify) {
+              throw ConfigError("cache_verify must be 'stat', 'hash' or 'none', not '" +
+                                cache_verify + "'");
+            }
+            options.cache_verify = *verify;
             new (self) TarShards(pattern, chain(transform), options);
           },
           nb::arg("pattern"), nb::arg("transform"), nb::arg("label_ext") = "cls",
           nb::arg("channels") = 3, nb::arg("max_pixels") = kDefaultMaxPixels,
           nb::arg("cache_dir") = "", nb::arg("cache_limit") = 0,
           nb::arg("verify_shards") = true, nb::arg("prefetch_shards") = 4,
+          nb::arg("cache_verify") = "stat",
           "A shard pattern, a packed folder (its index.json), or the URL of one: "
           "s3://bucket/prefix/, https://host/path/ or http://...; remote shards are "
           "read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else "
           "~/.cache/seedloader) bounded by cache_limit bytes (0: no bound), each "
           "worker downloading the shards of its next batches ahead (prefetch_shards "
-          "of them; 0: none).");
+          "of them; 0: none). cache_verify: how a cached shard is checked when a "
+          "process first opens it: 'stat' (inode, size and modification time against "
+          "those at download), 'hash' (its XXH64 in full) or 'none'; one that fails is "
+          "downloaded again.");
 
   nb::class_<Synthetic, Dataset>(m, "Synthetic", "n generated h x w x c images.")
       .def(

@@ -143,3 +143,33 @@ def test_the_shard_order_is_numpys_shard_permutation_then_block_shuffles(tmp_pat
 def test_the_shard_order_needs_a_data_set_in_shards():
     with pytest.raises(sl.ConfigError, match="order shards reads a data set shard by shard"):
         sl.DataLoader(sl.Synthetic(8, 4, 4, 3), shuffle=True, seed=1, order="shards")
+
+
+def test_cache_verify_hash_fetches_a_changed_shard_again(nginx, tmp_path):
+    write_packed(str(tmp_path / "www" / "data"))
+    local = sl.TarShards(str(tmp_path / "www" / "data"), transform="rrc:16,hflip")
+    cache = tmp_path / "cache"
+    want = epoch_bytes(local, 0, 0)
+    first = sl.TarShards(nginx + "data/", transform="rrc:16,hflip", cache_dir=str(cache))
+    assert epoch_bytes(first, 0, 0) == want
+    # The first label of a cached shard rewritten at the same size, with its
+    # modification time put back: only a full hash can see it.
+    shard = next(p for p in cache.rglob("000000.tar.*") if p.suffix not in (".stat", ".part"))
+    before = shard.stat()
+    with tarfile.open(shard) as tar:
+        at = next(m.offset_data for m in tar.getmembers() if m.name.endswith(".cls"))
+    with open(shard, "r+b") as f:
+        f.seek(at)
+        digit = f.read(1)
+        f.seek(at)
+        f.write(b"1" if digit == b"0" else b"0")
+    os.utime(shard, ns=(before.st_atime_ns, before.st_mtime_ns))
+    trusting = sl.TarShards(nginx + "data/", transform="rrc:16,hflip", cache_dir=str(cache),
+                            cache_verify="none")
+    assert epoch_bytes(trusting, 0, 0) != want
+    hashing = sl.TarShards(nginx + "data/", transform="rrc:16,hflip", cache_dir=str(cache),
+                           cache_verify="hash")
+    assert epoch_bytes(hashing, 0, 0) == want
+    with pytest.raises(sl.ConfigError, match="cache_verify"):
+        sl.TarShards(nginx + "data/", transform="rrc:16", cache_dir=str(cache),
+                     cache_verify="full")

@@ -46,6 +46,14 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec,
       }
       options.cache_limit = *bytes;
     }
+    if (const char* verify = std::getenv("SEEDLOADER_CACHE_VERIFY"); verify && *verify) {
+      const std::optional<CacheVerify> how = parse_cache_verify(verify);
+      if (!how) {
+        throw ConfigError("SEEDLOADER_CACHE_VERIFY '" + std::string(verify) +
+                          "': expected stat, hash or none");
+      }
+      options.cache_verify = *how;
+    }
     if (const char* ahead = std::getenv("SEEDLOADER_PREFETCH_SHARDS"); ahead && *ahead) {
       int shards = -1;
       const char* end = ahead + std::strlen(ahead);
@@ -66,7 +74,8 @@ std::string data_spec_help() {
   return "synthetic:N (32x32 RGB images), imagefolder:DIR, cifar10:DIR, mnist:DIR or "
          "tar:PATTERN (training split); tar: also takes a packed folder or its URL "
          "(s3://, https://, http://), cached in $SEEDLOADER_CACHE_DIR and bounded by "
-         "$SEEDLOADER_CACHE_LIMIT (e.g. 200G), each worker downloading "
+         "$SEEDLOADER_CACHE_LIMIT (e.g. 200G), cached shards checked as "
+         "$SEEDLOADER_CACHE_VERIFY says (stat, hash or none), each worker downloading "
          "$SEEDLOADER_PREFETCH_SHARDS (4) shards ahead";
 }
 

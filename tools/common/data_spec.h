@@ -2,7 +2,8 @@
 // "imagefolder:/data/train", with a transform chain from transforms/spec.h.
 // "tar:URL" reads through the shard cache in $SEEDLOADER_CACHE_DIR (default
 // $XDG_CACHE_HOME/seedloader, else ~/.cache/seedloader), bounded by
-// $SEEDLOADER_CACHE_LIMIT bytes ("200G"; unset: no bound), each worker
+// $SEEDLOADER_CACHE_LIMIT bytes ("200G"; unset: no bound), its shards checked as
+// $SEEDLOADER_CACHE_VERIFY says (stat, hash or none; unset: stat), each worker
 // downloading $SEEDLOADER_PREFETCH_SHARDS shards ahead (unset: 4; 0: none).
 #pragma once
 

@@ -33,6 +33,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,10 +44,28 @@
 
 namespace seedloader {
 
+// How a URL's shard found in the cache is checked, when a data set first opens
+// it (in a process, or in the parent its worker was forked from) and whenever
+// another process has replaced it since (remote/shard_cache.h):
+enum class CacheVerify {
+  // Its inode, size and modification time against those recorded at download
+  // (a stat and a small read): catches a rewrite or replacement, not a change
+  // that restored the modification time, nor damage below the file system.
+  kStat,
+  // Its XXH64 in full (one sequential read of the shard): catches any change.
+  kHash,
+  // Trusted: a changed shard is served as it is.
+  kNone,
+};
+
+// "stat", "hash" or "none"; nothing for another word.
+std::optional<CacheVerify> parse_cache_verify(std::string_view name);
+
 struct TarShardsOptions {
   std::string label_ext = "cls";  // the image is the member with an image extension
   // With an index.json: check each shard's XXH64 against the index when this
-  // process first opens it (one sequential read of the shard).
+  // process first opens it (one sequential read of the shard). For a local
+  // folder; a URL's shards are checked at download, then as cache_verify says.
   bool verify_shards = true;
   std::uint64_t max_pixels = kDefaultMaxPixels;
   int channels = 3;
@@ -55,6 +74,9 @@ struct TarShardsOptions {
   // (0: none; else at least the largest shard).
   std::string cache_dir;
   std::uint64_t cache_limit = 0;
+  // For a URL: how a cached shard is checked (a shard that fails is downloaded
+  // again).
+  CacheVerify cache_verify = CacheVerify::kStat;
   // For a URL: attempts per shard that make no progress (timeouts, resets, 5xx,
   // 429) before it fails, and how long a transfer may move no byte.
   int max_attempts = 6;
