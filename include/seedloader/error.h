@@ -4,17 +4,30 @@
 // DataError:   bad input; the message names the file/shard and the sample index.
 // WorkerError: a worker process failed; carries worker id, pid, signal or exit code.
 // TimeoutError, CommError: a blocking wait or a collective did not complete.
+// No message carries a credential: Error's constructor passes every message
+// through redact_credentials().
 #pragma once
 
 #include <sys/types.h>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace seedloader {
 
+// `text` with the user:password of every URL in it removed
+// ("http://alice:pw@host/x" -> "http://host/x"): the authority after each
+// "scheme://" up to its last '@' before the path (or, when a ':' in it is
+// followed by something other than a port, up to the next '@' before a space or
+// quote: a password holding an unencoded '/'). The one function every message,
+// report and trace that can show a URL goes through.
+std::string redact_credentials(std::string_view text);
+
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message)
+      : std::runtime_error(redact_credentials(message)) {}
+  explicit Error(const char* message) : Error(std::string(message)) {}
 };
 
 class ConfigError : public Error {

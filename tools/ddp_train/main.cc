@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       "MPI on CPUs. Every rank must get the same options and data (checked before\n"
       "the first step).\n"
       "Checkpoints are safetensors files; --resume continues bit-identically."};
+  seedloader::tools::redact_parse_errors(app);
   TrainOptions o;
   add_train_options(app, o);
   try {

@@ -160,7 +160,7 @@ std::uint64_t rank_batch_size(const TrainOptions& o, std::uint64_t world_size) {
 
 std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size) {
   nlohmann::json j;
-  j["data"] = o.data;
+  j["data"] = redact_credentials(o.data);
   j["transform"] = o.transform;
   j["model"] = o.model;
   j["loss"] = tools::enum_name(loss_names(), o.loss);

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   CLI::App app{
       "seed-audit: derive seedloader's random streams, show each rank's shard, and\n"
       "find duplicate random streams or batches."};
+  seedloader::tools::redact_parse_errors(app);
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   Action action;
@@ -31,10 +32,10 @@ int main(int argc, char** argv) {
   try {
     return action();
   } catch (const seedloader::ConfigError& e) {
-    std::fprintf(stderr, "seed-audit: %s\n", e.what());
+    std::fprintf(stderr, "seed-audit: %s\n", seedloader::tools::error_text(e).c_str());
     return kExitUsage;
   } catch (const seedloader::DataError& e) {
-    std::fprintf(stderr, "seed-audit: %s\n", e.what());
+    std::fprintf(stderr, "seed-audit: %s\n", seedloader::tools::error_text(e).c_str());
     return kExitUsage;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "seed-audit: error: %s\n",

@@ -31,7 +31,7 @@ void print(const BenchArgs& a, const Measurement& m, const DecodeReference& ref)
   const double per_worker = m.samples / s / (a.workers > 0 ? a.workers : 1);
   const double vs_decode = ref.per_s > 0 ? per_worker / ref.per_s : 0.0;
   if (a.json) {
-    nlohmann::json j = {{"data", a.data},
+    nlohmann::json j = {{"data", seedloader::redact_credentials(a.data)},
                         {"transform", a.transform},
                         {"batch_size", a.batch_size},
                         {"workers", a.workers},
@@ -57,7 +57,8 @@ void print(const BenchArgs& a, const Measurement& m, const DecodeReference& ref)
     std::cout << j.dump() << "\n";
     return;
   }
-  std::printf("%s | %s | batch %llu | workers %d\n", a.data.c_str(),
+  std::printf("%s | %s | batch %llu | workers %d\n",
+              seedloader::redact_credentials(a.data).c_str(),
               a.transform.empty() ? "(no transform)" : a.transform.c_str(),
               static_cast<unsigned long long>(a.batch_size), a.workers);
   std::printf("  %.1f samples/s  %.2f batches/s  %.1f MB/s  (%llu batches in %.2f s)\n",
@@ -89,6 +90,7 @@ void print(const BenchArgs& a, const Measurement& m, const DecodeReference& ref)
 
 int main(int argc, char** argv) {
   CLI::App app{"seedloader-bench: measure one loader configuration's throughput."};
+  seedloader::tools::redact_parse_errors(app);
   BenchArgs a;
   seedloader::tools::LoaderFlagOptions lf =
       seedloader::tools::add_loader_options(app, a, a.seeding,
@@ -157,13 +159,16 @@ int main(int argc, char** argv) {
     print(a, m, ref);
     return 0;
   } catch (const seedloader::ConfigError& e) {
-    std::fprintf(stderr, "seedloader-bench: %s\n", e.what());
+    std::fprintf(stderr, "seedloader-bench: %s\n",
+                 seedloader::tools::error_text(e).c_str());
     return 2;
   } catch (const seedloader::DataError& e) {
-    std::fprintf(stderr, "seedloader-bench: %s\n", e.what());
+    std::fprintf(stderr, "seedloader-bench: %s\n",
+                 seedloader::tools::error_text(e).c_str());
     return 2;
   } catch (const seedloader::TimeoutError& e) {
-    std::fprintf(stderr, "seedloader-bench: %s\n", e.what());
+    std::fprintf(stderr, "seedloader-bench: %s\n",
+                 seedloader::tools::error_text(e).c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "seedloader-bench: error: %s\n",

@@ -20,10 +20,15 @@ int main(int argc, char** argv) {
       "and an index.json in OUT. Images keep their encoded bytes; CIFAR-10, MNIST "
       "and synthetic pixels are stored as lossless PNG. Read the result back with "
       "tar:OUT/*.tar."};
+  seedloader::tools::redact_parse_errors(app);
   std::string spec, out, shard_size_text = "1G";
   std::uint64_t shuffle_seed = 0;
   bool force = false;
-  app.add_option("SPEC", spec, seedloader::tools::data_spec_help())->required();
+  app.add_option("SPEC", spec,
+                 seedloader::tools::data_spec_help() +
+                     "; here tar: reads local files only: a shard pattern, a packed "
+                     "folder or its index.json")
+      ->required();
   app.add_option("OUT", out, "Output folder (created if missing)")->required();
   app.add_option("--shard-size", shard_size_text,
                  "Largest shard in bytes: N, or N with K, M, G or T (powers of 1024); "
@@ -92,10 +97,12 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const seedloader::ConfigError& e) {
-    std::fprintf(stderr, "seedloader-pack: %s\n", e.what());
+    std::fprintf(stderr, "seedloader-pack: %s\n",
+                 seedloader::tools::error_text(e).c_str());
     return 2;
   } catch (const seedloader::DataError& e) {
-    std::fprintf(stderr, "seedloader-pack: %s\n", e.what());
+    std::fprintf(stderr, "seedloader-pack: %s\n",
+                 seedloader::tools::error_text(e).c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "seedloader-pack: error: %s\n",

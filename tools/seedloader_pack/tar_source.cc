@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <memory>
 
 #include "loader/datasets/file_io.h"
@@ -39,13 +40,31 @@ std::string lower(std::string s) {
   return s;
 }
 
+// The shards tar:SPEC names: its pattern, or every NNNNNN.tar of a packed folder
+// (SPEC the folder or its index.json). A URL is refused: the members are read
+// from local files.
+std::string shard_pattern(const std::string& spec) {
+  if (spec.find("://") != std::string::npos) {
+    throw ConfigError("tar:" + spec +
+                      ": seedloader-pack reads local shards only; download the pack "
+                      "(index.json and its NNNNNN.tar) and pack tar:DIR");
+  }
+  const std::filesystem::path path(spec);
+  std::error_code ec;
+  if (path.filename() == "index.json" && std::filesystem::is_regular_file(path, ec))
+    return (path.parent_path() / "[0-9]*.tar").string();
+  if (std::filesystem::is_directory(path, ec)) return (path / "[0-9]*.tar").string();
+  return spec;
+}
+
 class TarSource final : public PackSource {
  public:
   explicit TarSource(const std::string& pattern) : pattern_(pattern) {
+    const std::string shards = shard_pattern(pattern);
     // The chain is never run (members are copied); TarShards requires one that
     // fixes the output size.
     const TarShards checked(pattern, parse_transform_spec("centercrop:1"));
-    for (const std::string& path : expand_shard_pattern(pattern)) {
+    for (const std::string& path : expand_shard_pattern(shards)) {
       shards_.emplace_back(path);
       scan(static_cast<std::uint32_t>(shards_.size() - 1));
     }
