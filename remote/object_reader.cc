@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -35,7 +37,13 @@ struct Attempt {
   std::string error_body;  // the start of a non-2xx answer (S3 names its error there)
   bool too_long = false;   // more bytes than the caller expected
   std::exception_ptr sink_error;  // thrown by the sink, kept out of curl's frames
+  std::string redirect;           // a 3xx answer's Location, made absolute
 };
+
+// When an object's read must end, if it must.
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+constexpr int kMaxRedirects = 5;
 
 struct Transfer {
   CURL* curl;
@@ -124,6 +132,29 @@ std::string unescape(CURL* c, const std::string& s) {
   return out;
 }
 
+// "scheme://host:port" of an absolute http(s) URL, the host in lower case and the
+// port explicit; empty when it does not parse.
+std::string origin_of(const std::string& url) {
+  std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), &curl_url_cleanup);
+  if (!u) throw std::bad_alloc();
+  if (curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return {};
+  const auto part = [&](CURLUPart which, unsigned flags) {
+    char* text = nullptr;
+    if (curl_url_get(u.get(), which, &text, flags) != CURLUE_OK || !text)
+      return std::string();
+    std::string out(text);
+    curl_free(text);
+    return out;
+  };
+  const std::string scheme = part(CURLUPART_SCHEME, 0);
+  std::string host = part(CURLUPART_HOST, 0);
+  const std::string port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  if (scheme.empty() || host.empty() || port.empty()) return {};
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return scheme + "://" + host + ":" + port;
+}
+
 // Jitter needs no reproducibility, only to differ between processes: its state
 // is seeded again in a forked child, so workers do not back off in lockstep.
 double jitter() {
@@ -182,82 +213,123 @@ struct ObjectReader::Impl {
     return *s3;
   }
 
+  // One request for bytes [from, limit) of `url`, following redirects.
   Attempt attempt(const ObjectUrl& url, const Sink& sink, std::uint64_t from,
-                  std::uint64_t limit);
-  // False only when missing_ok and the server answers 404.
+                  std::uint64_t limit, Deadline deadline);
+  // One HTTP request to `target`, with the credentials `url` has if `credentials`.
+  Attempt perform(CURL* c, const ObjectUrl& url, const S3Config* s3,
+                  const std::string& target, bool credentials, const Sink& sink,
+                  std::uint64_t from, std::uint64_t limit, Deadline deadline);
+  // The object's bytes [have, total) into `sink`; total UINT64_MAX: unknown, then
+  // at most `cap` bytes. False only when missing_ok and the server answers 404.
   bool fetch(const ObjectUrl& url, const Sink& sink, std::uint64_t have,
-             std::uint64_t total, bool missing_ok = false);
+             std::uint64_t total, bool missing_ok = false,
+             std::uint64_t cap = UINT64_MAX);
 };
 
 Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
-                                    std::uint64_t from, std::uint64_t limit) {
+                                    std::uint64_t from, std::uint64_t limit,
+                                    Deadline deadline) {
   CURL* c = acquire();
   std::unique_ptr<CURL, std::function<void(CURL*)>> guard(
       c, [this](CURL* h) { release(h); });
+  const S3Config* s3 = url.scheme == ObjectUrl::Scheme::kS3 ? &s3_config() : nullptr;
+  std::string target = s3 ? s3->http_url(url) : url.display();
+  const std::string origin = origin_of(target);
+  for (int hop = 0;; ++hop) {
+    // Credentials go only where the URL the user named lives.
+    const bool credentials = !origin.empty() && origin_of(target) == origin;
+    Attempt a = perform(c, url, s3, target, credentials, sink, from, limit, deadline);
+    if (a.code != CURLE_OK || a.status < 300 || a.status >= 400 || a.redirect.empty())
+      return a;
+    if (hop == kMaxRedirects) {
+      a.code = CURLE_TOO_MANY_REDIRECTS;
+      a.curl_error = "more than " + std::to_string(kMaxRedirects) + " redirects";
+      return a;
+    }
+    target = a.redirect;
+    curl_easy_reset(c);  // no option of this request carries over to the next
+  }
+}
+
+Attempt ObjectReader::Impl::perform(CURL* c, const ObjectUrl& url, const S3Config* s3,
+                                    const std::string& target, bool credentials,
+                                    const Sink& sink, std::uint64_t from,
+                                    std::uint64_t limit, Deadline deadline) {
   char error[CURL_ERROR_SIZE] = {};
   Transfer t{c, sink, from, limit, from, {}, false};
-  curl_slist* headers = nullptr;
-  std::unique_ptr<curl_slist, void (*)(curl_slist*)> header_guard(nullptr,
-                                                                  &curl_slist_free_all);
-  std::string http_url;
+  std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(nullptr,
+                                                             &curl_slist_free_all);
   std::string sigv4;
   std::string user, password;
-  if (url.scheme == ObjectUrl::Scheme::kS3) {
-    const S3Config& s3 = s3_config();
-    http_url = s3.http_url(url);
-    if (s3.signed_requests()) {
-      sigv4 = "aws:amz:" + s3.region + ":s3";
-      curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
-      curl_easy_setopt(c, CURLOPT_USERNAME, s3.access_key.c_str());
-      curl_easy_setopt(c, CURLOPT_PASSWORD, s3.secret_key.c_str());
-      if (!s3.session_token.empty()) {
-        const std::string token = "x-amz-security-token: " + s3.session_token;
-        headers = curl_slist_append(headers, token.c_str());
-        header_guard.reset(headers);
-      }
+  if (s3 && credentials && s3->signed_requests()) {
+    sigv4 = "aws:amz:" + s3->region + ":s3";
+    curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    curl_easy_setopt(c, CURLOPT_USERNAME, s3->access_key.c_str());
+    curl_easy_setopt(c, CURLOPT_PASSWORD, s3->secret_key.c_str());
+    if (!s3->session_token.empty()) {
+      const std::string token = "x-amz-security-token: " + s3->session_token;
+      headers.reset(curl_slist_append(nullptr, token.c_str()));
+      if (!headers) throw std::bad_alloc();
     }
-  } else {
-    http_url = url.display();
-    if (!url.userinfo.empty()) {
-      // The URL's user and password are percent-encoded; curl wants them plain.
-      const std::size_t colon = url.userinfo.find(':');
-      user = unescape(c, url.userinfo.substr(0, colon));
-      password =
-          colon == std::string::npos ? "" : unescape(c, url.userinfo.substr(colon + 1));
-      curl_easy_setopt(c, CURLOPT_USERNAME, user.c_str());
-      curl_easy_setopt(c, CURLOPT_PASSWORD, password.c_str());
-    }
+  } else if (!s3 && credentials && !url.userinfo.empty()) {
+    // The URL's user and password are percent-encoded; curl wants them plain.
+    const std::size_t colon = url.userinfo.find(':');
+    user = unescape(c, url.userinfo.substr(0, colon));
+    password =
+        colon == std::string::npos ? "" : unescape(c, url.userinfo.substr(colon + 1));
+    curl_easy_setopt(c, CURLOPT_USERNAME, user.c_str());
+    curl_easy_setopt(c, CURLOPT_PASSWORD, password.c_str());
   }
   const std::string range = std::to_string(from) + "-";
-  curl_easy_setopt(c, CURLOPT_URL, http_url.c_str());
+  curl_easy_setopt(c, CURLOPT_URL, target.c_str());
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);  // attempt() follows, see above
   curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
   curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
                    static_cast<long>(options.connect_timeout_s * 1000));
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT,
+                   std::max(1L, static_cast<long>(options.min_rate_bytes_s)));
   curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
                    std::max(1L, static_cast<long>(std::lround(options.stall_timeout_s))));
+  if (deadline) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        *deadline - std::chrono::steady_clock::now());
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
+                     std::max(1L, static_cast<long>(left.count())));
+  }
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &on_body);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
   if (from > 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
-  if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   t.result.code = curl_easy_perform(c);
   t.result.curl_error = error;
   if (t.result.sink_error) std::rethrow_exception(t.result.sink_error);
   if (!t.checked_status) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.result.status);
+  if (t.result.code == CURLE_OK && t.result.status >= 300 && t.result.status < 400) {
+    char* next = nullptr;
+    if (curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next) == CURLE_OK && next)
+      t.result.redirect = next;
+  }
   return t.result;
 }
 
 bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint64_t have,
-                               std::uint64_t total, bool missing_ok) {
+                               std::uint64_t total, bool missing_ok, std::uint64_t cap) {
   const auto fail = [&](const std::string& why, int attempts) {
     return DataError("GET " + url.display() + ": " + why + " (" +
                      std::to_string(attempts) + " attempt" + (attempts == 1 ? "" : "s") +
                      ")");
+  };
+  const Deadline deadline =
+      options.deadline_s > 0
+          ? Deadline(std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(options.deadline_s)))
+          : std::nullopt;
+  const auto past_deadline = [&] {
+    return deadline && std::chrono::steady_clock::now() >= *deadline;
   };
   int attempts = 0, total_attempts = 0;
   double backoff = options.first_backoff_s;
@@ -273,11 +345,16 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
                 }};
   while (true) {
     ++total_attempts;
-    const Attempt a = attempt(url, counting, pos, total);
-    if (a.too_long)
+    const Attempt a =
+        attempt(url, counting, pos, total != UINT64_MAX ? total : cap, deadline);
+    if (a.too_long && total != UINT64_MAX)
       throw fail(
           "the object is longer than the " + std::to_string(total) + " bytes expected",
           total_attempts);
+    if (a.too_long)
+      throw fail("the object is larger than the limit of " + std::to_string(cap) +
+                     " bytes for it",
+                 total_attempts);
     // curl itself reports a body shorter than its Content-Length (or an
     // unfinished chunked body) as CURLE_PARTIAL_FILE: an answer that is OK is whole.
     const bool ok = a.code == CURLE_OK && a.status >= 200 && a.status < 300;
@@ -290,9 +367,18 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
       throw fail("the object has " + std::to_string(received) + " bytes, " +
                      std::to_string(total) + " were expected",
                  total_attempts);
+    if (past_deadline()) {
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%g", options.deadline_s);
+      throw fail("not read within deadline_s " + std::string(seconds) + " s (" +
+                     describe(a) + ")",
+                 total_attempts);
+    }
     const bool progressed = received > pos;
     pos = received;
-    if (progressed) {
+    // A transfer cut off for being too slow counts even when it moved bytes: a
+    // server that trickles them is not waited for forever.
+    if (progressed && a.code != CURLE_OPERATION_TIMEDOUT) {
       attempts = 0;  // a cut-off transfer that moved bytes resumes at once
       backoff = options.first_backoff_s;
       continue;
@@ -310,9 +396,11 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
 ObjectReader::ObjectReader(FetchOptions options) : impl_(std::make_unique<Impl>()) {
   if (options.max_attempts < 1 || !(options.connect_timeout_s > 0) ||
       !(options.stall_timeout_s > 0) || !(options.first_backoff_s >= 0) ||
-      !(options.max_backoff_s >= options.first_backoff_s)) {
+      !(options.max_backoff_s >= options.first_backoff_s) ||
+      !(options.min_rate_bytes_s >= 1) || !(options.deadline_s >= 0)) {
     throw ConfigError(
-        "FetchOptions: max_attempts must be >= 1, timeouts > 0 and backoffs >= 0");
+        "FetchOptions: max_attempts must be >= 1, timeouts > 0, min_rate_bytes_s >= 1, "
+        "deadline_s >= 0 and backoffs >= 0");
   }
   static std::once_flag once;
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
@@ -325,21 +413,22 @@ ObjectReader::~ObjectReader() {
   }
 }
 
-void ObjectReader::read(const ObjectUrl& url, std::vector<std::uint8_t>& out) const {
-  if (!read_if_present(url, out)) {
+void ObjectReader::read(const ObjectUrl& url, std::vector<std::uint8_t>& out,
+                        std::uint64_t max_bytes) const {
+  if (!read_if_present(url, out, max_bytes)) {
     throw DataError("GET " + url.display() + ": HTTP 404 (no such object)");
   }
 }
 
-bool ObjectReader::read_if_present(const ObjectUrl& url,
-                                   std::vector<std::uint8_t>& out) const {
+bool ObjectReader::read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out,
+                                   std::uint64_t max_bytes) const {
   out.clear();
   const Sink sink{[&](std::uint64_t at, const char* p, std::size_t n) {
                     out.resize(at);
                     out.insert(out.end(), p, p + n);
                   },
                   [&] { out.clear(); }};
-  return impl_->fetch(url, sink, 0, UINT64_MAX, true);
+  return impl_->fetch(url, sink, 0, UINT64_MAX, true, max_bytes);
 }
 
 void ObjectReader::download(const ObjectUrl& url, int fd, std::uint64_t have,

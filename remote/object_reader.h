@@ -5,9 +5,15 @@
 // Faults: a timeout, a refused or reset connection, a short body, HTTP 5xx, 429 or
 // 408 are retried, with exponential backoff and jitter, up to
 // FetchOptions::max_attempts attempts without progress; a download that was cut
-// off continues with a Range request from its last byte. HTTP 4xx otherwise
-// fails at once. Every failure is a DataError naming the URL (never credentials),
-// the HTTP status or curl's error, and the attempt count.
+// off continues with a Range request from its last byte (a transfer cut for being
+// slower than min_rate_bytes_s counts as an attempt even when it moved bytes, so a
+// server trickling bytes is given up on). HTTP 4xx otherwise fails at once. Every
+// failure is a DataError naming the URL (never credentials), the HTTP status or
+// curl's error, and the attempt count.
+// Redirects (up to 5) are followed by this class, not by curl: to the same origin
+// (scheme, host and port) with the request's credentials, to another origin with
+// none — no Authorization, no SigV4 signature, no x-amz-security-token, no
+// password from the URL — so nothing secret leaves the host it was meant for.
 // Safe across threads; each call uses its own handle.
 #pragma once
 
@@ -23,7 +29,13 @@ namespace seedloader::remote {
 struct FetchOptions {
   int max_attempts = 6;           // attempts that made no progress, per object
   double connect_timeout_s = 10;  // to open a connection
-  double stall_timeout_s = 30;    // a transfer that moves no byte for this long fails
+  // A transfer moving fewer than min_rate_bytes_s bytes a second, averaged over
+  // stall_timeout_s seconds, is cut off (1: only one that moves no byte at all).
+  double stall_timeout_s = 30;
+  double min_rate_bytes_s = 1024;
+  // The most time one object may take, every attempt and backoff included
+  // (0: no bound beyond the attempts'); past it the read fails naming it.
+  double deadline_s = 0;
   double first_backoff_s = 0.2;   // the first retry's delay; doubles up to max_backoff_s
   double max_backoff_s = 10;
 };
@@ -38,11 +50,14 @@ class ObjectReader {
   ObjectReader(const ObjectReader&) = delete;
   ObjectReader& operator=(const ObjectReader&) = delete;
 
-  // The whole object into `out` (resized).
-  void read(const ObjectUrl& url, std::vector<std::uint8_t>& out) const;
+  // The whole object into `out` (resized). An object longer than max_bytes is a
+  // DataError naming the URL and the limit, raised once max_bytes have arrived.
+  void read(const ObjectUrl& url, std::vector<std::uint8_t>& out,
+            std::uint64_t max_bytes) const;
   // As read(), but false, not an error, when the server answers 404 (no such
   // object).
-  bool read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out) const;
+  bool read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out,
+                       std::uint64_t max_bytes) const;
   // Appends the object's bytes [have, total) to the file open as `fd`, which holds
   // its first `have` bytes. A server that ignores the Range request restarts the
   // file from byte 0. Throws DataError when the object is not `total` bytes long.

@@ -55,7 +55,26 @@ std::optional<ObjectUrl> ObjectUrl::parse(const std::string& text) {
 ObjectUrl ObjectUrl::sibling(const std::string& name) const {
   ObjectUrl out = *this;
   const std::size_t slash = path.rfind('/');
-  out.path = (slash == std::string::npos ? "" : path.substr(0, slash + 1)) + name;
+  out.path = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  if (scheme == Scheme::kS3) {
+    out.path += name;  // a key is raw bytes; S3Config::http_url() encodes it
+    return out;
+  }
+  // An http(s) path is in its encoded form: `name` is one segment, so every byte
+  // but the unreserved ones is encoded ('/', '%' and '.' of ".." included).
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  const bool dots = name == "." || name == "..";
+  for (const unsigned char ch : name) {
+    if (!dots &&
+        ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+         (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~')) {
+      out.path += static_cast<char>(ch);
+    } else {
+      out.path += '%';
+      out.path += kHex[ch >> 4];
+      out.path += kHex[ch & 15];
+    }
+  }
   return out;
 }
 

@@ -23,7 +23,9 @@ struct ObjectUrl {
   // fragment (an object name is the whole path).
   static std::optional<ObjectUrl> parse(const std::string& text);
 
-  // The object `name` beside this one: the path up to its last '/', then name.
+  // The object `name` beside this one: the path up to its last '/', then name
+  // as one segment (percent-encoded in an http(s) path, so "../x" or "%2e" name
+  // no other place).
   ObjectUrl sibling(const std::string& name) const;
   // The URL without credentials, for messages.
   std::string display() const;

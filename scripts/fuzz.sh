@@ -20,6 +20,7 @@ echo "fuzz: built after $(($(date +%s) - start)) s"
 targets=(
   safetensors_fuzzer:4096
   tar_shards_fuzzer:16384
+  tar_index_fuzzer:2048
   mnist_fuzzer:4096
   cifar10_fuzzer:8192
   image_decode_fuzzer:8192

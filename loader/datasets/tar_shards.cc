@@ -143,6 +143,9 @@ void add_restart(std::vector<Member>& restarts, std::size_t n, const Member& res
 }
 
 // What index.json (written by seedloader-pack) says of one shard.
+// The largest integer index.json may hold, plus one.
+constexpr std::uint64_t kMaxIndexInteger = std::uint64_t{1} << 53;
+
 struct IndexedShard {
   std::string name;
   std::string path;  // local path, or the URL (display form) of a remote shard
@@ -479,6 +482,10 @@ void TarShards::State::read_index(const std::string& path) {
   std::vector<std::uint8_t> text;
   {
     const FileHandle file(path);
+    if (file.size() > options.max_index_bytes)
+      throw DataError("TarShards: index " + path + " has " + std::to_string(file.size()) +
+                      " bytes, more than the limit of " +
+                      std::to_string(options.max_index_bytes) + " (max_index_bytes)");
     file.read_at(0, file.size(), text);
   }
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -495,10 +502,13 @@ void TarShards::State::read_remote_index(remote::ObjectUrl url) {
     url = url.sibling("index.json");
   }
   index_path = url.display();
-  reader = std::make_unique<remote::ObjectReader>(remote::FetchOptions{
-      .max_attempts = options.max_attempts, .stall_timeout_s = options.stall_timeout_s});
+  reader = std::make_unique<remote::ObjectReader>(
+      remote::FetchOptions{.max_attempts = options.max_attempts,
+                           .stall_timeout_s = options.stall_timeout_s,
+                           .min_rate_bytes_s = options.min_rate_bytes_s,
+                           .deadline_s = options.deadline_s});
   std::vector<std::uint8_t> text;
-  if (!reader->read_if_present(url, text)) {
+  if (!reader->read_if_present(url, text, options.max_index_bytes)) {
     throw DataError("TarShards(" + pattern + "): no index at " + index_path +
                     "; a remote data set is read through the index.json that " +
                     "seedloader-pack writes: run seedloader-pack SPEC OUT/ and upload " +
@@ -556,43 +566,75 @@ bool safe_shard_name(const std::string& name) {
   });
 }
 
+}  // namespace
+
 template <typename Beside>
 void TarShards::State::parse_index(const std::vector<std::uint8_t>& text,
                                    Beside&& beside) {
   const auto fail = [&](const std::string& why) -> DataError {
     return DataError("TarShards: index " + index_path + ": " + why);
   };
+  // Integers are exact: no fraction, no sign, below 2^53 (what every JSON
+  // writer keeps exact).
+  const auto whole = [&](const nlohmann::json& parent, const char* key,
+                         const std::string& where) -> std::uint64_t {
+    const auto it = parent.find(key);
+    if (it == parent.end()) throw fail(where + "has no \"" + key + "\"");
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() >= kMaxIndexInteger)
+      throw fail(where + "\"" + key + "\" is " + it->dump().substr(0, 40) +
+                 ", not a whole number from 0 to 2^53 - 1");
+    return it->get<std::uint64_t>();
+  };
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.begin(), text.end());
+    if (!j.is_object()) throw fail("not a JSON object");
     if (j.value("format", std::string()) != "seedloader.shards")
-}  // namespace
-
       throw fail("format is not \"seedloader.shards\"");
-    if (j.at("format_version").get<int>() != 1)
-      throw fail("format_version " + j.at("format_version").dump() +
+    if (const std::uint64_t version = whole(j, "format_version", ""); version != 1)
+      throw fail("format_version " + std::to_string(version) +
                  " is not 1 (written by a newer seedloader-pack?)");
+    const auto shards = j.find("shards");
+    if (shards == j.end() || !shards->is_array())
+      throw fail("\"shards\" is missing or not a list");
+    std::unordered_set<std::string> names;
     first.push_back(0);
-    for (const nlohmann::json& e : j.at("shards")) {
+    for (const nlohmann::json& e : *shards) {
+      const std::string at = "shard " + std::to_string(indexed_shards.size()) + ": ";
+      if (!e.is_object() || !e.contains("name") || !e.at("name").is_string())
+        throw fail(at + "not an object with a string \"name\"");
       IndexedShard shard;
       shard.name = e.at("name").get<std::string>();
       const std::string& name = shard.name;
-      if (name.empty() || name.find('/') != std::string::npos || name == "..")
-        throw fail("shard name '" + name + "' is not a file name in its directory");
+      if (!safe_shard_name(name))
+        throw fail("shard name " + quoted_name(name) +
+                   " is not one file name of letters, digits, '.', '_' and '-' (not "
+                   "starting with '.')");
+      if (!names.insert(name).second) throw fail("shard " + name + " is listed twice");
+      const std::string where = "shard " + name + ": ";
       shard.path = beside(name);
-      shard.bytes = e.at("bytes").get<std::uint64_t>();
-      shard.samples = e.at("samples").get<std::uint64_t>();
+      shard.bytes = whole(e, "bytes", where);
+      shard.samples = whole(e, "samples", where);
+      if (!e.contains("xxh64") || !e.at("xxh64").is_string())
+        throw fail(where + "\"xxh64\" is missing or not a string");
       const std::string hash = e.at("xxh64").get<std::string>();
       auto [end, ec] =
           std::from_chars(hash.data(), hash.data() + hash.size(), shard.xxh64, 16);
       if (hash.size() != 16 || ec != std::errc() || end != hash.data() + hash.size())
-        throw fail("shard " + name + ": xxh64 '" + hash + "' is not 16 hex digits");
+        throw fail(where + "xxh64 " + quoted_name(hash) + " is not 16 hex digits");
       if (shard.samples == 0) throw fail("shard " + name + " holds no samples");
-      first.push_back(first.back() + shard.samples);
+      // Every sample takes at least one 512-byte tar header.
+      if (shard.samples > shard.bytes / 512)
+        throw fail(where + "\"samples\" " + std::to_string(shard.samples) +
+                   " cannot fit in its \"bytes\" " + std::to_string(shard.bytes) +
+                   " (a sample takes 512 bytes at least)");
+      first.push_back(first.back() + shard.samples);  // < 2^54: no overflow
+      if (first.back() >= kMaxIndexInteger)
+        throw fail("its shards hold 2^53 samples or more");
       indexed_shards.push_back(std::move(shard));
     }
     if (indexed_shards.empty()) throw fail("it lists no shards");
-    const auto total = j.at("samples").get<std::uint64_t>();
+    const std::uint64_t total = whole(j, "samples", "");
     if (total != first.back())
       throw fail("samples is " + std::to_string(total) + " but its shards hold " +
                  std::to_string(first.back()));

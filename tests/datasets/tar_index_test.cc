@@ -132,8 +132,9 @@ TEST(TarIndexTest, AShardThatDisagreesWithTheIndexIsNamed) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {"bytes", [](nlohmann::json& j, const TempDir&) { j["shards"][1]["bytes"] = 5; },
-       "bytes, the index says 5"},
+      {"bytes",
+       [](nlohmann::json& j, const TempDir&) { j["shards"][1]["bytes"] = 1 << 20; },
+       "bytes, the index says 1048576"},
       {"hash",
        [](nlohmann::json& j, const TempDir&) {
          j["shards"][1]["xxh64"] = "0123456789abcdef";
@@ -179,10 +180,40 @@ TEST(TarIndexTest, MalformedIndexesAndFoldersWithoutOneSayWhatIsWrong) {
           {[](nlohmann::json& j) { j["samples"] = 13; },
            "samples is 13 but its shards hold 12"},
           {[](nlohmann::json& j) { j["shards"][0]["name"] = "../x.tar"; },
-           "is not a file name"},
+           "shard name '../x.tar' is not one file name"},
+          // Names a server would decode into another path, or a NUL that would
+          // end the name early: no shard name but one plain segment passes.
+          {[](nlohmann::json& j) { j["shards"][0]["name"] = "..%2fsecret.tar"; },
+           "shard name '..%2fsecret.tar' is not one file name"},
+          {[](nlohmann::json& j) { j["shards"][0]["name"] = "%2e%2e%2fsecret.tar"; },
+           "shard name '%2e%2e%2fsecret.tar' is not one file name"},
+          {[](nlohmann::json& j) {
+             j["shards"][0]["name"] = std::string("000000.tar\0evil", 15);
+           },
+           "shard name '000000.tar\\x00evil' is not one file name"},
+          {[](nlohmann::json& j) { j["shards"][0]["name"] = ".hidden"; },
+           "shard name '.hidden' is not one file name"},
+          {[](nlohmann::json& j) { j["shards"][1]["name"] = j["shards"][0]["name"]; },
+           "shard 000000.tar is listed twice"},
           {[](nlohmann::json& j) { j["shards"][0]["xxh64"] = "xyz"; },
            "is not 16 hex digits"},
-          {[](nlohmann::json& j) { j["shards"][0].erase("bytes"); }, "not a valid index"},
+          {[](nlohmann::json& j) { j["shards"][0].erase("bytes"); },
+           "shard 000000.tar: has no \"bytes\""},
+          // Integers are exact, in range, and named with their shard.
+          {[](nlohmann::json& j) { j["format_version"] = 1.5; },
+           "\"format_version\" is 1.5, not a whole number"},
+          {[](nlohmann::json& j) { j["shards"][0]["samples"] = std::uint64_t{1} << 63; },
+           "shard 000000.tar: \"samples\" is 9223372036854775808, not a whole number"},
+          {[](nlohmann::json& j) { j["shards"][0]["samples"] = -4; },
+           "shard 000000.tar: \"samples\" is -4, not a whole number"},
+          {[](nlohmann::json& j) { j["shards"][0]["samples"] = 4.0; },
+           "shard 000000.tar: \"samples\" is 4.0, not a whole number"},
+          {[](nlohmann::json& j) { j["shards"][0]["bytes"] = "4096"; },
+           "shard 000000.tar: \"bytes\" is \"4096\", not a whole number"},
+          {[](nlohmann::json& j) { j["shards"][0]["samples"] = 1 << 30; },
+           "shard 000000.tar: \"samples\" 1073741824 cannot fit in its \"bytes\""},
+          {[](nlohmann::json& j) { j["shards"] = 3; },
+           "\"shards\" is missing or not a list"},
           {[](nlohmann::json& j) { j["shards"] = nlohmann::json::array(); },
            "lists no shards"},
       };

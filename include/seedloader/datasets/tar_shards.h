@@ -78,9 +78,15 @@ struct TarShardsOptions {
   // again).
   CacheVerify cache_verify = CacheVerify::kStat;
   // For a URL: attempts per shard that make no progress (timeouts, resets, 5xx,
-  // 429) before it fails, and how long a transfer may move no byte.
+  // 429) before it fails; a transfer moving fewer than min_rate_bytes_s bytes a
+  // second over stall_timeout_s seconds is cut off (and counts as such an
+  // attempt); deadline_s bounds one object's whole read, retries included (0:
+  // no bound but the attempts'); index.json may be at most max_index_bytes.
   int max_attempts = 6;
   double stall_timeout_s = 30;
+  double min_rate_bytes_s = 1024;
+  double deadline_s = 0;
+  std::uint64_t max_index_bytes = std::uint64_t{256} << 20;
   // For a URL: shards each worker process downloads ahead of its reads, at once,
   // in the order of the batches it has been given (0: none; each read then waits
   // for its own shard's download).

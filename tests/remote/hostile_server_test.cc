@@ -1,0 +1,247 @@
+// ObjectReader and TarShards against servers that misbehave on purpose
+// (tests/remote/hostile_server.py, two of them on 127.0.0.1: the one a URL names
+// and "another host" it redirects to): no credential follows a redirect to
+// another origin, a trickling server is given up on, an endless body is cut at
+// its limit, and each failure names the URL and the bound.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "remote/object_reader.h"
+#include "remote/object_url.h"
+#include "seedloader/datasets/tar_shards.h"
+#include "seedloader/error.h"
+#include "seedloader/transforms/spec.h"
+#include "tests/common/error_of.h"
+#include "tests/common/run_command.h"
+#include "tests/common/temp_dir.h"
+#include "tests/remote/local_servers.h"
+
+namespace seedloader {
+namespace {
+
+using remote::FetchOptions;
+using remote::ObjectReader;
+using remote::ObjectUrl;
+using testing_util::error_of;
+using testing_util::ServerProcess;
+using testing_util::TempDir;
+
+// One hostile_server.py, logging to dir/NAME.log.
+struct Hostile {
+  Hostile(const TempDir& dir, const std::string& name, int port, int other)
+      : log(dir / (name + ".log")),
+        server(std::vector<std::string>{"/usr/bin/python3",
+                                        SEEDLOADER_SOURCE_DIR
+                                        "/tests/remote/hostile_server.py",
+                                        std::to_string(port), log, std::to_string(other)},
+               {}, port, dir / (name + ".out")) {}
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server.port()); }
+  // The logged "AUTHORIZATION TOKEN" of each request for a path containing `part`.
+  std::vector<std::string> seen(const std::string& part) const {
+    std::ifstream in(log);
+    std::vector<std::string> out;
+    for (std::string path, auth, token; in >> path >> auth >> token;) {
+      if (path.find(part) != std::string::npos) out.push_back(auth + " " + token);
+    }
+    return out;
+  }
+
+  std::string log;
+  ServerProcess server;
+};
+
+class HostileServerTest : public ::testing::Test {
+ protected:
+  HostileServerTest() {
+    const int a = testing_util::free_port(), b = testing_util::free_port();
+    named_ = std::make_unique<Hostile>(dir_, "named", a, b);
+    other_ = std::make_unique<Hostile>(dir_, "other", b, a);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Hostile> named_, other_;
+};
+
+// The error of reading `url` whole through `reader`.
+std::string read_error(const ObjectReader& reader, const std::string& url) {
+  std::vector<std::uint8_t> out;
+  return error_of([&] { reader.read(*ObjectUrl::parse(url), out, 1 << 20); });
+}
+
+std::string text_of(const std::vector<std::uint8_t>& bytes) {
+  return std::string(bytes.begin(), bytes.end());
+}
+
+// Sets AWS variables for the scope, naming the named server as the endpoint.
+class AwsEnvironment {
+ public:
+  explicit AwsEnvironment(const std::string& endpoint) {
+    set("AWS_ACCESS_KEY_ID", "AKIDHOSTILETEST");
+    set("AWS_SECRET_ACCESS_KEY", "secret-key-never-sent-away");
+    set("AWS_SESSION_TOKEN", "session-token-never-sent-away");
+    set("AWS_ENDPOINT_URL", endpoint);
+    set("AWS_REGION", "us-east-1");
+  }
+  ~AwsEnvironment() {
+    for (const std::string& name : names_) ::unsetenv(name.c_str());
+  }
+
+ private:
+  void set(const std::string& name, const std::string& value) {
+    ::setenv(name.c_str(), value.c_str(), 1);
+    names_.push_back(name);
+  }
+  std::vector<std::string> names_;
+};
+
+TEST_F(HostileServerTest, AnS3RedirectToAnotherHostCarriesNoSignatureAndNoToken) {
+  const AwsEnvironment aws(named_->url());
+  const ObjectReader reader;
+  std::vector<std::uint8_t> out;
+  reader.read(*ObjectUrl::parse("s3://bucket/to-other/a.tar"), out, 1 << 20);
+  EXPECT_EQ(text_of(out), "payload /bucket/landed/a.tar");
+  // The named endpoint got the signed request and its token ...
+  const auto asked = named_->seen("/bucket/to-other/a.tar");
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0].rfind("AWS4-HMAC-SHA256", 0), 0u) << asked[0];
+  EXPECT_NE(asked[0].find(" session-token-never-sent-away"), std::string::npos);
+  // ... the other host neither.
+  EXPECT_EQ(other_->seen("/bucket/landed/a.tar"), std::vector<std::string>{"- -"});
+
+  // Within the same origin the request stays signed.
+  reader.read(*ObjectUrl::parse("s3://bucket/to-same/b.tar"), out, 1 << 20);
+  EXPECT_EQ(text_of(out), "payload /bucket/landed/b.tar");
+  const auto landed = named_->seen("/bucket/landed/b.tar");
+  ASSERT_EQ(landed.size(), 1u);
+  EXPECT_EQ(landed[0].rfind("AWS4-HMAC-SHA256", 0), 0u) << landed[0];
+  EXPECT_NE(landed[0].find(" session-token-never-sent-away"), std::string::npos);
+}
+
+TEST_F(HostileServerTest, AUrlPasswordIsSentOnlyToItsOwnHost) {
+  const std::string url = "http://reader:pa55word@" + named_->url().substr(7);
+  const ObjectReader reader;
+  std::vector<std::uint8_t> out;
+  reader.read(*ObjectUrl::parse(url + "/to-other/x"), out, 1 << 20);
+  EXPECT_EQ(text_of(out), "payload /landed/x");
+  ASSERT_EQ(named_->seen("/to-other/x").size(), 1u);
+  EXPECT_EQ(named_->seen("/to-other/x")[0].rfind("Basic_", 0), 0u);
+  EXPECT_EQ(other_->seen("/landed/x"), std::vector<std::string>{"- -"});
+  reader.read(*ObjectUrl::parse(url + "/to-same/y"), out, 1 << 20);
+  ASSERT_EQ(named_->seen("/landed/y").size(), 1u);
+  EXPECT_EQ(named_->seen("/landed/y")[0].rfind("Basic_", 0), 0u);
+}
+
+TEST_F(HostileServerTest, ARedirectLoopEndsAfterFiveNamingTheUrl) {
+  const ObjectReader reader;
+  const std::string e = read_error(reader, named_->url() + "/loop/x");
+  EXPECT_NE(e.find("GET " + named_->url() + "/loop/x"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than 5 redirects"), std::string::npos) << e;
+  EXPECT_EQ(named_->seen("/loop/x").size(), 6u);
+}
+
+TEST_F(HostileServerTest, ATricklingServerIsCutOffByTheMinimumRate) {
+  // Five bytes a second, below min_rate_bytes_s: each attempt is cut after the
+  // stall window, and every cut counts although it moved bytes.
+  const ObjectReader reader(
+      FetchOptions{.max_attempts = 2, .stall_timeout_s = 1, .min_rate_bytes_s = 100});
+  const std::string e = read_error(reader, named_->url() + "/trickle/x");
+  EXPECT_NE(e.find("/trickle/x: curl error 28"), std::string::npos) << e;
+  EXPECT_NE(e.find("(2 attempts)"), std::string::npos) << e;
+}
+
+TEST_F(HostileServerTest, ADeadlineBoundsAReadThatKeepsMovingBytes) {
+  // min_rate_bytes_s 1: the trickle is fast enough for it, not for the deadline.
+  const ObjectReader reader(
+      FetchOptions{.stall_timeout_s = 30, .min_rate_bytes_s = 1, .deadline_s = 1.5});
+  const std::string e = read_error(reader, named_->url() + "/trickle/y");
+  EXPECT_NE(e.find("/trickle/y: not read within deadline_s 1.5"), std::string::npos) << e;
+}
+
+TEST_F(HostileServerTest, AnEndlessIndexStopsAtItsLimitNamingTheUrl) {
+  TarShardsOptions options;
+  options.cache_dir = dir_ / "cache";
+  options.max_index_bytes = 1 << 20;
+  const std::string e = error_of([&] {
+    TarShards(named_->url() + "/endless/", parse_transform_spec("centercrop:8"), options);
+  });
+  EXPECT_NE(e.find("GET " + named_->url() + "/endless/index.json"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("larger than the limit of 1048576 bytes"), std::string::npos) << e;
+}
+
+// Every program, run the ways a user could pass a URL with a password — a good
+// one, one to a missing pack, a mistyped kind, an option that fails to parse —
+// prints the URL without the password, or no URL at all.
+TEST(SecretsTest, NoToolPrintsAUrlPassword) {
+  const TempDir dir;
+  const auto pack =
+      testing_util::run_command(std::string(SEEDLOADER_PACK) + " synthetic:12 " +
+                                (dir / "data") + " --shard-size 8K 2>&1");
+  ASSERT_EQ(pack.exit_code, 0) << pack.out;
+  const testing_util::Nginx nginx(dir.path(), dir / "nginx");
+  const std::string host = nginx.url().substr(7);  // 127.0.0.1:PORT
+  const std::string url = "http://reader:Pa55-s3cret@" + host + "/data/";
+  const std::string missing = "http://reader:Pa55-s3cret@" + host + "/missing/";
+  const std::string env = "SEEDLOADER_CACHE_DIR=" + (dir / "cache") + " ";
+  const std::string bench = env + SEEDLOADER_BENCH " --transform centercrop:16 " +
+                            "--batch-size 4 --workers 0 --batches 2 --warmup 0 ";
+  const std::string audit = env + SEEDLOADER_AUDIT " run --transform centercrop:16 " +
+                            "--workers 0 --epochs 1 --batch-size 4 ";
+  struct Run {
+    std::string command;
+    int exit_code;
+    std::string shown;  // text the output must hold
+  };
+  std::vector<Run> runs = {
+      {bench + "--data tar:" + url, 0, "tar:http://" + host + "/data/ |"},
+      {bench + "--data tar:" + url + " --json", 0, "\"data\":\"tar:http://" + host},
+      {bench + "--data tar:" + missing, 2, "no index at http://" + host + "/missing/"},
+      {bench + "--data tarr:" + url, 2, "unknown kind 'tarr'"},
+      {bench + "--data tar:" + url + " --workers " + url, 2, "--workers"},
+      {std::string(SEEDLOADER_PACK) + " tar:" + url + " " + (dir / "out"), 2,
+       "reads local shards only"},
+      {std::string(SEEDLOADER_PACK) + " tarr:" + url + " " + (dir / "out"), 2,
+       "unknown kind"},
+      {audit + "--data tar:" + url, 0, "clean"},
+      {audit + "--data tar:" + missing, 2, "no index at http://" + host},
+      {audit + "--data tarr:" + url, 2, "unknown kind"},
+      {audit + "--data tar:" + url + " --seeding " + url, 2, "--seeding"},
+  };
+#ifdef SEEDLOADER_TRAIN
+  const std::string train = env + SEEDLOADER_TRAIN " --transform centercrop:16 ";
+  runs.push_back({train + "--data tarr:" + url, 2, "unknown kind"});
+  runs.push_back({train + "--data tar:" + missing, 2, "no index at http://" + host});
+#endif
+  for (const Run& run : runs) {
+    const auto r = testing_util::run_command(run.command + " 2>&1");
+    EXPECT_EQ(r.exit_code, run.exit_code) << run.command << "\n" << r.out;
+    EXPECT_NE(r.out.find(run.shown), std::string::npos) << run.command << "\n" << r.out;
+    EXPECT_EQ(r.out.find("s3cret"), std::string::npos) << run.command << "\n" << r.out;
+    EXPECT_EQ(r.out.find("reader:"), std::string::npos) << run.command << "\n" << r.out;
+  }
+}
+
+TEST(SecretsTest, RedactionRemovesEveryUrlsUserAndPassword) {
+  EXPECT_EQ(redact_credentials("GET http://alice:pw@host:80/a and s3://b/k"),
+            "GET http://host:80/a and s3://b/k");
+  EXPECT_EQ(redact_credentials("'https://u%40x:p%2F@h/' then http://v:w@g"),
+            "'https://h/' then http://g");
+  // A password holding an unencoded '/' or '@' is removed whole.
+  EXPECT_EQ(redact_credentials("tar:http://u:pa/ss@host/data/ failed"),
+            "tar:http://host/data/ failed");
+  EXPECT_EQ(redact_credentials("http://u:p@ss@host/x"), "http://host/x");
+  // Nothing else changes: ports, paths with '@', text without URLs.
+  EXPECT_EQ(redact_credentials("http://host:8080/a@b/c"), "http://host:8080/a@b/c");
+  EXPECT_EQ(redact_credentials("user@example.com at 10:30"), "user@example.com at 10:30");
+  EXPECT_EQ(redact_credentials("://@"), "://");
+  // Every Error's message goes through it.
+  EXPECT_STREQ(DataError("GET http://a:b@h/x").what(), "GET http://h/x");
+}
+
+}  // namespace
+}  // namespace seedloader
