@@ -35,6 +35,18 @@ TEST(ObjectUrlTest, ParsesTheThreeSchemesAndLeavesPathsAlone) {
   EXPECT_EQ(ObjectUrl::parse("https://host")->display(), "https://host/");
 }
 
+TEST(ObjectUrlTest, ASiblingNameIsOneSegmentWhateverItHolds) {
+  const ObjectUrl http = *ObjectUrl::parse("http://host/pack/index.json");
+  EXPECT_EQ(http.sibling("000001.tar").path, "/pack/000001.tar");
+  // Encoded, so a server that decodes the path finds no other place in it.
+  EXPECT_EQ(http.sibling("..%2fsecret.tar").path, "/pack/..%252fsecret.tar");
+  EXPECT_EQ(http.sibling("../secret.tar").path, "/pack/..%2Fsecret.tar");
+  EXPECT_EQ(http.sibling("..").path, "/pack/%2E%2E");
+  EXPECT_EQ(http.sibling(std::string("a\0b", 3)).path, "/pack/a%00b");
+  // An S3 key is raw bytes: S3Config::http_url() encodes them for the request.
+  EXPECT_EQ(ObjectUrl::parse("s3://b/pack/")->sibling("a b").path, "pack/a b");
+}
+
 TEST(ObjectUrlTest, CredentialsInAnHttpUrlAreNeverDisplayed) {
   const ObjectUrl url = *ObjectUrl::parse("https://alice:s3cr3t@host/data/");
   EXPECT_EQ(url.userinfo, "alice:s3cr3t");
