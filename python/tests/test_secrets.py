@@ -1,8 +1,9 @@
 """A password in a URL never reaches a Python error: every message from the
 engine goes through the one redaction, including ones Python wraps."""
-import functools
-import http.server
-import threading
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -11,15 +12,25 @@ import seedloader as sl
 
 @pytest.fixture
 def server(tmp_path):
-    """A plain HTTP server on 127.0.0.1 over an empty folder: every GET is a 404."""
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.RequestHandlerClass.log_message = lambda *args: None
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield "127.0.0.1:%d" % httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
+    """A plain HTTP server on 127.0.0.1 over an empty folder (every GET is a 404),
+    in a process of its own: TarShards reads its index holding the GIL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind",
+                                "127.0.0.1", "--directory", str(tmp_path)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield "127.0.0.1:%d" % port
+    finally:
+        process.kill()
+        process.wait()
 
 
 def test_a_url_password_is_not_in_a_tarshards_error(server, tmp_path):
