@@ -502,6 +502,16 @@ void TarShards::State::read_remote_index(remote::ObjectUrl url) {
     url = url.sibling("index.json");
   }
   index_path = url.display();
+  if (options.max_attempts < 1 || !(options.stall_timeout_s > 0) ||
+      !(options.min_rate_bytes_s >= 1) || !(options.deadline_s >= 0)) {
+    throw ConfigError("TarShards(" + pattern +
+                      "): max_attempts must be >= 1, stall_timeout_s > 0, "
+                      "min_rate_bytes_s >= 1 and deadline_s >= 0; got " +
+                      std::to_string(options.max_attempts) + ", " +
+                      std::to_string(options.stall_timeout_s) + ", " +
+                      std::to_string(options.min_rate_bytes_s) + " and " +
+                      std::to_string(options.deadline_s));
+  }
   reader = std::make_unique<remote::ObjectReader>(
       remote::FetchOptions{.max_attempts = options.max_attempts,
                            .stall_timeout_s = options.stall_timeout_s,

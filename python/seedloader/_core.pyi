@@ -57,9 +57,9 @@ class TensorFile(Dataset):
 class TarShards(Dataset):
     """WebDataset-style tar shards."""
 
-    def __init__(self, pattern: str, transform: str, label_ext: str = 'cls', channels: int = 3, max_pixels: int = 268435456, cache_dir: str = '', cache_limit: int = 0, verify_shards: bool = True, prefetch_shards: int = 4, cache_verify: str = 'stat') -> None:
+    def __init__(self, pattern: str, transform: str, label_ext: str = 'cls', channels: int = 3, max_pixels: int = 268435456, cache_dir: str = '', cache_limit: int = 0, verify_shards: bool = True, prefetch_shards: int = 4, cache_verify: str = 'stat', max_attempts: int = 6, stall_timeout_s: float = 30.0, min_rate_bytes_s: float = 1024.0, deadline_s: float = 0.0, max_index_bytes: int = 268435456) -> None:
         """
-        A shard pattern, a packed folder (its index.json), or the URL of one: s3://bucket/prefix/, https://host/path/ or http://...; remote shards are read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else ~/.cache/seedloader) bounded by cache_limit bytes (0: no bound), each worker downloading the shards of its next batches ahead (prefetch_shards of them; 0: none). cache_verify: how a cached shard is checked when a process first opens it: 'stat' (inode, size and modification time against those at download), 'hash' (its XXH64 in full) or 'none'; one that fails is downloaded again.
+        A shard pattern, a packed folder (its index.json), or the URL of one: s3://bucket/prefix/, https://host/path/ or http://...; remote shards are read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else ~/.cache/seedloader) bounded by cache_limit bytes (0: no bound), each worker downloading the shards of its next batches ahead (prefetch_shards of them; 0: none). cache_verify: how a cached shard is checked when a process first opens it: 'stat' (inode, size and modification time against those at download), 'hash' (its XXH64 in full) or 'none'; one that fails is downloaded again. max_attempts: attempts per object that make no progress; a transfer below min_rate_bytes_s over stall_timeout_s seconds is cut off (and counts as one); deadline_s bounds one object's whole read (0: none); index.json may hold at most max_index_bytes.
         """
 
 class Synthetic(Dataset):

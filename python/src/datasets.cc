@@ -112,7 +112,9 @@ void bind_datasets(nb::module_& m) {
           [](TarShards* self, const std::string& pattern, const std::string& transform,
              const std::string& label_ext, int channels, std::uint64_t max_pixels,
              const std::string& cache_dir, std::uint64_t cache_limit, bool verify_shards,
-             int prefetch_shards, const std::string& cache_verify) {
+             int prefetch_shards, const std::string& cache_verify, int max_attempts,
+             double stall_timeout_s, double min_rate_bytes_s, double deadline_s,
+             std::uint64_t max_index_bytes) {
             TarShardsOptions options;
             options.label_ext = label_ext;
             options.channels = channels;
@@ -127,13 +129,24 @@ void bind_datasets(nb::module_& m) {
                                 cache_verify + "'");
             }
             options.cache_verify = *verify;
-            new (self) TarShards(pattern, chain(transform), options);
+            options.max_attempts = max_attempts;
+            options.stall_timeout_s = stall_timeout_s;
+            options.min_rate_bytes_s = min_rate_bytes_s;
+            options.deadline_s = deadline_s;
+            options.max_index_bytes = max_index_bytes;
+            Compose parsed = chain(transform);
+            // A URL's index is read here, over the network: other threads run
+            // meanwhile (a server in this process included).
+            nb::gil_scoped_release unlocked;
+            new (self) TarShards(pattern, std::move(parsed), options);
           },
           nb::arg("pattern"), nb::arg("transform"), nb::arg("label_ext") = "cls",
           nb::arg("channels") = 3, nb::arg("max_pixels") = kDefaultMaxPixels,
           nb::arg("cache_dir") = "", nb::arg("cache_limit") = 0,
           nb::arg("verify_shards") = true, nb::arg("prefetch_shards") = 4,
-          nb::arg("cache_verify") = "stat",
+          nb::arg("cache_verify") = "stat", nb::arg("max_attempts") = 6,
+          nb::arg("stall_timeout_s") = 30.0, nb::arg("min_rate_bytes_s") = 1024.0,
+          nb::arg("deadline_s") = 0.0, nb::arg("max_index_bytes") = 256ull << 20,
           "A shard pattern, a packed folder (its index.json), or the URL of one: "
           "s3://bucket/prefix/, https://host/path/ or http://...; remote shards are "
           "read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else "
@@ -142,7 +155,10 @@ void bind_datasets(nb::module_& m) {
           "of them; 0: none). cache_verify: how a cached shard is checked when a "
           "process first opens it: 'stat' (inode, size and modification time against "
           "those at download), 'hash' (its XXH64 in full) or 'none'; one that fails is "
-          "downloaded again.");
+          "downloaded again. max_attempts: attempts per object that make no "
+          "progress; a transfer below min_rate_bytes_s over stall_timeout_s seconds "
+          "is cut off (and counts as one); deadline_s bounds one object's whole read "
+          "(0: none); index.json may hold at most max_index_bytes.");
 
   nb::class_<Synthetic, Dataset>(m, "Synthetic", "n generated h x w x c images.")
       .def(

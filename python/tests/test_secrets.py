@@ -1,5 +1,6 @@
 """A password in a URL never reaches a Python error: every message from the
-engine goes through the one redaction, including ones Python wraps."""
+engine goes through the one redaction, including ones Python wraps. And the
+network's bounds are TarShards arguments, checked by name."""
 import socket
 import subprocess
 import sys
@@ -47,3 +48,15 @@ def test_a_password_with_an_unencoded_slash_is_not_in_the_error_either(tmp_path)
     with pytest.raises(sl.ConfigError) as caught:
         sl.TarShards(url, transform="centercrop:8", cache_dir=str(tmp_path / "cache"))
     assert "s3cret" not in str(caught.value)
+
+
+def test_the_network_bounds_are_settable_and_checked_by_name(server, tmp_path):
+    with pytest.raises(sl.ConfigError, match="min_rate_bytes_s >= 1"):
+        sl.TarShards("http://%s/pack/" % server, transform="centercrop:8",
+                     cache_dir=str(tmp_path / "cache"), min_rate_bytes_s=0)
+    (tmp_path / "pack").mkdir()
+    (tmp_path / "pack" / "index.json").write_text("{" * 100)
+    with pytest.raises(sl.DataError, match="larger than the limit of 10 bytes"):
+        sl.TarShards("http://%s/pack/" % server, transform="centercrop:8",
+                     cache_dir=str(tmp_path / "cache"), max_attempts=1, deadline_s=5,
+                     max_index_bytes=10)
