@@ -38,12 +38,20 @@ struct Attempt {
   bool too_long = false;   // more bytes than the caller expected
   std::exception_ptr sink_error;  // thrown by the sink, kept out of curl's frames
   std::string redirect;           // a 3xx answer's Location, made absolute
+  bool body_cut = false;          // a non-2xx body cut after its first 512 bytes
+  // After redirects: the origin that answered, and whether the credentials were
+  // left out for it (another origin than the URL's).
+  std::string redirected_to;
+  bool without_credentials = false;
 };
 
 // When an object's read must end, if it must.
 using Deadline = std::optional<std::chrono::steady_clock::time_point>;
 
 constexpr int kMaxRedirects = 5;
+// What a cut-off transfer must have moved (or half of what was left) to resume
+// without counting as an attempt.
+constexpr std::uint64_t kProgressBytes = 64 << 10;
 
 struct Transfer {
   CURL* curl;
@@ -73,7 +81,9 @@ std::size_t on_body(char* data, std::size_t, std::size_t n, void* user) {
   if (t.result.status < 200 || t.result.status >= 300) {
     const std::size_t keep = std::min<std::size_t>(n, 512 - t.result.error_body.size());
     t.result.error_body.append(data, keep);
-    return n;
+    if (keep == n) return n;
+    t.result.body_cut = true;  // the rest is not read: an error body may not end
+    return 0;
   }
   if (n > t.limit - t.pos) {
     t.result.too_long = true;
@@ -109,17 +119,24 @@ bool retryable(const Attempt& a) {
   }
 }
 
-// "HTTP 403 (AccessDenied)" or "curl error 7: Failed to connect ...".
+// "HTTP 403 (AccessDenied)" or "curl error 7: Failed to connect ...", and the
+// origin a redirect led to.
 std::string describe(const Attempt& a) {
+  std::string s;
   if (a.code != CURLE_OK) {
-    return "curl error " + std::to_string(a.code) + ": " +
-           (a.curl_error.empty() ? curl_easy_strerror(a.code) : a.curl_error);
+    s = "curl error " + std::to_string(a.code) + ": " +
+        (a.curl_error.empty() ? curl_easy_strerror(a.code) : a.curl_error);
+  } else {
+    s = "HTTP " + std::to_string(a.status);
+    const std::size_t b = a.error_body.find("<Code>");
+    const std::size_t e = a.error_body.find("</Code>");
+    if (b != std::string::npos && e != std::string::npos && e > b + 6)
+      s += " (" + a.error_body.substr(b + 6, e - b - 6) + ")";
   }
-  std::string s = "HTTP " + std::to_string(a.status);
-  const std::size_t b = a.error_body.find("<Code>");
-  const std::size_t e = a.error_body.find("</Code>");
-  if (b != std::string::npos && e != std::string::npos && e > b + 6)
-    s += " (" + a.error_body.substr(b + 6, e - b - 6) + ")";
+  if (!a.redirected_to.empty()) {
+    s += " from " + a.redirected_to + ", where a redirect led" +
+         (a.without_credentials ? " (another origin: sent without credentials)" : "");
+  }
   return s;
 }
 
@@ -238,13 +255,24 @@ Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
   const std::string origin = origin_of(target);
   for (int hop = 0;; ++hop) {
     // Credentials go only where the URL the user named lives.
-    const bool credentials = !origin.empty() && origin_of(target) == origin;
+    const std::string here = origin_of(target);
+    const bool credentials = !origin.empty() && here == origin;
     Attempt a = perform(c, url, s3, target, credentials, sink, from, limit, deadline);
+    if (hop > 0) {
+      a.redirected_to = here;
+      a.without_credentials = !credentials;
+    }
     if (a.code != CURLE_OK || a.status < 300 || a.status >= 400 || a.redirect.empty())
       return a;
     if (hop == kMaxRedirects) {
       a.code = CURLE_TOO_MANY_REDIRECTS;
       a.curl_error = "more than " + std::to_string(kMaxRedirects) + " redirects";
+      return a;
+    }
+    if (here.rfind("https://", 0) == 0 && a.redirect.rfind("https://", 0) != 0) {
+      a.code = CURLE_UNSUPPORTED_PROTOCOL;
+      a.curl_error = "a redirect from https to " + origin_of(a.redirect) +
+                     " is refused (it would read the object unencrypted)";
       return a;
     }
     target = a.redirect;
@@ -304,6 +332,7 @@ Attempt ObjectReader::Impl::perform(CURL* c, const ObjectUrl& url, const S3Confi
   if (from > 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
   if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
   t.result.code = curl_easy_perform(c);
+  if (t.result.body_cut && t.result.code == CURLE_WRITE_ERROR) t.result.code = CURLE_OK;
   t.result.curl_error = error;
   if (t.result.sink_error) std::rethrow_exception(t.result.sink_error);
   if (!t.checked_status) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.result.status);
@@ -374,10 +403,15 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
                      describe(a) + ")",
                  total_attempts);
     }
-    const bool progressed = received > pos;
+    // A cut-off transfer that moved 64 KiB, or half of what was left, resumes at
+    // once.
+    // One cut for being too slow, or one that moved only a few bytes, counts as
+    // an attempt: a server that trickles bytes, over one connection or many, is
+    // not waited for forever.
+    const std::uint64_t left = (total == UINT64_MAX ? cap : total) - pos;
+    const bool progressed =
+        received > pos && received - pos >= std::min(kProgressBytes, (left + 1) / 2);
     pos = received;
-    // A transfer cut off for being too slow counts even when it moved bytes: a
-    // server that trickles them is not waited for forever.
     if (progressed && a.code != CURLE_OPERATION_TIMEDOUT) {
       attempts = 0;  // a cut-off transfer that moved bytes resumes at once
       backoff = options.first_backoff_s;
@@ -387,8 +421,10 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
     if (!retryable(a) || attempts >= options.max_attempts) {
       throw fail(describe(a), total_attempts);
     }
-    std::this_thread::sleep_for(
+    auto pause = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(backoff * (0.5 + jitter())));
+    if (deadline) pause = std::min(pause, *deadline - std::chrono::steady_clock::now());
+    if (pause.count() > 0) std::this_thread::sleep_for(pause);
     backoff = std::min(backoff * 2, options.max_backoff_s);
   }
 }

@@ -9,6 +9,9 @@ value or "-" when absent (TOKEN: x-amz-security-token). Answers by the path:
   .../loop/REST      302 to itself
   .../trickle/REST   200, Content-Length 1000000, then one byte every 0.2 s
   .../endless/REST   200, a chunked body of 64 KiB chunks that never ends
+  .../fail-endless/  500, a chunked body that never ends
+  .../one-byte/REST  200, Content-Length 1000000, one byte, then the connection closed
+  .../deny/REST      403 (checked after the redirects: to-other/deny/ is denied there)
   anything else      200, the body b"payload " + PATH
 """
 import http.server
@@ -48,6 +51,16 @@ def main():
                     self.redirect(307, path.replace("/to-same/", "/landed/"))
                 elif "/loop/" in path:
                     self.redirect(302, path)
+                elif "/deny/" in path:
+                    self.send_response(403)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                elif "/one-byte/" in path:
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000000")
+                    self.end_headers()
+                    self.wfile.write(b"x")
+                    self.close_connection = True
                 elif "/trickle/" in path:
                     self.send_response(200)
                     self.send_header("Content-Length", "1000000")
@@ -56,8 +69,8 @@ def main():
                         self.wfile.write(b"x")
                         self.wfile.flush()
                         time.sleep(0.2)
-                elif "/endless/" in path:
-                    self.send_response(200)
+                elif "/endless/" in path or "/fail-endless/" in path:
+                    self.send_response(500 if "/fail-endless/" in path else 200)
                     self.send_header("Transfer-Encoding", "chunked")
                     self.end_headers()
                     chunk = b"%x\r\n%s\r\n" % (65536, b"{" * 65536)

@@ -162,6 +162,31 @@ TEST_F(HostileServerTest, ADeadlineBoundsAReadThatKeepsMovingBytes) {
   EXPECT_NE(e.find("/trickle/y: not read within deadline_s 1.5"), std::string::npos) << e;
 }
 
+TEST_F(HostileServerTest, AServerSendingOneByteAConnectionIsGivenUpOn) {
+  // Each connection moves a byte and closes: progress too small to start over.
+  const ObjectReader reader(FetchOptions{.max_attempts = 3, .first_backoff_s = 0.01});
+  const std::string e = read_error(reader, named_->url() + "/one-byte/x");
+  EXPECT_NE(e.find("/one-byte/x: curl error 18"), std::string::npos) << e;
+  EXPECT_NE(e.find("(3 attempts)"), std::string::npos) << e;
+}
+
+TEST_F(HostileServerTest, AnEndlessErrorBodyIsCutAndTheStatusReported) {
+  const ObjectReader reader(FetchOptions{.max_attempts = 2, .first_backoff_s = 0.01});
+  const std::string e = read_error(reader, named_->url() + "/fail-endless/x");
+  EXPECT_NE(e.find("/fail-endless/x: HTTP 500 (2 attempts)"), std::string::npos) << e;
+}
+
+TEST_F(HostileServerTest, AnErrorAfterARedirectNamesWhereItLedAndThatNoCredentialWent) {
+  const std::string url = "http://reader:pa55word@" + named_->url().substr(7);
+  const ObjectReader reader;
+  const std::string e = read_error(reader, url + "/to-other/deny/x");
+  EXPECT_NE(e.find("GET " + named_->url() + "/to-other/deny/x: HTTP 403 from " +
+                   other_->url() + ", where a redirect led"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("(another origin: sent without credentials)"), std::string::npos) << e;
+}
+
 TEST_F(HostileServerTest, AnEndlessIndexStopsAtItsLimitNamingTheUrl) {
   TarShardsOptions options;
   options.cache_dir = dir_ / "cache";
