@@ -27,14 +27,21 @@ std::string redact_credentials(std::string_view text) {
     const std::size_t at = authority.rfind('@');
     std::size_t cut = at == std::string_view::npos ? std::string_view::npos : start + at;
     if (cut == std::string_view::npos) {
-      // "user:pa/ss@host": a ':' not followed by a port, then an '@' further on.
-      const std::size_t colon = authority.find(':');
-      if (colon != std::string_view::npos &&
-          authority.find_first_not_of("0123456789", colon + 1) !=
-              std::string_view::npos) {
-        std::size_t word_end = end;
-        while (word_end < text.size() && !ends_word(text[word_end])) ++word_end;
-        const std::size_t later = text.substr(0, word_end).rfind('@');
+      // "user:pa/ss@host" (a ':' not followed by a port) or "user:2024/x@host" (a
+      // password of digits, then a '/'): an '@' further on, up to the end of the
+      // word, or of the first path segment after digits that may be a port.
+      const std::size_t bracket =
+          !authority.empty() && authority.front() == '[' ? authority.find(']') : 0;
+      const std::size_t colon =
+          bracket == std::string_view::npos ? bracket : authority.find(':', bracket);
+      if (colon != std::string_view::npos) {
+        const bool port = authority.find_first_not_of("0123456789", colon + 1) ==
+                          std::string_view::npos;
+        std::size_t until = end + (port && end < text.size() && text[end] == '/');
+        while (until < text.size() && !ends_word(text[until]) &&
+               !(port && text[until] == '/'))
+          ++until;
+        const std::size_t later = text.substr(0, until).rfind('@');
         if (later != std::string_view::npos && later >= end) cut = later;
       }
     }

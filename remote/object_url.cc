@@ -42,6 +42,13 @@ std::optional<ObjectUrl> ObjectUrl::parse(const std::string& text) {
       (colon + 1 == authority.size() ||
        authority.find_first_not_of("0123456789", colon + 1) != std::string::npos))
     throw fail("the port after ':' is not a number (encode '/' and '@' in a password)");
+  // "user:2024/x@host": a password of digits and an unencoded '/' would pass
+  // for a port and a path; an '@' in the first path segment after a port is
+  // refused for it.
+  if (const std::size_t colon = authority.rfind(':');
+      colon != std::string::npos && authority.find(']') == std::string::npos &&
+      url.path.find('@') < url.path.find('/', 1))
+    throw fail("an '@' after a port: encode '/' and '@' in a password");
   url.host = authority;
   if (url.scheme == Scheme::kS3) {
     // The key has no leading '/': s3://bucket/a/b names key "a/b".

@@ -17,10 +17,12 @@ namespace seedloader {
 
 // `text` with the user:password of every URL in it removed
 // ("http://alice:pw@host/x" -> "http://host/x"): the authority after each
-// "scheme://" up to its last '@' before the path (or, when a ':' in it is
-// followed by something other than a port, up to the next '@' before a space or
-// quote: a password holding an unencoded '/'). The one function every message,
-// report and trace that can show a URL goes through.
+// "scheme://" up to its last '@' before the path; or, for a password holding an
+// unencoded '/', when a ':' in the authority is followed by something other than
+// a port, up to the next '@' before a space or quote, and when it is followed by
+// digits, up to an '@' in the first path segment ("http://u:2024/x@host/" ->
+// "http://host/"; a path "host:8080/a@b/" loses as much: safe, not exact). The
+// one function every message, report and trace that can show a URL goes through.
 std::string redact_credentials(std::string_view text);
 
 class Error : public std::runtime_error {

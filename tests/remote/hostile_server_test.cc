@@ -260,8 +260,16 @@ TEST(SecretsTest, RedactionRemovesEveryUrlsUserAndPassword) {
   EXPECT_EQ(redact_credentials("tar:http://u:pa/ss@host/data/ failed"),
             "tar:http://host/data/ failed");
   EXPECT_EQ(redact_credentials("http://u:p@ss@host/x"), "http://host/x");
-  // Nothing else changes: ports, paths with '@', text without URLs.
-  EXPECT_EQ(redact_credentials("http://host:8080/a@b/c"), "http://host:8080/a@b/c");
+  // A password of digits up to an unencoded '/': the first path segment's '@'
+  // ends it (a real path segment with an '@' after a port loses as much).
+  EXPECT_EQ(redact_credentials("http://u:2024/x@host/data/"), "http://host/data/");
+  EXPECT_EQ(redact_credentials("http://host:8080/a@b/c"), "http://b/c");
+  // Nothing else changes: ports, later path segments with '@', IPv6 hosts, text
+  // without URLs.
+  EXPECT_EQ(redact_credentials("http://host:8080/a/b@c"), "http://host:8080/a/b@c");
+  EXPECT_EQ(redact_credentials("http://[::1]:8080/a/b@c"), "http://[::1]:8080/a/b@c");
+  EXPECT_EQ(redact_credentials("http://[::1]/a@b"), "http://[::1]/a@b");
+  EXPECT_EQ(redact_credentials("http://u:p@[::1]:80/x"), "http://[::1]:80/x");
   EXPECT_EQ(redact_credentials("user@example.com at 10:30"), "user@example.com at 10:30");
   EXPECT_EQ(redact_credentials("://@"), "://");
   // Every Error's message goes through it.

@@ -35,6 +35,17 @@ TEST(ObjectUrlTest, ParsesTheThreeSchemesAndLeavesPathsAlone) {
   EXPECT_EQ(ObjectUrl::parse("https://host")->display(), "https://host/");
 }
 
+TEST(ObjectUrlTest, APasswordOfDigitsBeforeAnUnencodedSlashIsRefusedUnshown) {
+  try {
+    ObjectUrl::parse("http://bob:2024/x@host/data/");
+    FAIL() << "parsed";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).find("2024"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("encode '/' and '@'"), std::string::npos);
+  }
+  EXPECT_EQ(ObjectUrl::parse("http://host:80/a/b@c")->path, "/a/b@c");
+}
+
 TEST(ObjectUrlTest, ASiblingNameIsOneSegmentWhateverItHolds) {
   const ObjectUrl http = *ObjectUrl::parse("http://host/pack/index.json");
   EXPECT_EQ(http.sibling("000001.tar").path, "/pack/000001.tar");

@@ -105,6 +105,9 @@ void check_resume_config(const std::string& path, const CheckpointState& s,
   }
   if (!saved.is_object())
     throw DataError("checkpoint " + path + ": metadata 'config' is not a JSON object");
+  // A checkpoint written before the data spec was saved redacted holds it whole.
+  if (saved.contains("data") && saved["data"].is_string())
+    saved["data"] = redact_credentials(saved["data"].get<std::string>());
   const std::string partition = saved_partition(saved), ours = saved_partition(now);
   if (partition != ours)
     throw DataError("checkpoint " + path + ": saved with --partition " + partition +
