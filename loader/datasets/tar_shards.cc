@@ -565,11 +565,12 @@ std::string quoted_name(const std::string& name) {
 }
 
 // Whether `name` can name a shard: one path segment of letters, digits, '.', '_'
-// and '-', not starting with '.', at most 255 bytes. Nothing a server or a file
+// and '-', not starting with '.', at most 200 bytes (the cache adds up to 43 to
+// it, within a file system's 255). Nothing a server or a file
 // system could read as another place ("..", "%2e%2e%2f", a NUL that ends the
 // name early) passes.
 bool safe_shard_name(const std::string& name) {
-  if (name.empty() || name.size() > 255 || name.front() == '.') return false;
+  if (name.empty() || name.size() > 200 || name.front() == '.') return false;
   return std::all_of(name.begin(), name.end(), [](char ch) {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
            (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
@@ -590,9 +591,15 @@ void TarShards::State::parse_index(const std::vector<std::uint8_t>& text,
                          const std::string& where) -> std::uint64_t {
     const auto it = parent.find(key);
     if (it == parent.end()) throw fail(where + "has no \"" + key + "\"");
-    if (!it->is_number_unsigned() || it->get<std::uint64_t>() >= kMaxIndexInteger)
-      throw fail(where + "\"" + key + "\" is " + it->dump().substr(0, 40) +
+    if (!it->is_number_unsigned() || it->get<std::uint64_t>() >= kMaxIndexInteger) {
+      // A number or a string is shown; anything else by its type (dump() of a
+      // deeply nested array would recurse as deep).
+      const std::string shown = it->is_primitive()
+                                    ? it->dump().substr(0, 40)
+                                    : "a JSON " + std::string(it->type_name());
+      throw fail(where + "\"" + key + "\" is " + shown +
                  ", not a whole number from 0 to 2^53 - 1");
+    }
     return it->get<std::uint64_t>();
   };
   nlohmann::json j;
@@ -618,8 +625,8 @@ void TarShards::State::parse_index(const std::vector<std::uint8_t>& text,
       const std::string& name = shard.name;
       if (!safe_shard_name(name))
         throw fail("shard name " + quoted_name(name) +
-                   " is not one file name of letters, digits, '.', '_' and '-' (not "
-                   "starting with '.')");
+                   " is not one file name of at most 200 letters, digits, '.', '_' "
+                   "and '-' (not starting with '.')");
       if (!names.insert(name).second) throw fail("shard " + name + " is listed twice");
       const std::string where = "shard " + name + ": ";
       shard.path = beside(name);

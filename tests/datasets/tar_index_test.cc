@@ -193,6 +193,8 @@ TEST(TarIndexTest, MalformedIndexesAndFoldersWithoutOneSayWhatIsWrong) {
            "shard name '000000.tar\\x00evil' is not one file name"},
           {[](nlohmann::json& j) { j["shards"][0]["name"] = ".hidden"; },
            "shard name '.hidden' is not one file name"},
+          {[](nlohmann::json& j) { j["shards"][0]["name"] = std::string(201, 'a'); },
+           "is not one file name of at most 200"},
           {[](nlohmann::json& j) { j["shards"][1]["name"] = j["shards"][0]["name"]; },
            "shard 000000.tar is listed twice"},
           {[](nlohmann::json& j) { j["shards"][0]["xxh64"] = "xyz"; },
@@ -227,6 +229,20 @@ TEST(TarIndexTest, MalformedIndexesAndFoldersWithoutOneSayWhatIsWrong) {
     EXPECT_NE(e.find(message), std::string::npos) << e;
     EXPECT_NE(e.find("index.json"), std::string::npos) << e;
   }
+}
+
+TEST(TarIndexTest, ADeeplyNestedValueIsNamedByItsTypeNotPrinted) {
+  // 200,000 nested arrays: printing them (a recursive dump) would overflow the stack.
+  TempDir dir;
+  write_packed(dir);
+  std::ofstream(dir / "index.json")
+      << R"({"format": "seedloader.shards", "format_version": )"
+      << std::string(200000, '[') << std::string(200000, ']') << "}";
+  const std::string e =
+      error_of([&] { TarShards(dir.path(), parse_transform_spec("centercrop:6,u8")); });
+  EXPECT_NE(e.find("\"format_version\" is a JSON array, not a whole number"),
+            std::string::npos)
+      << e.substr(0, 300);
 }
 
 }  // namespace
