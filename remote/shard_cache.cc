@@ -455,7 +455,12 @@ bool ShardCache::trim(const std::string& done, std::uint64_t bytes, Need need) c
 
 int ShardCache::reserve(std::uint64_t bytes, const std::string& part, Need need) const {
   const auto open_part = [&] {
-    return ::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    const int fd = ::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    // Locked at once, while the directory's lock is held (when there is a limit):
+    // a trim counting the cache in between would take the part for a dead one.
+    // Held by another download, it is left for the caller's blocking lock.
+    if (fd >= 0) lock(fd, LOCK_EX | LOCK_NB);
+    return fd;
   };
   if (limit_ == 0) return open_part();
   // The part is created under the directory's lock, so the next process to count
