@@ -322,6 +322,24 @@ TEST_F(SeedloaderPackTest, TarInputIsCopiedMemberForMember) {
   }
 }
 
+TEST_F(SeedloaderPackTest, APackedFolderOrItsIndexIsRepackedFromTheShardsItLists) {
+  ASSERT_EQ(pack_folder("one", "--shuffle-seed 3 --shard-size 8K").exit_code, 0);
+  // A stray tar beside the pack is not one of its shards.
+  fs::copy_file(dir / "one/000000.tar", dir / "one/000000-old.tar");
+  const std::vector<TarMember> one = packed_members(dir / "one");
+  for (const std::string& source : {dir / "one", dir / "one/index.json"}) {
+    const std::string out = dir / ("two" + std::to_string(source.size()));
+    const CommandResult r = pack("tar:" + source + " " + out + " --shard-size 16K");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const std::vector<TarMember> two = packed_members(out);
+    ASSERT_EQ(one.size(), two.size());
+    for (std::size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i].bytes, two[i].bytes);
+  }
+  const CommandResult url = pack("tar:http://127.0.0.1:1/one/ " + (dir / "three"));
+  EXPECT_EQ(url.exit_code, 2) << url.out;
+  EXPECT_TRUE(contains(url.out, "reads local shards only")) << url.out;
+}
+
 TEST_F(SeedloaderPackTest, UsageAndInputErrorsExitTwoWithAMessage) {
   const std::string src = "imagefolder:" + (dir / "src") + " ";
   CommandResult r = pack("");

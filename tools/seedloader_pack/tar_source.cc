@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "loader/datasets/file_io.h"
 #include "loader/datasets/image_decode.h"
@@ -40,31 +42,39 @@ std::string lower(std::string s) {
   return s;
 }
 
-// The shards tar:SPEC names: its pattern, or every NNNNNN.tar of a packed folder
-// (SPEC the folder or its index.json). A URL is refused: the members are read
-// from local files.
-std::string shard_pattern(const std::string& spec) {
+// A URL is refused: the members are read from local files.
+void refuse_url(const std::string& spec) {
   if (spec.find("://") != std::string::npos) {
     throw ConfigError("tar:" + spec +
                       ": seedloader-pack reads local shards only; download the pack "
                       "(index.json and its NNNNNN.tar) and pack tar:DIR");
   }
-  const std::filesystem::path path(spec);
+}
+
+// The shards tar:SPEC names: its pattern's, or those a packed folder's index.json
+// lists (SPEC the folder or its index.json), in its order. (TarShards has
+// checked the index first.)
+std::vector<std::string> shard_paths(const std::string& spec) {
+  std::filesystem::path index(spec);
   std::error_code ec;
-  if (path.filename() == "index.json" && std::filesystem::is_regular_file(path, ec))
-    return (path.parent_path() / "[0-9]*.tar").string();
-  if (std::filesystem::is_directory(path, ec)) return (path / "[0-9]*.tar").string();
-  return spec;
+  if (std::filesystem::is_directory(index, ec)) index /= "index.json";
+  if (index.filename() != "index.json" || !std::filesystem::is_regular_file(index, ec))
+    return expand_shard_pattern(spec);
+  std::vector<std::string> paths;
+  const nlohmann::json listed = nlohmann::json::parse(std::ifstream(index));
+  for (const nlohmann::json& shard : listed.at("shards"))
+    paths.push_back((index.parent_path() / shard.at("name").get<std::string>()).string());
+  return paths;
 }
 
 class TarSource final : public PackSource {
  public:
   explicit TarSource(const std::string& pattern) : pattern_(pattern) {
-    const std::string shards = shard_pattern(pattern);
+    refuse_url(pattern);
     // The chain is never run (members are copied); TarShards requires one that
     // fixes the output size.
     const TarShards checked(pattern, parse_transform_spec("centercrop:1"));
-    for (const std::string& path : expand_shard_pattern(shards)) {
+    for (const std::string& path : shard_paths(pattern)) {
       shards_.emplace_back(path);
       scan(static_cast<std::uint32_t>(shards_.size() - 1));
     }
