@@ -560,19 +560,25 @@ class DataLoader:
                                   "loader has %r" % (key, saved, mine[key]))
         yielded = _resumed_batches(state, mine["global_batch_size"], len(self),
                                    self.partition == "elastic")
+        # Everything is checked before anything changes: a refused state leaves
+        # the loader as it was.
+        plan = None
+        if "batches" in state:
+            plan = (epoch, _checks.plan(state["batches"], len(self.dataset),
+                                        "load_state_dict: batches", epoch))
+        done_epoch = None
+        if state["_finished"] or yielded == len(self):
+            done_epoch = epoch
+            epoch = _epoch_number(epoch + 1, "load_state_dict: the epoch after finished "
+                                  "epoch %d" % epoch)
+            yielded = 0
         if state["base_seed"] != self._seed:
             self._close_engine()  # rebuilt, and pinned again, for the new seed
             self._seed = state["base_seed"]
             self.__dict__["seed"] = self._seed  # past __setattr__'s rule
-        if "batches" in state:
-            self._plan = (epoch, _checks.plan(state["batches"], len(self.dataset),
-                                              "load_state_dict: batches", epoch))
-        self._done_epoch = None
-        if state["_finished"] or yielded == len(self):
-            self._done_epoch = epoch
-            epoch = _epoch_number(epoch + 1, "load_state_dict: the epoch after finished "
-                                  "epoch %d" % epoch)
-            yielded = 0
+        if plan is not None:
+            self._plan = plan
+        self._done_epoch = done_epoch
         self._epoch = epoch
         self._epoch_used = False
         self._resume = (epoch, yielded) if yielded else None

@@ -212,3 +212,13 @@ def test_arrays_and_tensors_of_indices_are_batches():
     with pytest.raises(sl.ConfigError, match=re.escape(
             "sampler ndarray: 0.0 at epoch 0, batch 0, position 0")):
         read(loader(sampler=np.array([0, 0.5])))
+
+
+def test_a_refused_state_leaves_the_loader_as_it_was():
+    loader = sl.DataLoader(list(range(10)), batch_size=2, seed=7)
+    state = loader.state_dict()
+    state["base_seed"] = 8
+    state["batches"] = [[0, 1], [2, 10]]  # 10 is past the data set
+    with pytest.raises(sl.ConfigError, match="batches"):
+        loader.load_state_dict(state)
+    assert loader.seed == 7 and loader.state_dict()["base_seed"] == 7
