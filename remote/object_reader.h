@@ -36,7 +36,7 @@ struct FetchOptions {
   // The most time one object may take, every attempt and backoff included
   // (0: no bound beyond the attempts'); past it the read fails naming it.
   double deadline_s = 0;
-  double first_backoff_s = 0.2;   // the first retry's delay; doubles up to max_backoff_s
+  double first_backoff_s = 0.2;  // the first retry's delay; doubles up to max_backoff_s
   double max_backoff_s = 10;
 };
 
