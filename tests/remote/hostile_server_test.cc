@@ -99,6 +99,13 @@ class AwsEnvironment {
   std::vector<std::string> names_;
 };
 
+// That `seen` (Hostile::seen) is one request, SigV4-signed, with the session token.
+void expect_one_signed_request(const std::vector<std::string>& seen) {
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].rfind("AWS4-HMAC-SHA256", 0), 0u) << seen[0];
+  EXPECT_NE(seen[0].find(" session-token-never-sent-away"), std::string::npos);
+}
+
 TEST_F(HostileServerTest, AnS3RedirectToAnotherHostCarriesNoSignatureAndNoToken) {
   const AwsEnvironment aws(named_->url());
   const ObjectReader reader;
@@ -107,9 +114,7 @@ TEST_F(HostileServerTest, AnS3RedirectToAnotherHostCarriesNoSignatureAndNoToken)
   EXPECT_EQ(text_of(out), "payload /bucket/landed/a.tar");
   // The named endpoint got the signed request and its token ...
   const auto asked = named_->seen("/bucket/to-other/a.tar");
-  ASSERT_EQ(asked.size(), 1u);
-  EXPECT_EQ(asked[0].rfind("AWS4-HMAC-SHA256", 0), 0u) << asked[0];
-  EXPECT_NE(asked[0].find(" session-token-never-sent-away"), std::string::npos);
+  expect_one_signed_request(asked);
   // ... the other host neither.
   EXPECT_EQ(other_->seen("/bucket/landed/a.tar"), std::vector<std::string>{"- -"});
 
@@ -117,9 +122,7 @@ TEST_F(HostileServerTest, AnS3RedirectToAnotherHostCarriesNoSignatureAndNoToken)
   reader.read(*ObjectUrl::parse("s3://bucket/to-same/b.tar"), out, 1 << 20);
   EXPECT_EQ(text_of(out), "payload /bucket/landed/b.tar");
   const auto landed = named_->seen("/bucket/landed/b.tar");
-  ASSERT_EQ(landed.size(), 1u);
-  EXPECT_EQ(landed[0].rfind("AWS4-HMAC-SHA256", 0), 0u) << landed[0];
-  EXPECT_NE(landed[0].find(" session-token-never-sent-away"), std::string::npos);
+  expect_one_signed_request(landed);
 }
 
 TEST_F(HostileServerTest, AUrlPasswordIsSentOnlyToItsOwnHost) {

@@ -686,6 +686,15 @@ std::string shard_name(const std::string& complete) {
 // file system's clock granularity (a jiffy of the kernel's coarse clock at most).
 void next_tick() { std::this_thread::sleep_for(std::chrono::milliseconds(30)); }
 
+// Reads epoch 0 of the pack at `url` through a cache in `cache`, expecting
+// `want`, and returns the path of the first shard it cached.
+std::string cached_by_an_epoch(const std::string& url, const std::string& cache,
+                               const Epoch& want) {
+  const TarShards remote(url, parse_transform_spec(kTransform), cached_in(cache));
+  EXPECT_TRUE(run_epoch(remote, 0, 0) == want);
+  return complete_files(cache).front();
+}
+
 TEST_F(RemoteShardsTest, ACachedShardRewrittenAtTheSameSizeIsDownloadedAgain) {
   const TarShards local(root_ / "data", parse_transform_spec(kTransform));
   const TarShards remote(http(), parse_transform_spec(kTransform),
@@ -711,12 +720,7 @@ TEST_F(RemoteShardsTest, ACachedShardRewrittenAtTheSameSizeIsDownloadedAgain) {
 TEST_F(RemoteShardsTest, CacheVerifyHashFindsAChangeThatKeptTheModificationTime) {
   const TarShards local(root_ / "data", parse_transform_spec(kTransform));
   const Epoch want = run_epoch(local, 0, 0);
-  {
-    const TarShards remote(http(), parse_transform_spec(kTransform),
-                           cached_in(root_ / "cache"));
-    ASSERT_TRUE(run_epoch(remote, 0, 0) == want);
-  }
-  const std::string changed = complete_files(root_ / "cache").front();
+  const std::string changed = cached_by_an_epoch(http(), root_ / "cache", want);
   const std::string name = shard_name(changed);
   struct stat before {};
   ASSERT_EQ(::stat(changed.c_str(), &before), 0);
@@ -739,12 +743,7 @@ TEST_F(RemoteShardsTest, CacheVerifyHashFindsAChangeThatKeptTheModificationTime)
 TEST_F(RemoteShardsTest, CacheVerifyNoneServesAChangedShardAsItIs) {
   const TarShards local(root_ / "data", parse_transform_spec(kTransform));
   const Epoch want = run_epoch(local, 0, 0);
-  {
-    const TarShards remote(http(), parse_transform_spec(kTransform),
-                           cached_in(root_ / "cache"));
-    ASSERT_TRUE(run_epoch(remote, 0, 0) == want);
-  }
-  const std::string changed = complete_files(root_ / "cache").front();
+  const std::string changed = cached_by_an_epoch(http(), root_ / "cache", want);
   next_tick();
   flip_first_label(changed);
   TarShardsOptions options = cached_in(root_ / "cache");
