@@ -33,6 +33,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -310,6 +311,16 @@ ShardPin ShardCache::pin(const ShardInfo& shard) const {
 }
 
 std::string ShardCache::ensure(const ShardInfo& shard, Need need) const {
+  return locate(shard, need, nullptr);
+}
+
+ShardCache::Opened ShardCache::open(const ShardInfo& shard) const {
+  Opened result;
+  result.path = locate(shard, Need::kNow, &result.fd);
+  return result;
+}
+
+std::string ShardCache::locate(const ShardInfo& shard, Need need, int* opened) const {
   const std::string path = complete_path(shard);
   const std::string part = part_path(shard);
   const ObjectUrl url = base_.sibling(shard.name);
@@ -318,10 +329,15 @@ std::string ShardCache::ensure(const ShardInfo& shard, Need need) const {
   };
   for (int round = 0;; ++round) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) == 0 &&
-        static_cast<std::uint64_t>(st.st_size) == shard.bytes) {
-      if (trusted(path, st, shard)) {
+    // With `opened`, the stat checked is the open descriptor's: the file handed
+    // over is the one found trusted, whatever is renamed or deleted meanwhile.
+    Fd found(opened ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1);
+    const bool exists = opened ? found.get() >= 0 && ::fstat(found.get(), &st) == 0
+                               : ::stat(path.c_str(), &st) == 0;
+    if (exists && static_cast<std::uint64_t>(st.st_size) == shard.bytes) {
+      if (trusted(path, st, shard) && (!opened || checked(path, identity_of(st)))) {
         touch(path);  // most recently used
+        if (opened) *opened = found.release();
         return path;
       }
       // Deleted as changed, or replaced meanwhile: look again.
@@ -388,6 +404,11 @@ std::string ShardCache::ensure(const ShardInfo& shard, Need need) const {
         throw fail("cannot rename " + part + ": " + std::strerror(errno));
       touch(path);
       if (limit_ != 0 && !trim(path, shard.bytes, need)) return {};
+      // Still under the lock that every deletion takes: the name is this file.
+      if (opened) {
+        *opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (*opened < 0) throw fail("cannot open " + path + ": " + std::strerror(errno));
+      }
     }
     remember(path, identity_of(done));
     return path;
@@ -434,6 +455,13 @@ bool ShardCache::trusted(const std::string& path, const struct stat& st,
   write_sidecar(path, identity_of(mine));
   remember(path, identity_of(mine));
   return true;
+}
+
+bool ShardCache::checked(const std::string& path, const Identity& id) const {
+  if (verify_ == Verify::kNone) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = checked_.find(path);
+  return it != checked_.end() && it->second == id;
 }
 
 void ShardCache::remember(const std::string& path, const Identity& id) const {

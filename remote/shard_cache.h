@@ -58,11 +58,12 @@
 // need a pinned shard's space deletes its own shard and returns nothing.
 // Deleting a shard another process is reading is safe: its open descriptor
 // keeps the data (and the disk space, until it closes), and the next lookup
-// downloads it again. So the cache exceeds its limit only by the parts of
-// downloads in progress, for the moment between a rename and its trim, and by
-// the part a failed download leaves for the next attempt to continue (deleted
-// by the next download that needs its space); once downloads end, complete
-// shards fit in the limit, whatever the number of workers, ranks or loaders
+// downloads it again. Readers take that descriptor from open(), which opens the
+// file it checked, so no deletion falls between their lookup and their open. So the cache
+// exceeds its limit only by the parts of downloads in progress, for the moment between a
+// rename and its trim, and by the part a failed download leaves for the next attempt to
+// continue (deleted by the next download that needs its space); once downloads end,
+// complete shards fit in the limit, whatever the number of workers, ranks or loaders
 // (given a limit at least the largest shard).
 // Nothing else is created: no lock file, no shared-memory name.
 // Thread- and process-safe; ShardCache holds no descriptor between calls (only,
@@ -144,6 +145,16 @@ class ShardCache {
   // pinned shard (or, after it, keep one evicted). Throws DataError naming the
   // URL when it cannot be fetched or does not match its size and hash.
   std::string ensure(const ShardInfo& shard, Need need = Need::kNow) const;
+  // A complete shard opened for reading.
+  struct Opened {
+    int fd = -1;  // owned by the caller
+    std::string path;
+  };
+  // As ensure(shard, Need::kNow), and opens the file it checked: an eviction by
+  // another process after the lookup cannot take the shard from the caller (its
+  // descriptor keeps the data), where opening ensure()'s path afterwards may find
+  // it deleted. Throws as ensure() does.
+  Opened open(const ShardInfo& shard) const;
   // Whether `shard`'s complete file is in the cache now (one stat; it may be
   // evicted the moment after).
   bool has(const ShardInfo& shard) const;
@@ -162,6 +173,10 @@ class ShardCache {
   // with errno set; or, for Need::kAhead, -1 with errno ENOSPC when only deleting
   // pinned shards would make room.
   int reserve(std::uint64_t bytes, const std::string& part, Need need) const;
+  // ensure() and open(): with `opened`, the complete file is opened where it is
+  // known to be the checked one (its own descriptor's stat is the one checked, or
+  // under the directory's lock right after its rename) and handed over there.
+  std::string locate(const ShardInfo& shard, Need need, int* opened) const;
   // After `done` (`bytes` long) was renamed complete: deletes least recently used
   // files until the complete shards and dead parts fit in the limit (see above).
   // False when `done`, downloaded ahead, was deleted itself.
@@ -173,6 +188,8 @@ class ShardCache {
   bool trusted(const std::string& path, const struct stat& st,
                const ShardInfo& shard) const;
   void remember(const std::string& path, const Identity& id) const;
+  // Whether `path` was last checked with identity `id` (always under kNone).
+  bool checked(const std::string& path, const Identity& id) const;
   // DIR/<url hash>/NAME.<xxh64>.
   std::string complete_path(const ShardInfo& shard) const;
   // DIR/<url hash>/NAME.<xxh64>.<bytes>.part.

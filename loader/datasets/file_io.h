@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace seedloader {
@@ -24,6 +25,8 @@ class FileHandle {
   // Opens `path` read-only. Throws DataError naming the path, also when it is
   // not a regular file (it is never waited on: a FIFO without a writer fails).
   explicit FileHandle(const std::string& path);
+  // Takes over `fd`, a descriptor open for reading the regular file `path`.
+  FileHandle(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
   ~FileHandle();
   FileHandle(FileHandle&& other) noexcept;
   FileHandle& operator=(FileHandle&& other) noexcept;

@@ -664,17 +664,10 @@ void TarShards::State::parse_index(const std::vector<std::uint8_t>& text,
 FileHandle TarShards::State::open_indexed(std::size_t shard) const {
   const IndexedShard& want = indexed_shards[shard];
   if (!cache) return FileHandle(want.path);
-  const remote::ShardInfo info{want.name, want.bytes, want.xxh64};
-  // Another process may evict the cached copy between the lookup and the open;
-  // the next lookup downloads it again.
-  for (int attempt = 1;; ++attempt) {
-    const std::string path = cache->ensure(info);
-    try {
-      return FileHandle(path);
-    } catch (const DataError&) {
-      if (attempt == 3 || ::access(path.c_str(), F_OK) == 0) throw;
-    }
-  }
+  // Opened by the lookup itself: another process may evict the cached copy the
+  // moment after, and the descriptor keeps its bytes.
+  remote::ShardCache::Opened opened = cache->open({want.name, want.bytes, want.xxh64});
+  return FileHandle(opened.fd, std::move(opened.path));
 }
 
 std::pair<std::size_t, const ShardSamples*> TarShards::State::indexed(

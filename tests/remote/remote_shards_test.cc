@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "loader/datasets/file_io.h"
 #include "remote/object_reader.h"
 #include "remote/object_url.h"
 #include "remote/shard_cache.h"
@@ -360,6 +361,27 @@ std::size_t pinned_files(const std::string& dir) {
     ::close(fd);
   }
   return n;
+}
+
+TEST_F(RemoteShardsTest, AnOpenedShardKeepsItsBytesWhenAnotherDownloadEvictsIt) {
+  // A limit of one shard: each download evicts the other.
+  std::vector<remote::ShardInfo> info = index_shards(root_ / "data/index.json");
+  ASSERT_GE(info.size(), 2u);
+  const remote::ShardInfo &a = info[0], &b = info[1];
+  const remote::ObjectReader reader;
+  const remote::ShardCache cache(*remote::ObjectUrl::parse(http() + "index.json"),
+                                 root_ / "cache", std::max(a.bytes, b.bytes), reader);
+  // Both ways a shard is opened: downloaded by this call, and found cached.
+  for (const bool cached_first : {false, true}) {
+    if (cached_first) cache.ensure(a);
+    remote::ShardCache::Opened opened = cache.open(a);
+    const FileHandle file(opened.fd, opened.path);
+    EXPECT_EQ(opened.path, cache.ensure(a));
+    cache.ensure(b);
+    EXPECT_FALSE(cache.has(a)) << "evicted by b's download";
+    EXPECT_EQ(remote::file_xxh64(file.fd(), a.bytes, opened.path), a.xxh64)
+        << "cached_first " << cached_first;
+  }
 }
 
 TEST_F(RemoteShardsTest, EvictionSparesPinnedShardsAndAReadAheadNeverEvictsThem) {
