@@ -7,6 +7,10 @@
 #
 #   OUT=/some/dir scripts/gpu_check.sh          # whole project
 #   GPU_CHECK_TARGETS="loader_gpu_test" scripts/gpu_check.sh   # only these
+#   GPU_CHECK_BUILD=build/default GPU_CHECK_PREBUILT=1 scripts/gpu_check.sh
+#       # binaries built before (with CUDA, for this GPU's architecture), e.g. on
+#       # a machine that has the build dependencies: no configure, no build; each
+#       # test folder's ctest runs on its own, so only the GPU ones need be there
 #
 # Exit status: 0 when every step passed, 1 when any failed (the log says which),
 # 2 when there is no usable GPU or toolchain.
@@ -14,7 +18,8 @@ set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$ROOT/build/gpu_check_out}
-BUILD=$ROOT/build/gpu
+BUILD=${GPU_CHECK_BUILD:-$ROOT/build/gpu}
+[[ $BUILD == /* ]] || BUILD=$ROOT/$BUILD
 JOBS=${JOBS:-$(nproc)}
 mkdir -p "$OUT"
 LOG=$OUT/gpu_check.log
@@ -49,10 +54,32 @@ main() {
   if ! command -v nvidia-smi >/dev/null || ! nvidia-smi; then
     echo "no NVIDIA GPU visible (nvidia-smi failed); nothing to check"; exit 2
   fi
+  if [ -n "${GPU_CHECK_PREBUILT:-}" ]; then
+    echo "=== prebuilt binaries in $BUILD: no configure, no build"
+    local dir
+    for dir in tests/loader tests/ddp; do
+      step "gpu-tests-${dir#tests/}" ctest --test-dir "$BUILD/$dir" -L gpu --output-on-failure \
+        --timeout 300
+    done
+  else
+    build_and_test
+  fi
+  benches
+
+  echo
+  if [ ${#failed[@]} -eq 0 ]; then
+    echo "gpu_check: all steps passed; log in $LOG"
+    exit 0
+  fi
+  echo "gpu_check: FAILED steps: ${failed[*]}; log in $LOG"
+  exit 1
+}
+
+# Configures and builds $BUILD, then runs its GPU-labelled tests.
+build_and_test() {
   NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   if [ ! -x "$NVCC" ]; then echo "nvcc not found"; exit 2; fi
   ARCH=${CUDA_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d .)}
-
   step configure cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSEEDLOADER_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
     -DCMAKE_CUDA_ARCHITECTURES="${ARCH:-90}"
@@ -69,6 +96,10 @@ main() {
     fi
   fi
   step gpu-tests ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 300
+}
+
+# The loader, NCCL and device-copy benchmarks, and the torch overhead comparison.
+benches() {
   for bench in loader_overhead_bench loader_transport_bench; do
     if [ -x "$BUILD/bench/$bench" ]; then
       step "$bench" "$BUILD/bench/$bench" --benchmark_out="$OUT/$bench.json" \
@@ -106,19 +137,15 @@ main() {
       --transform rrc:224,hflip,normalize:imagenet --batch-size 64 --workers 4 \
       --batches 100 --warmup 10 --device
   fi
-  if /usr/bin/python3 -c "import torch" 2>/dev/null; then
-    step torch-overhead /usr/bin/python3 "$ROOT/bench/torch_overhead.py"
-  else
-    echo "=== torch-overhead: skipped (no torch for /usr/bin/python3)"
-  fi
-
-  echo
-  if [ ${#failed[@]} -eq 0 ]; then
-    echo "gpu_check: all steps passed; log in $LOG"
-    exit 0
-  fi
-  echo "gpu_check: FAILED steps: ${failed[*]}; log in $LOG"
-  exit 1
+  local py
+  for py in /usr/bin/python3 python3 none; do
+    if [ "$py" = none ]; then
+      echo "=== torch-overhead: skipped (no python3 with torch)"
+    elif command -v "$py" >/dev/null && "$py" -c "import torch" 2>/dev/null; then
+      step torch-overhead "$py" "$ROOT/bench/torch_overhead.py"
+      break
+    fi
+  done
 }
 
 main "$@" 2>&1 | tee "$LOG"
