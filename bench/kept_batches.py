@@ -7,7 +7,10 @@ Both loaders read the same Python map dataset (sample i: a float32 [3, 64, 64]
 tensor and an int, so a batch of 32 is 1.5 MiB), with 2 persistent workers and
 prefetch_factor 2. seedloader has 2 x 3 slots: a kept epoch of N batches moves
 N - 6 of them to private memory (one copy each), which is what keeping costs it;
-PyTorch's loader copies every batch through its queues either way. Each round
+with its slots pinned (shared_memory() taken before the workers fork, as pinning
+for CUDA does, here without CUDA) the kept batches stay and the slots go on in
+spare blocks instead, no copy. PyTorch's loader copies every batch through its
+queues either way. Each round
 runs the four (loader x mode) once, in a rotating order; figures are medians of
 the rounds, ratios medians of per-round ratios. Prints a table and the ratio lines
 docs/performance.md quotes, writes bench/results/kept_batches.json.
@@ -69,7 +72,11 @@ def main():
     common = dict(batch_size=args.batch_size, num_workers=args.workers,
                   persistent_workers=True, prefetch_factor=2)
     loaders = {"seedloader": sl.DataLoader(dataset, seed=0, pin_memory=False, **common),
+               "seedloader, slots pinned": sl.DataLoader(dataset, seed=0, pin_memory=False,
+                                                        **common),
                "PyTorch": torch.utils.data.DataLoader(dataset, **common)}
+    # What pin_memory does with CUDA before any worker forks, minus the CUDA call.
+    loaders["seedloader, slots pinned"]._engine().shared_memory()
     for loader in loaders.values():  # warm-up: workers started, layout learned
         epoch_seconds(loader, keep=True)
     runs = {(name, mode): [] for name in loaders for mode in ("dropped", "kept")}
@@ -99,6 +106,9 @@ def main():
     lines = [
         pybench.ratio_line("seedloader kept / dropped",
                            ratio(("seedloader", "kept"), ("seedloader", "dropped"))),
+        pybench.ratio_line("seedloader with slots pinned, kept / dropped",
+                           ratio(("seedloader, slots pinned", "kept"),
+                                 ("seedloader, slots pinned", "dropped"))),
         pybench.ratio_line("PyTorch kept / dropped",
                            ratio(("PyTorch", "kept"), ("PyTorch", "dropped"))),
         pybench.ratio_line("PyTorch / seedloader, dropped",

@@ -273,8 +273,10 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
   fill_.partner_row = options_.partition == Partition::kElastic && mixer_.has_value();
   fill_.mixer = mixer_ ? &*mixer_ : nullptr;
   slots_.resize(region_layout_.num_slots());
-  for (int s = 0; s < region_layout_.num_slots(); ++s)
+  for (int s = 0; s < region_layout_.num_slots(); ++s) {
     slot_data_.push_back(region_.base() + region_layout_.data(s));
+    block_.push_back(static_cast<std::uint64_t>(s));
+  }
 }
 
 Engine::~Engine() { shutdown(); }
@@ -294,12 +296,70 @@ void Engine::detach(int slot) {
   mode_->take_back(header(slot));
 }
 
+void Engine::relocate(int slot) {
+  const auto own = static_cast<std::uint64_t>(region_layout_.num_slots());
+  // Reserved before anything moves: release() then never allocates.
+  kept_blocks_.reserve(kept_blocks_.size() + 1);
+  free_blocks_.reserve(own + spares_used_ + 1);
+  std::uint64_t next;
+  if (!free_blocks_.empty()) {
+    // The lowest first: a slot's own data (pinned) before a spare block.
+    auto lowest = std::min_element(free_blocks_.begin(), free_blocks_.end());
+    next = *lowest;
+    free_blocks_.erase(lowest);
+  } else if (spares_used_ < spares_->count()) {
+    next = own + spares_used_++;
+  } else {
+    throw Error(
+        "DataLoader: the consumer keeps more batches than the pinned slots and "
+        "their spare blocks hold (" +
+        std::to_string(spares_->count()) + " blocks of " +
+        std::to_string(region_layout_.slot().bytes) +
+        " bytes, as much as this machine's memory or address space allows); "
+        "release Batch objects sooner");
+  }
+  kept_blocks_.emplace_back(slot_data_[slot], block_[slot]);
+  block_[slot] = next;
+  slot_data_[slot] = block_address(next);
+  slots_[slot].held = false;
+  slots_[slot].batch = -1;
+  mode_->take_back(header(slot));
+}
+
+std::byte* Engine::block_address(std::uint64_t block) const {
+  const auto own = static_cast<std::uint64_t>(region_layout_.num_slots());
+  return block < own ? region_.base() + region_layout_.data(static_cast<int>(block))
+                     : spares_->block(block - own);
+}
+
+void Engine::move_aside(int slot) {
+  if (detach_allowed_) {
+    detach(slot);
+  } else {
+    relocate(slot);
+  }
+}
+
+bool Engine::can_move_held() const { return detach_allowed_ || spares_.has_value(); }
+
 bool Engine::kept_past_newer(int slot) const {
   const SlotUse& u = slots_[slot];
-  return detach_allowed_ && u.held && u.generation == generation_ && u.batch < delivered_;
+  return can_move_held() && u.held && u.generation == generation_ && u.batch < delivered_;
 }
 
 std::span<std::byte> Engine::expose_region() {
+  // Spare blocks only where every worker forks after them, and while each slot's
+  // data is still at its place in the region (nothing detached).
+  if (detach_allowed_ && !pool_.running() && copies_.empty()) {
+    const std::size_t bytes = region_layout_.slot().bytes;
+    const std::uint64_t memory = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
+                                 static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
+    // As many as the machine's memory holds (no more batches can be kept
+    // anyway), within 64 GiB of address space.
+    const std::uint64_t room = std::min<std::uint64_t>(memory, 64ull << 30);
+    spares_.emplace(bytes,
+                    static_cast<std::size_t>(std::max<std::uint64_t>(room / bytes, 1)));
+  }
   detach_allowed_ = false;
   return region_.bytes();
 }
@@ -346,6 +406,7 @@ void Engine::start_workers() {
   config.layout = &region_layout_;
   config.region = &region_;
   config.slot_data = slot_data_.data();  // the child keeps the table as it is now
+  config.spares = spares_ ? &*spares_ : nullptr;
   config.fill = fill_;
   pool_.start(workers(), [this, &config](int w) {
     config.worker = w;
@@ -420,7 +481,7 @@ void Engine::pump() noexcept {
       // loop variable about to be dropped. Moved aside now, its slot's worker
       // can work ahead instead of waiting for fetch() to move it.
       try {
-        detach(s);
+        move_aside(s);
       } catch (...) {
         break;  // fetch() meets the slot still held and says why
       }
@@ -440,6 +501,7 @@ void Engine::pump() noexcept {
     h.epoch = epoch_;
     h.batch = next_issue_;
     h.count = idx.size();
+    h.block = block_[s];
     h.skipped = 0;
     h.error_index = -1;
     h.error_stage = ErrorStage::kGet;
@@ -564,8 +626,8 @@ Batch Engine::fetch(std::uint64_t k) {
     return slots_[s].batch == static_cast<std::int64_t>(k) &&
            slots_[s].generation == generation_;
   };
-  if (!issued() && slots_[s].held && detach_allowed_) {
-    detach(s);
+  if (!issued() && slots_[s].held && can_move_held()) {
+    move_aside(s);
     pump();
   }
   if (!issued()) {
@@ -596,11 +658,19 @@ Batch Engine::fetch(std::uint64_t k) {
 }
 
 void Engine::release(int slot, const std::byte* data) noexcept {
-  if (data != slot_data_[slot]) {  // a detached batch: only its copy goes
+  if (data != slot_data_[slot]) {  // a batch moved aside: only its memory goes
     auto copy = std::find(copies_.begin(), copies_.end(), data);
     if (copy != copies_.end()) {
       region_.free_copy(*copy, region_layout_.slot().bytes);
       copies_.erase(copy);
+    }
+    auto kept = std::find_if(kept_blocks_.begin(), kept_blocks_.end(),
+                             [data](const auto& k) { return k.first == data; });
+    if (kept != kept_blocks_.end()) {
+      const auto own = static_cast<std::uint64_t>(region_layout_.num_slots());
+      if (kept->second >= own) spares_->release(kept->second - own);
+      free_blocks_.push_back(kept->second);  // capacity: relocate() reserved it
+      kept_blocks_.erase(kept);
     }
     return;
   }

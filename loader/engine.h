@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "loader/batch_filler.h"
@@ -66,8 +67,9 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // tasks are issued, if the consumer has taken a later batch since: see
   // kept_past_newer()): it keeps its bytes at its address in private memory (one copy of
   // the slot, freed when it is dropped), and the slot's shared pages move to a new
-  // address in this process (SharedRegion::detach). Only after expose_region() is that an
-  // Error instead.
+  // address in this process (SharedRegion::detach). After expose_region() the slot
+  // moves to another block instead (relocate()), or, without spare blocks, that is an
+  // Error.
   Batch fetch(std::uint64_t k);
   // After the last batch: reports skipped samples, stops per-epoch workers.
   void end_epoch();
@@ -82,8 +84,10 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   void release(int slot, const std::byte* data) noexcept override;
 
   // The shared region, for a caller that pins it (cudaHostRegister): from then
-  // on every slot stays at its address, so a kept batch whose slot the ring
-  // needs is an error instead of being detached (see fetch()).
+  // on every slot's data stays at its address. A kept batch whose slot the ring
+  // needs keeps that data, and the slot goes on in a free block (relocate());
+  // spare blocks for that exist when no worker has been forked and nothing was
+  // detached before this call, else such a batch is an Error (see fetch()).
   std::span<std::byte> expose_region();
 
   std::uint64_t skipped_samples() const { return skipped_; }
@@ -110,6 +114,17 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // Gives slot `slot`, whose batch the consumer holds, back to the ring: the
   // batch keeps a private copy at its address (fetch() says how).
   void detach(int slot);
+  // Gives slot `slot`, whose batch the consumer holds, back to the ring when the
+  // slots must stay in place (pinned): the batch keeps its block, and the slot
+  // writes its next batches to a free block (another slot's own data a kept
+  // batch left, or a spare one). Throws Error when none is left.
+  void relocate(int slot);
+  // detach() or, after expose_region(), relocate().
+  void move_aside(int slot);
+  // Whether a held slot the ring needs can be moved aside.
+  bool can_move_held() const;
+  // Where data block `block` (SlotHeader::block) is in this process.
+  std::byte* block_address(std::uint64_t block) const;
   // Whether the consumer still holds slot `slot`'s batch of this epoch although
   // it has taken a later one since (list(loader) does; a loop that drops each
   // batch holds only the newest).
@@ -155,6 +170,14 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // Private copies of detached batches still held, by address.
   std::vector<std::byte*> copies_;
   bool detach_allowed_ = true;  // until expose_region()
+  // After expose_region(): the data block each slot writes to (SlotHeader::block),
+  // the blocks kept batches hold (by the address their Batch has), the blocks
+  // free again, the spare blocks, and how many of those were ever used.
+  std::vector<std::uint64_t> block_;
+  std::vector<std::pair<const std::byte*, std::uint64_t>> kept_blocks_;
+  std::vector<std::uint64_t> free_blocks_;
+  std::optional<SpareBlocks> spares_;
+  std::uint64_t spares_used_ = 0;
   std::optional<BatchSampler> batches_;
   // Partition::kElastic with a batch mix: per batch, the sample before this rank's
   // first in its global batch, filled into the slot's extra row as the mix's

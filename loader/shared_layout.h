@@ -71,6 +71,10 @@ struct alignas(64) SlotHeader {
   std::uint64_t epoch;
   std::uint64_t batch;
   std::uint64_t count;  // samples in the batch (<= batch size)
+  // Where the batch is written: data block b < W*P is slot b's own data, a
+  // larger one spare block b - W*P (SpareBlocks). The slot's own unless a batch
+  // the consumer keeps in a pinned slot holds that.
+  std::uint64_t block;
   // Result fields: written by the worker before publish(kReady|kError).
   std::uint64_t skipped;        // bad samples replaced (BadSample::kSkip)
   std::int64_t error_index;     // kError: the sample index, -1 when none

@@ -6,6 +6,7 @@
 #include <boost/interprocess/anonymous_shared_memory.hpp>
 #include <boost/interprocess/mapped_region.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -71,6 +72,36 @@ SharedRegion& SharedRegion::operator=(SharedRegion&& other) noexcept {
   std::swap(size_, other.size_);
   std::swap(views_, other.views_);
   return *this;
+}
+
+SpareBlocks::SpareBlocks(std::size_t block_bytes, std::size_t count)
+    : block_bytes_(block_bytes) {
+  // Address space only; halved while the kernel refuses it (strict overcommit
+  // accounting, an address-space limit).
+  for (; count > 0 && block_bytes > 0; count /= 2) {
+    if (count > SIZE_MAX / block_bytes) continue;
+    void* p = mmap(nullptr, count * block_bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED) {
+      base_ = static_cast<std::byte*>(p);
+      count_ = count;
+      return;
+    }
+  }
+}
+
+SpareBlocks::~SpareBlocks() {
+  if (base_ != nullptr) munmap(base_, count_ * block_bytes_);
+}
+
+SpareBlocks::SpareBlocks(SpareBlocks&& other) noexcept
+    : base_(std::exchange(other.base_, nullptr)),
+      block_bytes_(other.block_bytes_),
+      count_(std::exchange(other.count_, 0)) {}
+
+void SpareBlocks::release(std::size_t i) noexcept {
+  // Shared memory: MADV_REMOVE frees the pages for every process mapping them.
+  madvise(block(i), block_bytes_, MADV_REMOVE);
 }
 
 }  // namespace seedloader

@@ -63,4 +63,34 @@ class SharedRegion {
   std::size_t size_ = 0;
 };
 
+// SpareBlocks: `count` further blocks of `block_bytes` for slots whose batch
+// the consumer keeps while the slot must stay where it is (pinned for CUDA):
+// the slot's next batches go to a spare block, and the kept batch stays in the
+// pinned pages. One anonymous shared mapping (MAP_NORESERVE: a block takes
+// memory only once written), made before the workers fork so that they see it
+// at the same address. A block returned by release() gives its memory back.
+// Move-only; single-threaded as SharedRegion.
+class SpareBlocks {
+ public:
+  // At most `count` blocks, fewer (down to none) when the system refuses the
+  // address space for them.
+  SpareBlocks(std::size_t block_bytes, std::size_t count);
+  ~SpareBlocks();
+  SpareBlocks(SpareBlocks&& other) noexcept;
+  SpareBlocks& operator=(SpareBlocks&&) = delete;
+  SpareBlocks(const SpareBlocks&) = delete;
+  SpareBlocks& operator=(const SpareBlocks&) = delete;
+
+  std::size_t count() const { return count_; }
+  std::byte* base() const { return base_; }
+  std::byte* block(std::size_t i) const { return base_ + i * block_bytes_; }
+  // Frees block i's memory (it reads as zeros after); its address stays.
+  void release(std::size_t i) noexcept;
+
+ private:
+  std::byte* base_ = nullptr;
+  std::size_t block_bytes_ = 0;
+  std::size_t count_ = 0;
+};
+
 }  // namespace seedloader

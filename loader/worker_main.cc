@@ -77,7 +77,7 @@ void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t t
     // its state says the main process has finished writing it.
     if (ahead > 0 && load_state(h.state) != kTask) break;
     const auto* indices =
-        reinterpret_cast<const std::uint64_t*>(c.slot_data[s] + layout.slot().indices);
+        reinterpret_cast<const std::uint64_t*>(c.block(h) + layout.slot().indices);
     next.insert(next.end(), indices, indices + h.count);
   }
   append_read_ahead(c, generation, next);
@@ -133,7 +133,7 @@ void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t t
     }
     announce_reads(c, ring, task, h.generation, upcoming);
     const std::uint64_t t0 = now_ns();
-    std::byte* data = c.slot_data[s];
+    std::byte* data = c.block(h);
     FillResult r = fill_batch(c.fill, data, h.epoch, h.batch, h.count, rng,
                               CancelWatch::on_change(control.generation, h.generation));
     stats.busy_ns.fetch_add(now_ns() - t0, std::memory_order_relaxed);

@@ -34,7 +34,19 @@ struct WorkerConfig {
   // Where each slot's data is in this process (Engine::slot_data_ at the fork):
   // in the region unless the consumer had detached it before.
   std::byte* const* slot_data = nullptr;
+  // The spare blocks a slot's header may name (SlotHeader::block), or null.
+  const SpareBlocks* spares = nullptr;
   FillContext fill;
+
+  // The data block header `h` names for its task. Without spare blocks it is
+  // always the slot's own (slot_data); with them no slot was ever detached, so
+  // a slot's own data is where the region places it.
+  std::byte* block(const SlotHeader& h) const {
+    const auto own = static_cast<std::uint64_t>(layout->num_slots());
+    if (spares == nullptr) return slot_data[h.block];
+    return h.block < own ? region->base() + layout->data(static_cast<int>(h.block))
+                         : spares->block(h.block - own);
+  }
 };
 
 [[noreturn]] void worker_main(const WorkerConfig& config);

@@ -76,9 +76,12 @@ class DataLoader {
   // Seconds each worker has spent filling batches since it was forked.
   std::vector<double> worker_busy_seconds() const;
   // The shared region holding every slot (for pinning it, e.g. with CUDA). From
-  // then on slots stay at their addresses: keeping more batches than there are
-  // slots becomes an Error (otherwise a kept batch whose slot is needed is moved
-  // to private memory at the same address, one copy of its slot).
+  // then on its pages stay at their addresses: a kept batch whose slot is needed
+  // stays where it is, and the slot goes on in a spare block of shared memory
+  // outside the region (unpinned; without the call, the kept batch is moved to
+  // private memory at its address instead, one copy of its slot). Called once
+  // workers run (persistent ones, or in an epoch), there are no spare blocks, and
+  // keeping more batches than slots is an Error.
   std::span<std::byte> shared_memory() const;
 
  private:

@@ -160,8 +160,8 @@ class DataLoader:
     Batches live in shared slots, valid for as long as you keep them; each
     worker has prefetch_factor + 1 slots (the loader prefetch_factor + 1 with
     num_workers = 0). A batch still kept when its slot is needed again is moved
-    to private memory at its address, so any number can be kept (list(loader));
-    only with the slots pinned for CUDA is that an Error naming the slot count.
+    to private memory at its address (with the slots pinned for CUDA, the slot
+    moves on to a spare block instead), so any number can be kept (list(loader)).
     """
 
     def __class_getitem__(cls, item):  # DataLoader[T], as torch's is generic
@@ -883,8 +883,8 @@ def _held_slot_error(error):
     if found is None:
         return None
     return Error("DataLoader: batch %s cannot be loaded: its slot is still held by an "
-                 "earlier batch you keep a reference to, and the slots are pinned for "
-                 "CUDA, so the batch cannot be moved aside. The loader has %s slots "
+                 "earlier batch you keep a reference to, and the slots were pinned for "
+                 "CUDA after the workers started, so the batch cannot be moved aside. The loader has %s slots "
                  "(prefetch_factor + 1 per worker; in all with num_workers=0): pass "
                  "pin_memory=False to keep any number of batches, keep fewer, "
                  ".clone() what you keep, or raise prefetch_factor" % found.groups())

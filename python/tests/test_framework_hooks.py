@@ -249,13 +249,34 @@ def test_list_of_a_loader_over_a_python_dataset_keeps_every_batch(workers):
     assert all(torch.equal(b[0][:, 0], b[1].float()) for b in kept)
 
 
-def test_a_pinned_region_keeps_its_slots_in_place_and_refuses_naming_the_fix():
+@pytest.mark.parametrize("workers", [0, 2])
+def test_pinned_slots_stay_in_place_and_any_number_of_batches_can_be_kept(workers):
+    def make():
+        return sl.DataLoader(sl.Synthetic(64, 4, 4, 1), batch_size=2, num_workers=workers,
+                             prefetch_factor=1 if workers else None, seed=3,
+                             pin_memory=False)
+    expected = [b["image"].clone() for b in make()]
+    loader = make()
+    address, size = loader._engine().shared_memory()  # as pinning for CUDA does first
+    kept = list(loader)
+    assert len(kept) == len(expected) == 32
+    assert all(torch.equal(b["image"], e) for b, e in zip(kept, expected))
+    # Each slot's first batch stays in the pinned pages; later ones go elsewhere.
+    slots = 3 if workers == 0 else 4  # prefetch_factor + 1 per worker; 3 without
+    inside = [address <= b["image"].data_ptr() < address + size for b in kept]
+    assert inside == [k < slots for k in range(len(kept))]
+    del kept
+    loader.set_epoch(0)
+    assert all(torch.equal(b["image"], e) for b, e in zip(loader, expected))
+
+
+def test_a_region_pinned_after_its_workers_started_refuses_naming_the_fix():
     loader = sl.DataLoader(sl.Synthetic(64, 4, 4, 1), batch_size=2, num_workers=2,
                            prefetch_factor=1, seed=3, pin_memory=False)
     it = iter(loader)
     held = [next(it)]
     loader._loader.shared_memory()  # what pinning the region for CUDA does first
-    with pytest.raises(sl.Error, match=r"slots are pinned for CUDA.*4 slots.*"
+    with pytest.raises(sl.Error, match=r"slots were pinned for CUDA after the workers started.*4 slots.*"
                                        r"pin_memory=False to keep any number"):
         for b in it:
             held.append(b)

@@ -312,14 +312,17 @@ TEST(DataLoaderTest, TensorViewsDescribeTheCollatedArrays) {
   EXPECT_THROW(v.values<double>(), ConfigError);
 }
 
-TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsOfAPinnedRegionIsAClearError) {
+// Pinned after persistent workers were forked, the slots have no spare blocks
+// to go on in: keeping more batches than slots is an Error naming the count.
+TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsOfARegionPinnedLateIsAClearError) {
   StreamProbeDataset ds(100, 1);
   LoaderOptions o = base_options(2);
   o.prefetch = 1;
+  o.persistent_workers = true;
   DataLoader loader(ds, o);
-  loader.shared_memory();  // as a caller that pins it does: slots stay in place
   std::vector<Batch> kept;
   auto it = loader.begin();
+  loader.shared_memory();  // the workers run already
   kept.push_back(it.take());
   ++it;
   kept.push_back(it.take());
@@ -328,32 +331,22 @@ TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsOfAPinnedRegionIsAClearError) {
     FAIL() << "expected an error for a third held batch";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("still held"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("2 slots"), std::string::npos) << e.what();
   }
 }
 
-// Keeps every batch of `epochs` epochs, in turn, and returns their copies, taken
-// after the whole run (so after every detach).
-std::vector<BatchCopy> keep_every_batch(DataLoader& loader, int epochs) {
-  std::vector<Batch> kept;
-  for (int e = 0; e < epochs; ++e) {
-    loader.set_epoch(static_cast<std::uint64_t>(e));
-    for (auto it = loader.begin(); !(it == loader.end()); ++it) kept.push_back(it.take());
-  }
-  std::vector<BatchCopy> out;
-  for (const Batch& b : kept) out.push_back(copy_of(b));
-  return out;
-}
-
-class KeptBatchesTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+class KeptBatchesTest : public ::testing::TestWithParam<std::tuple<int, bool, bool>> {};
 
 // More batches kept than the loader has slots (2 x 2 with workers, 2 without):
 // each kept batch whose slot is needed moves to private memory at its address,
 // and the slots go on; every kept batch still holds exactly what a run that
 // dropped each batch at once delivered. Two epochs: without persistent workers
 // the second epoch's workers are forked after the detaches and must fill the
-// slots where they moved.
+// slots where they moved. Pinned (shared_memory() taken first, as a caller that
+// registers the region with CUDA does): no slot moves; each kept batch stays in
+// its slot's pinned pages and the slot goes on in a spare block.
 TEST_P(KeptBatchesTest, EveryKeptBatchKeepsItsBytesAndTheEpochsGoOn) {
-  auto [workers, persistent] = GetParam();
+  auto [workers, persistent, pinned] = GetParam();
   StreamProbeDataset ds(60, 2);
   LoaderOptions o = base_options(workers);
   o.prefetch = 2;
@@ -362,16 +355,60 @@ TEST_P(KeptBatchesTest, EveryKeptBatchKeepsItsBytesAndTheEpochsGoOn) {
   std::vector<BatchCopy> expected = run_epoch(reference, 0);
   for (const BatchCopy& c : run_epoch(reference, 1)) expected.push_back(c);
   DataLoader keeping(ds, o);
-  std::vector<BatchCopy> kept = keep_every_batch(keeping, 2);
-  ASSERT_EQ(kept.size(), expected.size());
-  for (std::size_t k = 0; k < kept.size(); ++k) EXPECT_EQ(kept[k], expected[k]) << k;
-  // Dropped, the copies go; the loader runs on as before.
+  std::span<std::byte> region;
+  if (pinned) region = keeping.shared_memory();
+  std::vector<Batch> batches;
+  for (std::uint64_t e = 0; e < 2; ++e) {
+    keeping.set_epoch(e);
+    for (auto it = keeping.begin(); !(it == keeping.end()); ++it)
+      batches.push_back(it.take());
+  }
+  ASSERT_EQ(batches.size(), expected.size());
+  for (std::size_t k = 0; k < batches.size(); ++k)
+    EXPECT_EQ(copy_of(batches[k]), expected[k]) << k;
+  if (pinned) {
+    // The first batch of each slot stayed in the region, at its place; the others
+    // went to spare blocks outside it.
+    const std::size_t slots = static_cast<std::size_t>(std::max(workers, 1)) * 2;
+    for (std::size_t k = 0; k < batches.size(); ++k) {
+      const std::byte* data = batches[k].tensor("value").data;
+      const bool inside = data >= region.data() && data < region.data() + region.size();
+      EXPECT_EQ(inside, k < slots) << "batch " << k;
+    }
+  }
+  batches.clear();
+  // Dropped, the copies and blocks go; the loader runs on as before.
   EXPECT_EQ(run_epoch(keeping, 0), run_epoch(reference, 0));
+  EXPECT_EQ(run_epoch(keeping, 1), run_epoch(reference, 1));
 }
 
-INSTANTIATE_TEST_SUITE_P(WorkersAndPersistence, KeptBatchesTest,
-                         ::testing::Values(std::tuple{0, false}, std::tuple{2, false},
-                                           std::tuple{2, true}));
+INSTANTIATE_TEST_SUITE_P(
+    WorkersPersistenceAndPinning, KeptBatchesTest,
+    ::testing::Values(std::tuple{0, false, false}, std::tuple{2, false, false},
+                      std::tuple{2, true, false}, std::tuple{0, false, true},
+                      std::tuple{2, false, true}, std::tuple{2, true, true}));
+
+// Pinned, a batch kept past the slots in turn, while others are dropped: each
+// slot goes on in the lowest free block, and every batch keeps its bytes.
+TEST(DataLoaderTest, PinnedSlotsReuseTheBlocksDroppedBatchesFree) {
+  StreamProbeDataset ds(200, 1);
+  LoaderOptions o = base_options(2);
+  o.prefetch = 1;
+  DataLoader reference(ds, o);
+  const std::vector<BatchCopy> expected = run_epoch(reference, 0);
+  DataLoader loader(ds, o);
+  loader.shared_memory();
+  loader.set_epoch(0);
+  std::vector<Batch> kept;
+  std::size_t k = 0;
+  for (auto it = loader.begin(); !(it == loader.end()); ++it, ++k) {
+    kept.push_back(it.take());
+    ASSERT_EQ(copy_of(kept.back()), expected[k]) << k;
+    if (kept.size() == 5) kept.erase(kept.begin(), kept.begin() + 3);  // keep 2 of 5
+  }
+  EXPECT_EQ(k, expected.size());
+  for (const Batch& b : kept) EXPECT_EQ(copy_of(b), expected[b.number()]);
+}
 
 TEST(DataLoaderTest, KeptBatchesStayValidUntilDropped) {
   StreamProbeDataset ds(40, 1);
