@@ -693,6 +693,42 @@ class DataLoader:
         self._collated = (epoch, drawn)
         return [[k] for k in range(len(drawn))]
 
+    def ledger(self, step, epoch=None, rank=None):
+        """The samples global step `step` of `epoch` (default: self.epoch) trains on,
+        computed from this loader's configuration alone: nothing is read, nothing
+        replayed, and the cost does not grow with the step (seedloader's ledger, as
+        `seed-audit order` prints it). `step` is a step number or a range of them;
+        `rank` narrows to one rank (default: every rank of the world the loader runs
+        in). One dict per sample, by step, rank and slot, with the keys epoch, step,
+        rank, worker (the worker that fills it when the epoch runs from its first
+        batch), slot (its place in the rank's batch), index, stream (the spawn key
+        of its random stream) and fingerprint (that stream's state before the
+        sample, under seeding="sample"; None under "worker", where it depends on the
+        worker's earlier draws). A sampler or batch_sampler of your own has its own
+        order, which this does not know: a ConfigError."""
+        if self._sampler is not None or self._batch_sampler is not None:
+            raise ConfigError("DataLoader.ledger: this loader's order comes from its own "
+                              "sampler or batch_sampler, which the ledger cannot compute")
+        if isinstance(step, range):
+            steps = step
+        else:
+            first = _checks.integer(step, "DataLoader.ledger: step")
+            steps = range(first, first + 1)
+        if steps.step != 1 or len(steps) == 0:
+            raise ConfigError("DataLoader.ledger: steps %r are not a non-empty range of "
+                              "consecutive steps" % (steps,))
+        epoch = self._epoch if epoch is None else _epoch_number(epoch)
+        self._place(announce=False)
+        options = self._order_options()
+        options.num_workers = self.num_workers
+        options.seeding = _CHOICES["seeding"][self.seeding]
+        keys = ("epoch", "step", "rank", "worker", "slot", "index", "stream", "fingerprint")
+        return [dict(zip(keys, entry)) for entry in _core.ledger(
+            options, len(self.dataset), epoch,
+            _checks.integer(steps.start, "DataLoader.ledger: step"),
+            _checks.integer(steps.stop, "DataLoader.ledger: step"),
+            None if rank is None else _checks.integer(rank, "DataLoader.ledger: rank"))]
+
     def _epoch_order(self):
         """This rank's sample order in the current epoch under the built-in samplers."""
         self._place()

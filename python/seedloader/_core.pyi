@@ -107,6 +107,11 @@ def epoch_order(options: LoaderOptions, size: int, epoch: int) -> Annotated[NDAr
     This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size, partition, and batch_size and drop_last for the elastic partition), before batching.
     """
 
+def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None) -> list[tuple[int, int, int, int, int, int, list[int], int | None]]:
+    """
+    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers.
+    """
+
 class SeedScope(enum.Enum):
     worker = 0
 

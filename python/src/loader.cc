@@ -37,6 +37,7 @@
 #include "seedloader/data_loader.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
+#include "seedloader/ledger.h"
 
 namespace nb = nanobind;
 
@@ -552,6 +553,35 @@ void bind_loader(nb::module_& m) {
       "This rank's sample order in `epoch` under the built-in samplers (options: "
       "shuffle, order, seed, rank, world_size, partition, and batch_size and "
       "drop_last for the elastic partition), before batching.");
+
+  m.def(
+      "ledger",
+      [](const LoaderOptions& options, std::uint64_t size, std::uint64_t epoch,
+         std::uint64_t first_step, std::uint64_t end_step,
+         std::optional<std::uint64_t> rank) {
+        if (!options.seed) throw ConfigError("ledger: options.seed is not set");
+        LedgerQuery q;
+        q.options = options;
+        q.dataset_size = size;
+        q.seed = *options.seed;
+        q.epoch = epoch;
+        q.first_step = first_step;
+        q.end_step = end_step;
+        q.rank = rank;
+        std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, int,
+                               std::uint64_t, std::uint64_t, std::vector<std::uint64_t>,
+                               std::optional<std::uint64_t>>>
+            out;
+        for (LedgerEntry& e : ledger(q))
+          out.emplace_back(e.epoch, e.step, e.rank, e.worker, e.slot, e.index,
+                           std::move(e.stream), e.fingerprint);
+        return out;
+      },
+      nb::arg("options"), nb::arg("size"), nb::arg("epoch"), nb::arg("first_step"),
+      nb::arg("end_step"), nb::arg("rank").none() = nb::none(),
+      "seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, "
+      "fingerprint or None) for each sample of steps [first_step, end_step) of "
+      "`epoch`, every rank or `rank`, under the built-in samplers.");
 
   nb::enum_<SeedScope>(m, "SeedScope")
       .value("worker", SeedScope::kWorker)

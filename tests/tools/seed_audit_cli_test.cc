@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "seedloader/distributed_sampler.h"
+#include "seedloader/ledger.h"
 #include "tests/common/cross_check.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
@@ -20,7 +21,7 @@ std::string audit(const std::string& args) {
 }
 
 TEST(SeedAuditCliTest, HelpOnEverySubcommandExitsZero) {
-  for (const char* sub : {"", "derive ", "shard "}) {
+  for (const char* sub : {"", "derive ", "shard ", "order "}) {
     auto r = run_command(audit(std::string(sub) + "--help"));
     EXPECT_EQ(r.exit_code, 0) << sub << r.out;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << sub;
@@ -78,6 +79,76 @@ TEST(SeedAuditCliTest, ShardJsonEqualsLibrary) {
   DistributedSampler s(103, {.world_size = 4, .rank = 3, .shuffle = true, .seed = 5});
   EXPECT_EQ(nlohmann::json::parse(r.out)["indices"].get<std::vector<Index>>(),
             s.indices(2));
+}
+
+// `order` prints the ledger: one JSON object per sample, the library's entries
+// (tests/loader/ledger_test.cc holds those against real loaders).
+TEST(SeedAuditCliTest, OrderJsonIsTheLedgerOfTheDataSpec) {
+  auto r = run_command(audit(
+      "order --data synthetic:50 --seed 3 --batch-size 4 --world-size 2 --workers 3 "
+      "--partition elastic --seeding sample --shuffle --steps 2:5 --json -"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  LedgerQuery q;
+  q.options.batch_size = 4;
+  q.options.world_size = 2;
+  q.options.num_workers = 3;
+  q.options.partition = Partition::kElastic;
+  q.options.seeding = SeedScope::kSample;
+  q.options.shuffle = true;
+  q.dataset_size = 50;
+  q.seed = 3;
+  q.first_step = 2;
+  q.end_step = 5;
+  const std::vector<LedgerEntry> want = ledger(q);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::size_t i = 0;
+  for (; std::getline(lines, line); ++i) {
+    ASSERT_LT(i, want.size()) << line;
+    const auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["epoch"], 0);
+    EXPECT_EQ(j["step"], want[i].step);
+    EXPECT_EQ(j["rank"], want[i].rank);
+    EXPECT_EQ(j["worker"], want[i].worker);
+    EXPECT_EQ(j["slot"], want[i].slot);
+    EXPECT_EQ(j["index"], want[i].index);
+    EXPECT_EQ(j["stream"].get<std::vector<std::uint64_t>>(), want[i].stream);
+    EXPECT_EQ(j["fingerprint"], *want[i].fingerprint);
+  }
+  EXPECT_EQ(i, want.size());
+  EXPECT_EQ(i, 3u * 2 * 4);  // 3 steps x 2 ranks x 4 samples
+}
+
+TEST(SeedAuditCliTest, OrderTextNamesTheConfigurationAndEveryColumn) {
+  auto r = run_command(
+      audit("order --size 20 --seed 7 --batch-size 3 --world-size 2 --step 1"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(
+      r.out.find("20 samples, seed 7, batch 3 x 2 ranks (strided), 2 workers, epoch 0"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("step   rank worker   slot        index  stream"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("(1, 0, 0, 1)"), std::string::npos) << r.out;  // worker 1's stream
+}
+
+TEST(SeedAuditCliTest, OrderRefusesWhatItCannotAnswerNamingIt) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"order --size 20 --seed 1", "--step K or --steps A:B"},
+      {"order --seed 1 --step 0", "--data or --size"},
+      {"order --size 20 --data synthetic:5 --seed 1 --step 0", "excludes"},
+      {"order --size 20 --seed 1 --steps 5:2", "A must be below B"},
+      {"order --size 20 --seed 1 --steps 1-2", "expected A:B"},
+      {"order --size 20 --seed 1 --batch-size 4 --step 5", "epoch 0's 5 steps"},
+      {"order --size 20 --seed 1 --world-size 2 --rank 2 --step 0", "rank 2 is outside"},
+      {"order --size 20 --seed 1 --workers 2 --worker 2 --step 0", "worker 2 is outside"},
+      {"order --size 20 --seed 1 --partition elastic --step 0", "seeding"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = run_command(audit(args));
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << "\n" << r.out;
+  }
 }
 
 // PyTorch prints [1, 3, 8, 4] for DistributedSampler(range(10), num_replicas=3,

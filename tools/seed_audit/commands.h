@@ -20,5 +20,6 @@ void add_derive_command(CLI::App& app, Action& action);
 void add_shard_command(CLI::App& app, Action& action);
 void add_trace_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
+void add_order_command(CLI::App& app, Action& action);
 
 }  // namespace seedloader::audit

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add_shard_command(app, action);
   add_trace_command(app, action);
   add_run_command(app, action);
+  add_order_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,63 @@
+// The ledger: which samples a step of a run trains on, computed from the loader's
+// configuration alone. No sample is read and no batch is replayed: the order, the
+// partition and every per-sample stream are pure functions of (options, data set
+// size, base seed, epoch), so a query costs one epoch's order whatever the step
+// (for a data set of N samples, O(N) once; the steps asked for on top).
+//
+// Step K of epoch E is the K-th batch of that epoch on every rank (the ranks step
+// together). Each entry is one sample of one rank's batch: where it sits (rank,
+// slot in the batch), which worker fills it when the epoch runs from its first
+// batch (batch k goes to worker k % num_workers; 0 with no workers), its index and
+// its random stream. Under SeedScope::kSample that stream is (2, epoch, index) and
+// its fingerprint is the one the loader writes beside the sample; under kWorker it
+// is the worker's (1, epoch, rank, worker), whose state at a sample depends on the
+// draws of the worker's earlier samples, so no fingerprint is given.
+// A batch plan (LoaderOptions::batch_plan, a Python sampler's batches) is not a
+// configuration: the ledger does not take one.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "seedloader/loader_options.h"
+
+namespace seedloader {
+
+struct LedgerQuery {
+  // batch_size, num_workers, shuffle, order, shuffle_block, drop_last,
+  // world_size, partition and seeding are read; rank is ignored (see `rank`).
+  LoaderOptions options;
+  std::uint64_t dataset_size = 0;
+  std::uint64_t seed = 0;
+  // Dataset::shard_sizes(), for ShuffleOrder::kShards.
+  std::vector<std::uint64_t> shard_sizes;
+  std::uint64_t epoch = 0;
+  std::uint64_t first_step = 0;
+  std::uint64_t end_step = 1;         // steps [first_step, end_step)
+  std::optional<std::uint64_t> rank;  // unset: every rank
+  std::optional<int> worker;          // unset: every worker
+};
+
+struct LedgerEntry {
+  std::uint64_t epoch = 0;
+  std::uint64_t step = 0;
+  std::uint64_t rank = 0;
+  int worker = 0;
+  std::uint64_t slot = 0;  // position in the rank's batch
+  std::uint64_t index = 0;
+  std::vector<std::uint64_t> stream;         // the stream's spawn key (derive.h)
+  std::optional<std::uint64_t> fingerprint;  // kSample only
+};
+
+// Steps (batches per rank) an epoch has under `query`'s options and size.
+// Throws ConfigError as the DataLoader would for the same options.
+std::uint64_t ledger_steps(const LedgerQuery& query);
+
+// The entries of steps [first_step, end_step) of `epoch`, by step, rank, slot,
+// narrowed to `rank` and `worker` when set. Throws ConfigError for invalid
+// options, a rank outside the world, a worker outside num_workers, or steps past
+// the epoch's end (naming how many it has).
+std::vector<LedgerEntry> ledger(const LedgerQuery& query);
+
+}  // namespace seedloader
