@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include "seedloader/audit.h"
+#include "seedloader/data_loader.h"
 #include "seedloader/error.h"
+#include "seedloader/stream_probe_dataset.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 #include "tests/tools/audit_simulation.h"
@@ -72,6 +74,85 @@ TEST(SeedAuditTraceCliTest, LibraryReportEqualsTheCliReport) {
   EXPECT_EQ(lib, nlohmann::json::parse(cli.out));
   EXPECT_EQ(lib["verdict"], "findings");
   EXPECT_THROW(audit_trace_json(path + ".absent", std::nullopt), DataError);
+}
+
+// A trace of real loaders: `ranks` ranks of a strided, shuffled loader over 90
+// samples, batch 4, seed 11, epochs 0 and 1, from batch `from` of each epoch on,
+// its batches numbered from `number_from`.
+std::vector<SampleRecord> recorded_run(std::uint64_t ranks, std::uint64_t from = 0,
+                                       std::uint64_t number_from = 0) {
+  StreamProbeDataset ds(90, 1);
+  std::vector<SampleRecord> out;
+  for (std::uint64_t rank = 0; rank < ranks; ++rank) {
+    LoaderOptions o;
+    o.batch_size = 4;
+    o.num_workers = 2;
+    o.shuffle = true;
+    o.seed = 11;
+    o.rank = rank;
+    o.world_size = ranks;
+    o.seeding = SeedScope::kSample;
+    DataLoader loader(ds, o);
+    for (std::uint32_t epoch = 0; epoch < 2; ++epoch) {
+      loader.resume(epoch, from);
+      for (const Batch& b : loader) {
+        for (std::size_t i = 0; i < b.indices().size(); ++i) {
+          SampleRecord r;
+          r.rank = static_cast<std::uint32_t>(rank);
+          r.epoch = epoch;
+          r.worker = static_cast<std::uint32_t>(b.worker());
+          r.batch = b.number() - from + number_from;
+          r.index = b.indices()[i];
+          r.rng = b.fingerprints()[i];
+          out.push_back(r);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(SeedAuditTraceCliTest, ExpectPassesTheRunsOwnConfigurationAndNamesWhatDiffers) {
+  const std::string config =
+      "--size 90 --seed 11 --batch-size 4 --shuffle --seeding sample";
+  const std::string two = write_trace("two_ranks.jsonl", recorded_run(2));
+  auto r = run_command(
+      audit("trace " + two + " --expect \"" + config + " --world-size 2\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const std::string common = "--batch-size 4 --shuffle --seeding sample";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--size 90 --seed 12 --world-size 2", "no step of the configuration holds it"},
+      {"--size 90 --seed 11 --world-size 3",
+       "it is what rank 0 of a world of 2 reads at this step: the world size changed"},
+      {"--size 80 --seed 11 --world-size 2", "the data set grew"},
+  };
+  for (const auto& [change, says] : cases) {
+    r = run_command(
+        audit("trace " + two + " --expect \"" + common + " " + change + "\" 2>&1"));
+    EXPECT_EQ(r.exit_code, 1) << change << "\n" << r.out;
+    EXPECT_NE(r.out.find("order_mismatch"), std::string::npos) << change << "\n" << r.out;
+    EXPECT_NE(r.out.find(says), std::string::npos) << change << "\n" << r.out;
+  }
+  // A run that resumed at batch 3 but numbered its batches from 0.
+  const std::string shifted = write_trace("shifted.jsonl", recorded_run(1, 3, 0));
+  r = run_command(audit("trace " + shifted + " --expect \"" + config + "\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("run 0 rank 0 epoch 0 batch 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("it is the configuration's step 3 of rank 0: the run's steps are "
+                       "numbered 3 behind the order"),
+            std::string::npos)
+      << r.out;
+  // Numbered as the resume point says: clean.
+  const std::string resumed = write_trace("resumed.jsonl", recorded_run(1, 3, 3));
+  r = run_command(
+      audit("trace " + resumed + " --expect \"" + config + "\" --allow-missing 12 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  // Flags that are not a configuration: exit 2 naming --expect.
+  r = run_command(audit("trace " + two + " --expect \"--size 90 --batch-size 4\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--expect \"--size 90 --batch-size 4\": --seed is required"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(SeedAuditTraceCliTest, MalformedLineExitsTwoNamingTheLine) {

@@ -22,6 +22,8 @@ const char* finding_name(FindingKind kind) {
       return "resume_duplicate";
     case FindingKind::kResumeGap:
       return "resume_gap";
+    case FindingKind::kOrderMismatch:
+      return "order_mismatch";
   }
   return "unknown";
 }
@@ -64,6 +66,10 @@ const char* finding_hint(FindingKind kind) {
              "resumed run skipped past them, e.g. a per-rank batch index resumed at "
              "a larger world size under the strided partition; resume at the global "
              "position reached (partition elastic, resume(epoch, global batch)).";
+    case FindingKind::kOrderMismatch:
+      return "These steps are not what the expected configuration trains on (the first "
+             "example says what it matches instead): run with the configuration given, "
+             "or give the one the run had.";
   }
   return "";
 }

@@ -45,6 +45,7 @@ enum class FindingKind {
   kCoverage,
   kResumeDuplicate,
   kResumeGap,
+  kOrderMismatch,  // trace --expect: a step that is not the configuration's
 };
 
 // The finding's name in reports ("worker_rng_duplicate", ...).

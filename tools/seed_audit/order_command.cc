@@ -11,21 +11,17 @@
 
 #include "seedloader/error.h"
 #include "seedloader/ledger.h"
-#include "tools/common/data_spec.h"
 #include "tools/common/enum_option.h"
 #include "tools/common/loader_flags.h"
 #include "tools/common/number_checks.h"
 #include "tools/seed_audit/commands.h"
+#include "tools/seed_audit/ledger_flags.h"
 
 namespace seedloader::audit {
 namespace {
 
 struct OrderArgs {
-  std::string data;
-  std::optional<std::uint64_t> size;
-  std::uint64_t seed = 0;
-  LoaderOptions options;
-  std::uint64_t epoch = 0;
+  LedgerFlags config;
   std::optional<std::uint64_t> step;
   std::string steps;  // "A:B"
   std::optional<std::uint64_t> rank;
@@ -66,11 +62,9 @@ std::string key_text(const std::vector<std::uint64_t>& key) {
   return s + ")";
 }
 
-int run_order(OrderArgs a) {
-  LedgerQuery q;
-  q.options = a.options;
-  q.seed = a.seed;
-  q.epoch = a.epoch;
+int run_order(const OrderArgs& a) {
+  std::string what;
+  LedgerQuery q = ledger_query(a.config, what);
   q.rank = a.rank;
   q.worker = a.worker;
   if (a.step) {
@@ -80,16 +74,6 @@ int run_order(OrderArgs a) {
     std::tie(q.first_step, q.end_step) = parse_steps(a.steps);
   } else {
     throw ConfigError("give --step K or --steps A:B");
-  }
-  std::string what;
-  if (a.size) {
-    q.dataset_size = *a.size;
-    what = std::to_string(*a.size) + " samples";
-  } else {
-    const std::unique_ptr<Dataset> data = tools::open_dataset(a.data, "");
-    q.dataset_size = data->size();
-    q.shard_sizes = data->shard_sizes();
-    what = data->describe();
   }
   const std::vector<LedgerEntry> entries = ledger(q);
   if (!a.json.empty()) {
@@ -110,13 +94,13 @@ int run_order(OrderArgs a) {
     if (!out) throw ConfigError("--json " + a.json + ": write failed");
     return kExitOk;
   }
-  const LoaderOptions& o = a.options;
+  const LoaderOptions& o = q.options;
   std::printf("%s, seed %llu, batch %llu x %llu ranks (%s), %d workers, epoch %llu\n",
-              what.c_str(), static_cast<unsigned long long>(a.seed),
+              what.c_str(), static_cast<unsigned long long>(q.seed),
               static_cast<unsigned long long>(o.batch_size),
               static_cast<unsigned long long>(o.world_size),
               tools::enum_name(tools::partition_names(), o.partition).c_str(),
-              o.num_workers, static_cast<unsigned long long>(a.epoch));
+              o.num_workers, static_cast<unsigned long long>(q.epoch));
   std::printf("%6s %6s %6s %6s %12s  %-22s %s\n", "step", "rank", "worker", "slot",
               "index", "stream", "fingerprint");
   for (const LedgerEntry& e : entries) {
@@ -137,44 +121,12 @@ int run_order(OrderArgs a) {
 
 void add_order_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<OrderArgs>();
-  args->options.batch_size = 32;
-  args->options.num_workers = 2;
   CLI::App* cmd = app.add_subcommand(
       "order",
       "Print the samples of step K (or steps A to B-1) of an epoch, for every rank or\n"
       "one: rank, worker, slot in the batch, index, stream key and, with --seeding\n"
       "sample, its fingerprint. Computed from the configuration; nothing is read.");
-  auto* data = cmd->add_option("--data", args->data, tools::data_spec_help());
-  auto* size =
-      cmd->add_option("--size", args->size, "A data set size alone, instead of --data")
-          ->check(tools::non_negative_integer());
-  data->excludes(size);
-  cmd->add_option("--seed", args->seed, "Base seed of the run")
-      ->check(tools::non_negative_integer())
-      ->required();
-  cmd->add_option("--batch-size", args->options.batch_size, "Batch size per rank")
-      ->check(tools::non_negative_integer())
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  cmd->add_option("--workers", args->options.num_workers, "Workers per rank")
-      ->check(CLI::Range(0, 4096))
-      ->capture_default_str();
-  cmd->add_option("--world-size", args->options.world_size, "Ranks")
-      ->check(tools::non_negative_integer())
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  tools::add_partition_option(*cmd, args->options.partition);
-  cmd->add_flag("--shuffle", args->options.shuffle, "The run shuffles");
-  tools::add_order_option(*cmd, args->options.order, &args->options.shuffle_block);
-  cmd->add_flag("--drop-last", args->options.drop_last,
-                "The run drops the last, short batch");
-  static const tools::EnumNames<SeedScope> seedings{{"full", SeedScope::kWorker},
-                                                    {"sample", SeedScope::kSample}};
-  tools::add_enum_option(*cmd, "--seeding", args->options.seeding, seedings,
-                         "full (worker streams) or sample (a stream per sample)");
-  cmd->add_option("--epoch", args->epoch, "Epoch")
-      ->check(tools::non_negative_integer())
-      ->capture_default_str();
+  add_ledger_flags(*cmd, args->config, "Epoch");
   auto* step = cmd->add_option("--step", args->step, "Step K of the epoch")
                    ->check(tools::non_negative_integer());
   auto* steps = cmd->add_option("--steps", args->steps, "Steps A:B (A to B-1)");
@@ -187,9 +139,8 @@ void add_order_command(CLI::App& app, Action& action) {
       "--json", args->json,
       "Write one JSON object per sample (epoch, step, rank, worker, slot, index, "
       "stream, fingerprint) to this file; '-' for stdout");
-  cmd->callback([args, &action, data, size] {
-    if (data->count() == 0 && size->count() == 0)
-      throw CLI::RequiredError("--data or --size");
+  cmd->callback([args, &action] {
+    require_data(args->config);
     action = [args] { return run_order(*args); };
   });
 }

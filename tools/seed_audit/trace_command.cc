@@ -3,8 +3,11 @@
 #include <optional>
 #include <string>
 
+#include "seedloader/error.h"
 #include "tools/common/number_checks.h"
 #include "tools/seed_audit/commands.h"
+#include "tools/seed_audit/expected_order.h"
+#include "tools/seed_audit/ledger_flags.h"
 #include "tools/seed_audit/report_output.h"
 #include "tools/seed_audit/trace_audit.h"
 
@@ -17,13 +20,35 @@ struct TraceArgs {
   std::uint64_t allowed_missing = 0;
   std::optional<std::uint64_t> global_batch;
   std::string json;
+  std::string expect;  // the flags of `order`, as one string
 };
 
+// The configuration --expect names, parsed with `order`'s flags.
+LedgerQuery expected_config(const std::string& flags) {
+  CLI::App parser{"--expect"};
+  LedgerFlags config;
+  add_ledger_flags(parser, config, "");
+  try {
+    parser.parse(flags, false);
+    require_data(config);
+  } catch (const CLI::ParseError& e) {
+    throw ConfigError("--expect \"" + flags + "\": " + e.what());
+  }
+  std::string what;
+  return ledger_query(config, what);
+}
+
 int run_trace(const TraceArgs& a) {
-  return emit_report(
-      audit_trace_file(a.path,
-                       AuditOptions{a.dataset_size, a.allowed_missing, a.global_batch}),
-      a.json);
+  std::optional<LedgerQuery> expected;
+  if (!a.expect.empty()) expected = expected_config(a.expect);  // before the long audit
+  Report report = audit_trace_file(
+      a.path, AuditOptions{a.dataset_size, a.allowed_missing, a.global_batch});
+  if (expected) {
+    std::uint64_t checked = 0;
+    if (auto mismatch = check_expected_order(a.path, *expected, checked))
+      report.findings.push_back(std::move(*mismatch));
+  }
+  return emit_report(report, a.json);
 }
 
 }  // namespace
@@ -53,6 +78,12 @@ void add_trace_command(CLI::App& app, Action& action) {
                   "partition's global batch); default: the ranks of each run")
       ->check(tools::non_negative_integer())
       ->check(CLI::PositiveNumber);
+  cmd->add_option(
+      "--expect", args->expect,
+      "The configuration the run had, as `order` takes it (\"--size N --seed S "
+      "--batch-size B --world-size W --shuffle ...\"): every step of the trace "
+      "must hold its samples (order_mismatch names the first that does not, "
+      "and what it matches instead)");
   add_json_report_option(*cmd, args->json);
   cmd->callback([args, &action] { action = [args] { return run_trace(*args); }; });
 }

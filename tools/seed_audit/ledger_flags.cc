@@ -1,0 +1,71 @@
+#include "tools/seed_audit/ledger_flags.h"
+
+#include <memory>
+
+#include "tools/common/data_spec.h"
+#include "tools/common/enum_option.h"
+#include "tools/common/loader_flags.h"
+#include "tools/common/number_checks.h"
+
+namespace seedloader::audit {
+
+void add_ledger_flags(CLI::App& app, LedgerFlags& f, const std::string& epoch_help) {
+  f.options.batch_size = 32;
+  f.options.num_workers = 2;
+  f.data_option = app.add_option("--data", f.data, tools::data_spec_help());
+  f.size_option =
+      app.add_option("--size", f.size, "A data set size alone, instead of --data")
+          ->check(tools::non_negative_integer());
+  f.data_option->excludes(f.size_option);
+  app.add_option("--seed", f.seed, "Base seed of the run")
+      ->check(tools::non_negative_integer())
+      ->required();
+  app.add_option("--batch-size", f.options.batch_size, "Batch size per rank")
+      ->check(tools::non_negative_integer())
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--workers", f.options.num_workers, "Workers per rank")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--world-size", f.options.world_size, "Ranks")
+      ->check(tools::non_negative_integer())
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  tools::add_partition_option(app, f.options.partition);
+  app.add_flag("--shuffle", f.options.shuffle, "The run shuffles");
+  tools::add_order_option(app, f.options.order, &f.options.shuffle_block);
+  app.add_flag("--drop-last", f.options.drop_last, "The run drops the last, short batch");
+  static const tools::EnumNames<SeedScope> seedings{{"full", SeedScope::kWorker},
+                                                    {"sample", SeedScope::kSample}};
+  tools::add_enum_option(app, "--seeding", f.options.seeding, seedings,
+                         "full (worker streams) or sample (a stream per sample)");
+  if (!epoch_help.empty()) {
+    app.add_option("--epoch", f.epoch, epoch_help)
+        ->check(tools::non_negative_integer())
+        ->capture_default_str();
+  }
+}
+
+void require_data(const LedgerFlags& f) {
+  if (f.data_option->count() == 0 && f.size_option->count() == 0)
+    throw CLI::RequiredError("--data or --size");
+}
+
+LedgerQuery ledger_query(const LedgerFlags& f, std::string& what) {
+  LedgerQuery q;
+  q.options = f.options;
+  q.seed = f.seed;
+  q.epoch = f.epoch;
+  if (f.size) {
+    q.dataset_size = *f.size;
+    what = std::to_string(*f.size) + " samples";
+  } else {
+    const std::unique_ptr<Dataset> data = tools::open_dataset(f.data, "");
+    q.dataset_size = data->size();
+    q.shard_sizes = data->shard_sizes();
+    what = data->describe();
+  }
+  return q;
+}
+
+}  // namespace seedloader::audit
