@@ -98,7 +98,7 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
       return result;
     }
   }
-  if (ctx.mixer != nullptr) {
+  if (ctx.mixer != nullptr && count > 0) {
     try {
       ctx.mixer->apply(slot, *ctx.geometry, ctx.base_seed, epoch, ctx.rank, batch, count,
                        ctx.partner_row);

@@ -56,10 +56,28 @@ void DataLoader::Iterator::load() {
         "DataLoader: this iterator's epoch was abandoned by a later begin(); iterate "
         "the new one instead");
   }
-  if (next_ >= engine_->num_batches()) {
-    done_ = true;
-    engine_->end_epoch();
-    return;
+  for (;; ++next_) {
+    if (next_ >= engine_->num_batches()) {
+      done_ = true;
+      engine_->end_epoch();
+      return;
+    }
+    if (!engine_->step_skipped(next_)) break;
+    // Fetched and dropped, in order: the steps after it stay as they were. Its
+    // dataset errors are not delivered either.
+    try {
+      engine_->fetch(next_);
+    } catch (const WorkerError& e) {
+      if (!e.failure().recoverable) {
+        done_ = true;
+        engine_->abandon_epoch();
+        throw;
+      }
+    } catch (...) {
+      done_ = true;
+      engine_->abandon_epoch();
+      throw;
+    }
   }
   try {
     current_ = engine_->fetch(next_);

@@ -451,6 +451,7 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
     if (fill_.partner_row)
       preceding_ = static_cast<const ElasticSampler&>(*sampler_).preceding(epoch);
   }
+  apply_skips(epoch);
   epoch_ = epoch;
   first_batch_ = std::min(first_batch, num_batches_);
   mode_->begin_epoch(epoch);
@@ -465,6 +466,24 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
   skipped_ = 0;
   active_ = true;
   pump();
+}
+
+void Engine::apply_skips(std::uint64_t epoch) {
+  skipped_steps_.assign(num_batches_, false);
+  if (options_.skip.empty()) return;
+  const std::vector<std::uint64_t>& gone = options_.skip.samples;
+  const bool per_sample = !gone.empty();
+  std::vector<std::vector<Index>> kept;
+  if (per_sample) kept.reserve(num_batches_);
+  for (std::uint64_t k = 0; k < num_batches_; ++k) {
+    skipped_steps_[k] = options_.skip.step(epoch, k);
+    if (!per_sample) continue;
+    std::vector<Index>& batch = kept.emplace_back();
+    for (const Index i : batches_->batch(k))
+      if (std::find(gone.begin(), gone.end(), i) == gone.end()) batch.push_back(i);
+    if (batch.empty()) skipped_steps_[k] = true;
+  }
+  if (per_sample) batches_.emplace(kept);
 }
 
 void Engine::pump() noexcept {
@@ -500,7 +519,11 @@ void Engine::pump() noexcept {
     h.generation = generation_;
     h.epoch = epoch_;
     h.batch = next_issue_;
-    h.count = idx.size();
+    // A skipped step is not delivered: with per-sample streams nothing depends on
+    // reading it; a worker stream must pass over its draws as before.
+    h.count = skipped_steps_[next_issue_] && options_.seeding == SeedScope::kSample
+                  ? 0
+                  : idx.size();
     h.block = block_[s];
     h.skipped = 0;
     h.error_index = -1;

@@ -75,6 +75,11 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   void end_epoch();
   // Stops the epoch early (the consumer broke off); never throws.
   void abandon_epoch() noexcept;
+  // Whether step k of the current epoch is skipped (LoaderOptions::skip): the
+  // iterator fetches it (a per-sample seeded one is empty) and passes over it.
+  bool step_skipped(std::uint64_t k) const {
+    return k < skipped_steps_.size() && skipped_steps_[k];
+  }
   // Changes whenever an epoch starts or is abandoned, so an iterator can tell
   // whether the epoch it walked is still the one in progress.
   std::uint64_t generation() const { return generation_; }
@@ -130,6 +135,9 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // batch holds only the newest).
   bool kept_past_newer(int slot) const;
   void start_workers();
+  // Leaves the skipped samples out of the epoch's batches and marks its skipped
+  // steps (LoaderOptions::skip), after batches_ was built.
+  void apply_skips(std::uint64_t epoch);
   // Whether some filler's next slot holds a batch the consumer still has.
   bool next_slot_held() const;
   // Moves each filler's ring past the held slots its next tasks would land on,
@@ -179,6 +187,7 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::optional<SpareBlocks> spares_;
   std::uint64_t spares_used_ = 0;
   std::optional<BatchSampler> batches_;
+  std::vector<bool> skipped_steps_;  // per batch of the epoch
   // Partition::kElastic with a batch mix: per batch, the sample before this rank's
   // first in its global batch, filled into the slot's extra row as the mix's
   // partner for row 0 (elastic_sampler.h's preceding()).

@@ -66,14 +66,24 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
       const int worker = workers > 0 ? static_cast<int>(step % workers) : 0;
       if (q.worker && *q.worker != worker) continue;
       const std::span<const Index> batch = batches.batch(step);
+      const SkipList& skip = q.options.skip;
+      const auto gone = [&](Index i) {
+        return std::find(skip.samples.begin(), skip.samples.end(), i) !=
+               skip.samples.end();
+      };
+      const bool step_skipped =
+          skip.step(q.epoch, step) || std::all_of(batch.begin(), batch.end(), gone);
+      // A skipped sample's place goes to the next one: slots count the delivered.
+      std::uint64_t delivered = 0;
       for (std::uint64_t slot = 0; slot < batch.size(); ++slot) {
         LedgerEntry e;
         e.epoch = q.epoch;
         e.step = step;
         e.rank = rank;
         e.worker = worker;
-        e.slot = slot;
         e.index = batch[slot];
+        e.skipped = step_skipped || gone(e.index);
+        e.slot = e.skipped ? slot : delivered++;
         if (per_sample) {
           e.stream = sample_key(q.epoch, e.index);
           e.fingerprint = sample_stream(q.seed, q.epoch, e.index).fingerprint();

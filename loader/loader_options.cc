@@ -52,6 +52,17 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
       fail("partition elastic draws its own order; a batch_plan replaces it");
   }
   if (dataset_size == 0) fail("the dataset is empty");
+  for (const StepRange& r : o.skip.steps) {
+    if (r.first >= r.end) {
+      fail("skip: steps [" + std::to_string(r.first) + ", " + std::to_string(r.end) +
+           ") of epoch " + std::to_string(r.epoch) + " are empty");
+    }
+  }
+  if (!o.skip.samples.empty() && o.seeding != SeedScope::kSample) {
+    fail(
+        "skipping samples needs seeding sample: a worker's stream would reach the "
+        "samples after a skipped one in another state, so they would change");
+  }
   const BatchMix& m = o.mix;
   for (const auto& [name, alpha] : {std::pair{"mixup_alpha", m.mixup_alpha},
                                     std::pair{"cutmix_alpha", m.cutmix_alpha}}) {

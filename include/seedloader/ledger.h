@@ -13,7 +13,8 @@
 // is the worker's (1, epoch, rank, worker), whose state at a sample depends on the
 // draws of the worker's earlier samples, so no fingerprint is given.
 // A batch plan (LoaderOptions::batch_plan, a Python sampler's batches) is not a
-// configuration: the ledger does not take one.
+// configuration: the ledger does not take one. Declared skips (LoaderOptions::skip)
+// are kept in the entries and marked: every other entry is where it would be.
 #pragma once
 
 #include <cstdint>
@@ -44,10 +45,14 @@ struct LedgerEntry {
   std::uint64_t step = 0;
   std::uint64_t rank = 0;
   int worker = 0;
-  std::uint64_t slot = 0;  // position in the rank's batch
+  // Its place in the rank's batch as delivered (a skipped sample: the place it had).
+  std::uint64_t slot = 0;
   std::uint64_t index = 0;
   std::vector<std::uint64_t> stream;         // the stream's spawn key (derive.h)
   std::optional<std::uint64_t> fingerprint;  // kSample only
+  // Declared skipped (LoaderOptions::skip): its step or the sample itself, or
+  // every sample of its batch. The loader does not deliver it.
+  bool skipped = false;
 };
 
 // Steps (batches per rank) an epoch has under `query`'s options and size.

@@ -40,6 +40,37 @@ enum class BadSample {
   kSkip,   // replaced by the next good sample (index+1, +2, ... mod N), counted
 };
 
+// Steps [first, end) of one epoch (a step is a batch number of the epoch).
+struct StepRange {
+  std::uint64_t epoch = 0;
+  std::uint64_t first = 0;
+  std::uint64_t end = 0;
+  bool operator==(const StepRange&) const = default;
+  bool contains(std::uint64_t e, std::uint64_t step) const {
+    return e == epoch && step >= first && step < end;
+  }
+};
+
+// Declared skips: the batches around a loss spike, samples found harmful.
+// A skipped step is not delivered, and every other step is exactly as it would
+// have been: its number, its samples, its worker and its streams (under
+// SeedScope::kSample a skipped step is not even read; under kWorker it is read
+// and dropped, so that the worker's stream reaches the next batch as before).
+// A skipped sample is left out of its batch, whose other samples keep their
+// places and streams; that needs SeedScope::kSample (a worker stream would
+// reach the later samples in another state); a batch left empty is a skipped
+// step. Indices past the data set, and steps past an epoch's end, skip nothing.
+struct SkipList {
+  std::vector<StepRange> steps;
+  std::vector<std::uint64_t> samples;
+  bool empty() const { return steps.empty() && samples.empty(); }
+  bool step(std::uint64_t epoch, std::uint64_t k) const {
+    for (const StepRange& r : steps)
+      if (r.contains(epoch, k)) return true;
+    return false;
+  }
+};
+
 struct LoaderOptions {
   std::uint64_t batch_size = 1;
   int num_workers = 0;  // 0: samples are read in the calling thread
@@ -72,6 +103,7 @@ struct LoaderOptions {
   // MixUp / CutMix over each batch, with soft targets (batch_mix.h); off unless
   // an alpha is set.
   BatchMix mix;
+  SkipList skip;
   // A batch not delivered within this time is a TimeoutError naming the worker;
   // zero waits indefinitely (a dead worker is still detected).
   std::chrono::milliseconds timeout{0};

@@ -289,6 +289,7 @@ class DataLoader:
         self._built_for = None   # len(dataset) when the engine was built
         self._plan = None        # (epoch, [[index]]) drawn from sampler / batch_sampler
         self._epoch = 0
+        self._skip_steps, self._skip_samples = set(), set()  # declared with skip()
         self._epoch_used = False  # a pass started in this epoch: the next one moves on
         self._resume = None      # (epoch, batch) the next pass starts at
         self._yielded = 0        # batches of the epoch consumed before any pass started
@@ -522,7 +523,9 @@ class DataLoader:
                  "partition": self.partition, "world_size": self.world_size,
                  "rank": self.rank, "batch_size": self.batch_size,
                  "num_batches": num_batches,
-                 "dataset": _dataset_fingerprint(self.dataset)}
+                 "dataset": _dataset_fingerprint(self.dataset),
+                 "skip": {"steps": [list(r) for r in sorted(self._skip_steps)],
+                          "samples": sorted(self._skip_samples)}}
         if self._plan is not None and self._plan[0] == self._epoch:
             state["batches"] = self._plan[1]  # a user's sampler may not draw them again
         return state
@@ -562,6 +565,10 @@ class DataLoader:
                                    self.partition == "elastic")
         # Everything is checked before anything changes: a refused state leaves
         # the loader as it was.
+        skips = _state_skips(state.get("skip", {}))
+        if skips[1] and self.seeding != "sample":
+            raise ConfigError("load_state_dict: the state skips samples, which needs "
+                              "seeding=\"sample\"; this loader has %r" % self.seeding)
         plan = None
         if "batches" in state:
             plan = (epoch, _checks.plan(state["batches"], len(self.dataset),
@@ -578,6 +585,7 @@ class DataLoader:
             self.__dict__["seed"] = self._seed  # past __setattr__'s rule
         if plan is not None:
             self._plan = plan
+        self._set_skips(self._skip_steps | skips[0], self._skip_samples | skips[1])
         self._done_epoch = done_epoch
         self._epoch = epoch
         self._epoch_used = False
@@ -704,8 +712,9 @@ class DataLoader:
         batch), slot (its place in the rank's batch), index, stream (the spawn key
         of its random stream) and fingerprint (that stream's state before the
         sample, under seeding="sample"; None under "worker", where it depends on the
-        worker's earlier draws). A sampler or batch_sampler of your own has its own
-        order, which this does not know: a ConfigError."""
+        worker's earlier draws) and skipped (declared with skip(): not delivered;
+        slot is then the place it had). A sampler or batch_sampler of your own has
+        its own order, which this does not know: a ConfigError."""
         if self._sampler is not None or self._batch_sampler is not None:
             raise ConfigError("DataLoader.ledger: this loader's order comes from its own "
                               "sampler or batch_sampler, which the ledger cannot compute")
@@ -722,12 +731,58 @@ class DataLoader:
         options = self._order_options()
         options.num_workers = self.num_workers
         options.seeding = _CHOICES["seeding"][self.seeding]
-        keys = ("epoch", "step", "rank", "worker", "slot", "index", "stream", "fingerprint")
+        options.skip_steps = sorted(self._skip_steps)
+        options.skip_samples = sorted(self._skip_samples)
+        keys = ("epoch", "step", "rank", "worker", "slot", "index", "stream", "fingerprint",
+                "skipped")
         return [dict(zip(keys, entry)) for entry in _core.ledger(
             options, len(self.dataset), epoch,
             _checks.integer(steps.start, "DataLoader.ledger: step"),
             _checks.integer(steps.stop, "DataLoader.ledger: step"),
             None if rank is None else _checks.integer(rank, "DataLoader.ledger: rank"))]
+
+    def skip(self, steps=(), samples=()):
+        """Declares steps and samples not to deliver, say the batches around a loss
+        spike: every other step stays exactly the batch it would have been (its
+        samples, worker and streams; numbering does not shift). `steps`: (a, b)
+        pairs of global steps a to b-1, a global step being epoch * len(loader) + the
+        step in its epoch. `samples`: sample indices, left out of their batches
+        (needs seeding="sample", under which no other sample's stream depends on
+        them); a batch they empty is a skipped step. Added to what was declared
+        before; state_dict() keeps the list and load_state_dict() adds a state's to
+        this loader's, so a resumed run (at another world size too, elastic) keeps
+        it. From the next pass on; ledger() marks what is skipped."""
+        per_epoch = len(self)
+        new_steps = set()
+        for pair in steps:
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ConfigError("DataLoader.skip: steps must be (first, end) pairs, got %r"
+                                  % (pair,))
+            a = _checks.integer(pair[0], "DataLoader.skip: step")
+            b = _checks.integer(pair[1], "DataLoader.skip: step")
+            if a >= b:
+                raise ConfigError("DataLoader.skip: steps (%d, %d) are empty" % (a, b))
+            if per_epoch == 0:
+                continue
+            for epoch in range(a // per_epoch, (b - 1) // per_epoch + 1):
+                start = epoch * per_epoch
+                new_steps.add((epoch, max(a, start) - start, min(b, start + per_epoch) - start))
+        new_samples = {_checks.integer(i, "DataLoader.skip: sample") for i in samples}
+        if new_samples and self.seeding != "sample":
+            raise ConfigError("DataLoader.skip: skipping samples needs seeding=\"sample\": "
+                              "under worker streams the samples after a skipped one would "
+                              "be augmented differently")
+        self._set_skips(self._skip_steps | new_steps, self._skip_samples | new_samples)
+
+    def _set_skips(self, steps, samples):
+        """Makes `steps` ((epoch, first, end) triples) and `samples` the skip list;
+        the engine is rebuilt for it when it changes."""
+        if (steps, samples) == (self._skip_steps, self._skip_samples):
+            return
+        self._skip_steps, self._skip_samples = set(steps), set(samples)
+        self._options.skip_steps = sorted(self._skip_steps)
+        self._options.skip_samples = sorted(self._skip_samples)
+        self._close_engine()
 
     def _epoch_order(self):
         """This rank's sample order in the current epoch under the built-in samplers."""
@@ -863,6 +918,25 @@ def _dataset_fingerprint(dataset):
 _STATE_INTEGERS = {"epoch": 0, "_num_yielded": 0, "samples": 0, "base_seed": 0,
                    "global_batch_size": 0, "world_size": 1, "batch_size": 1,
                    "num_batches": 0, "shuffle_block": 0}
+
+
+def _state_skips(skip):
+    """A state's "skip" as (a set of (epoch, first, end), a set of samples), each
+    checked; a ConfigError names what is wrong."""
+    what = "load_state_dict: skip"
+    if not isinstance(skip, dict):
+        raise ConfigError("%s must be a dict, got %r" % (what, skip))
+    steps = set()
+    for r in skip.get("steps", []):
+        if not isinstance(r, (list, tuple)) or len(r) != 3:
+            raise ConfigError("%s: steps must be [epoch, first, end] triples, got %r"
+                              % (what, r))
+        epoch, first, end = (_checks.integer(v, what + " steps") for v in r)
+        if first >= end:
+            raise ConfigError("%s: steps %r are empty" % (what, list(r)))
+        steps.add((epoch, first, end))
+    samples = {_checks.integer(i, what + " samples") for i in skip.get("samples", [])}
+    return steps, samples
 
 
 def _checked_state(state):

@@ -107,9 +107,9 @@ def epoch_order(options: LoaderOptions, size: int, epoch: int) -> Annotated[NDAr
     This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size, partition, and batch_size and drop_last for the elastic partition), before batching.
     """
 
-def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None) -> list[tuple[int, int, int, int, int, int, list[int], int | None]]:
+def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None) -> list[tuple[int, int, int, int, int, int, list[int], int | None, bool]]:
     """
-    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers.
+    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None, skipped) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers.
     """
 
 class SeedScope(enum.Enum):
@@ -220,6 +220,22 @@ class LoaderOptions:
 
     @on_bad_sample.setter
     def on_bad_sample(self, arg: BadSample, /) -> None: ...
+
+    @property
+    def skip_steps(self) -> list[tuple[int, int, int]]:
+        """
+        (epoch, first step, end step) ranges not delivered (LoaderOptions::skip)
+        """
+
+    @skip_steps.setter
+    def skip_steps(self, arg: Sequence[tuple[int, int, int]], /) -> None: ...
+
+    @property
+    def skip_samples(self) -> list[int]:
+        """sample indices left out of their batches (LoaderOptions::skip)"""
+
+    @skip_samples.setter
+    def skip_samples(self, arg: Sequence[int], /) -> None: ...
 
     @property
     def timeout(self) -> float: ...

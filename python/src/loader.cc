@@ -108,9 +108,10 @@ class Claim {
 
 // One batch as Python receives it.
 struct Exported {
-  nb::dict fields;     // {field name: tensor}
-  nb::object indices;  // the sample indices, native uint64 bytes
-  nb::object lengths;  // {variable field: [elements per sample]}, or None
+  std::uint64_t number = 0;  // the batch's step in its epoch
+  nb::dict fields;           // {field name: tensor}
+  nb::object indices;        // the sample indices, native uint64 bytes
+  nb::object lengths;        // {variable field: [elements per sample]}, or None
 };
 
 // Owns one delivered batch for as long as any tensor made from it lives.
@@ -253,7 +254,7 @@ class Loader {
         names_.push_back(nb::steal<nb::str>(name));
       }
     }
-    Exported out{nb::dict(), nb::none(), nb::none()};
+    Exported out{0, nb::dict(), nb::none(), nb::none()};
     for (std::size_t f = 0; f < b.num_fields(); ++f) {
       TensorView v = b.tensor(f);
       out.fields[names_[f]] = export_view(v, owner, format_);
@@ -267,6 +268,7 @@ class Loader {
     // the caller asks for it (a loop that never looks pays one copy).
     std::span<const Index> indices = b.indices();
     out.indices = nb::bytes(indices.data(), indices.size_bytes());
+    out.number = b.number();
     return out;
   }
 
@@ -337,13 +339,12 @@ class Batches {
       }
       if (error) fail(self, error);
       if (!batch) {
+        // Every step passed, the skipped ones at the end too.
+        yielded_ = std::max<std::uint64_t>(yielded_, loader.loader().num_batches());
         finish();
         throw nb::stop_iteration();
       }
-      if (replay_ > 0) {
-        --replay_;
-        continue;
-      }
+      if (batch->number < replay_) continue;  // loaded again for the worker streams
       try {
         return deliver(std::move(*batch));
       } catch (...) {
@@ -422,7 +423,7 @@ class Batches {
                          ? build_(std::move(batch.fields), std::move(batch.lengths), pad_)
                          : nb::object(std::move(batch.fields));
     last_indices_ = std::move(batch.indices);
-    ++yielded_;
+    yielded_ = batch.number + 1;  // skipped steps (LoaderOptions::skip) count as passed
     return out;
   }
 
@@ -475,7 +476,7 @@ class Batches {
   nb::object core_;         // the Loader this pass runs on, once started
   std::uint64_t pass_ = 0;  // this pass's number in its Loader
   std::uint64_t yielded_ = 0;
-  std::uint64_t replay_ = 0;
+  std::uint64_t replay_ = 0;  // batches numbered below it are loaded, not delivered
   nb::object pad_;
   nb::object build_;  // layout.build, or unset
   nb::object last_indices_ = nb::none();
@@ -570,17 +571,17 @@ void bind_loader(nb::module_& m) {
         q.rank = rank;
         std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, int,
                                std::uint64_t, std::uint64_t, std::vector<std::uint64_t>,
-                               std::optional<std::uint64_t>>>
+                               std::optional<std::uint64_t>, bool>>
             out;
         for (LedgerEntry& e : ledger(q))
           out.emplace_back(e.epoch, e.step, e.rank, e.worker, e.slot, e.index,
-                           std::move(e.stream), e.fingerprint);
+                           std::move(e.stream), e.fingerprint, e.skipped);
         return out;
       },
       nb::arg("options"), nb::arg("size"), nb::arg("epoch"), nb::arg("first_step"),
       nb::arg("end_step"), nb::arg("rank").none() = nb::none(),
       "seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, "
-      "fingerprint or None) for each sample of steps [first_step, end_step) of "
+      "fingerprint or None, skipped) for each sample of steps [first_step, end_step) of "
       "`epoch`, every rank or `rank`, under the built-in samplers.");
 
   nb::enum_<SeedScope>(m, "SeedScope")
@@ -614,6 +615,28 @@ void bind_loader(nb::module_& m) {
       .def_rw("partition", &LoaderOptions::partition)
       .def_rw("seeding", &LoaderOptions::seeding)
       .def_rw("on_bad_sample", &LoaderOptions::on_bad_sample)
+      .def_prop_rw(
+          "skip_steps",
+          [](const LoaderOptions& o) {
+            std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> out;
+            for (const StepRange& r : o.skip.steps)
+              out.emplace_back(r.epoch, r.first, r.end);
+            return out;
+          },
+          [](LoaderOptions& o,
+             const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>&
+                 v) {
+            o.skip.steps.clear();
+            for (const auto& [epoch, first, end] : v)
+              o.skip.steps.push_back({epoch, first, end});
+          },
+          "(epoch, first step, end step) ranges not delivered (LoaderOptions::skip)")
+      .def_prop_rw(
+          "skip_samples", [](const LoaderOptions& o) { return o.skip.samples; },
+          [](LoaderOptions& o, const std::vector<std::uint64_t>& v) {
+            o.skip.samples = v;
+          },
+          "sample indices left out of their batches (LoaderOptions::skip)")
       .def_prop_rw(
           "timeout", [](const LoaderOptions& o) { return o.timeout.count() / 1000.0; },
           [](LoaderOptions& o, double seconds) {

@@ -67,3 +67,84 @@ def test_order_refuses_what_it_cannot_know_naming_it():
         loader.ledger(range(3, 3))
     with pytest.raises(sl.ConfigError, match="rank 1 is outside a world of 1"):
         loader.ledger(0, rank=1)
+
+
+# --- declared skips --------------------------------------------------------------------
+
+def _pass(loader, epoch=None):
+    """[(step, indices, pixels)] of one pass; epoch sets the epoch first."""
+    if epoch is not None:
+        loader.set_epoch(epoch)
+    out = []
+    for batch in loader:
+        out.append((loader.state_dict()["_num_yielded"] - 1, batch[:, 0].tolist()))
+    return out
+
+
+@pytest.mark.parametrize("workers,seeding", [(0, "worker"), (2, "worker"), (2, "sample")])
+def test_skipped_steps_are_not_delivered_and_every_other_step_is_as_it_was(workers,
+                                                                          seeding):
+    def make():
+        return sl.DataLoader(Probe(), batch_size=4, shuffle=True, seed=3,
+                             num_workers=workers, seeding=seeding)
+    reference = make()
+    want = {e: _pass(reference, e) for e in range(3)}
+    loader = make()
+    per_epoch = len(loader)  # 10
+    loader.skip(steps=[(per_epoch + 2, per_epoch + 4), (2 * per_epoch - 1, 2 * per_epoch)])
+    assert _pass(loader, 0) == want[0]
+    got = _pass(loader, 1)
+    assert got == [b for b in want[1] if b[0] not in (2, 3, per_epoch - 1)]
+    assert loader.state_dict()["_finished"]  # the skipped last step counts as passed
+    assert _pass(loader, 2) == want[2]
+    marked = {e["step"] for e in loader.ledger(range(per_epoch), epoch=1) if e["skipped"]}
+    assert marked == {2, 3, per_epoch - 1}
+
+
+def test_the_skip_list_travels_with_the_state_and_a_resume_adds_to_it():
+    def make(rank=0, world=1, batch=4):
+        return sl.DataLoader(Probe(), batch_size=batch, shuffle=True, seed=3,
+                             seeding="sample", partition="elastic", rank=rank,
+                             world_size=world)
+    first = make()
+    first.skip(steps=[(5, 7)], samples=[11])
+    first.set_epoch(0)
+    it = iter(first)
+    for _ in range(3):
+        next(it)
+    state = first.state_dict()
+    assert state["skip"] == {"steps": [[0, 5, 7]], "samples": [11]}
+    uninterrupted = make()
+    uninterrupted.skip(steps=[(5, 7)], samples=[11])
+    want = [b for b in _pass(uninterrupted, 0) if b[0] >= 3]
+    # Resumed at 2 ranks of 2 (the same global batch): the skips hold on each rank.
+    got = {}
+    for rank in range(2):
+        resumed = make(rank, 2, 2)
+        resumed.load_state_dict(state)
+        assert resumed.state_dict()["skip"] == state["skip"]
+        for step, indices in _pass(resumed):
+            got.setdefault(step, []).extend(indices)
+    assert sorted(got.items()) == want
+    # A resume adds: the state's skips and the new ones.
+    more = make()
+    more.load_state_dict(state)
+    more.skip(steps=[(8, 9)])
+    assert more.state_dict()["skip"]["steps"] == [[0, 5, 7], [0, 8, 9]]
+
+
+def test_skips_are_checked_naming_what_is_wrong():
+    loader = sl.DataLoader(Probe(), batch_size=4, seed=1)
+    with pytest.raises(sl.ConfigError, match="needs seeding=\"sample\""):
+        loader.skip(samples=[3])
+    with pytest.raises(sl.ConfigError, match=r"steps \(4, 4\) are empty"):
+        loader.skip(steps=[(4, 4)])
+    with pytest.raises(sl.ConfigError, match="must be \\(first, end\\) pairs"):
+        loader.skip(steps=[5])
+    state = loader.state_dict()
+    state["skip"] = {"steps": [[0, 3]]}
+    with pytest.raises(sl.ConfigError, match=r"\[epoch, first, end\] triples"):
+        loader.load_state_dict(state)
+    state["skip"] = {"samples": [2]}
+    with pytest.raises(sl.ConfigError, match="the state skips samples"):
+        loader.load_state_dict(state)

@@ -89,6 +89,7 @@ int run_order(const OrderArgs& a) {
                        {"stream", e.stream}};
       j["fingerprint"] =
           e.fingerprint ? nlohmann::json(*e.fingerprint) : nlohmann::json();
+      j["skipped"] = e.skipped;
       out << j.dump() << "\n";
     }
     if (!out) throw ConfigError("--json " + a.json + ": write failed");
