@@ -291,6 +291,7 @@ void Engine::detach(int slot) {
   copies_.reserve(copies_.size() + 1);
   slot_data_[slot] = region_.detach(held, region_layout_.slot().bytes);
   copies_.push_back(held);
+  ever_detached_ = true;
   slots_[slot].held = false;
   slots_[slot].batch = -1;
   mode_->take_back(header(slot));
@@ -349,8 +350,9 @@ bool Engine::kept_past_newer(int slot) const {
 
 std::span<std::byte> Engine::expose_region() {
   // Spare blocks only where every worker forks after them, and while each slot's
-  // data is still at its place in the region (nothing detached).
-  if (detach_allowed_ && !pool_.running() && copies_.empty()) {
+  // data is still at its place in the region (nothing ever detached: a dropped
+  // detached batch leaves an unusable hole there).
+  if (detach_allowed_ && !pool_.running() && !ever_detached_) {
     const std::size_t bytes = region_layout_.slot().bytes;
     const std::uint64_t memory = static_cast<std::uint64_t>(sysconf(_SC_PHYS_PAGES)) *
                                  static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
@@ -471,7 +473,8 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
 void Engine::apply_skips(std::uint64_t epoch) {
   skipped_steps_.assign(num_batches_, false);
   if (options_.skip.empty()) return;
-  const std::vector<std::uint64_t>& gone = options_.skip.samples;
+  std::vector<std::uint64_t> gone = options_.skip.samples;
+  std::sort(gone.begin(), gone.end());
   const bool per_sample = !gone.empty();
   std::vector<std::vector<Index>> kept;
   if (per_sample) kept.reserve(num_batches_);
@@ -480,8 +483,15 @@ void Engine::apply_skips(std::uint64_t epoch) {
     if (!per_sample) continue;
     std::vector<Index>& batch = kept.emplace_back();
     for (const Index i : batches_->batch(k))
-      if (std::find(gone.begin(), gone.end(), i) == gone.end()) batch.push_back(i);
-    if (batch.empty()) skipped_steps_[k] = true;
+      if (!std::binary_search(gone.begin(), gone.end(), i)) batch.push_back(i);
+    // Another rank's batch of the same step may keep samples: a step skipped on
+    // one rank only would leave the ranks a step apart (a hang in DDP).
+    if (batch.empty() && !skipped_steps_[k]) {
+      throw ConfigError("skip: the skipped samples leave step " + std::to_string(k) +
+                        " of epoch " + std::to_string(epoch) +
+                        " without a sample on rank " + std::to_string(options_.rank) +
+                        "; skip the step itself, which every rank skips");
+    }
   }
   if (per_sample) batches_.emplace(kept);
 }

@@ -178,6 +178,7 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // Private copies of detached batches still held, by address.
   std::vector<std::byte*> copies_;
   bool detach_allowed_ = true;  // until expose_region()
+  bool ever_detached_ = false;  // a detach() leaves holes in the region when freed
   // After expose_region(): the data block each slot writes to (SlotHeader::block),
   // the blocks kept batches hold (by the address their Batch has), the blocks
   // free again, the spare blocks, and how many of those were ever used.

@@ -58,6 +58,8 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
                       std::to_string(q.epoch) + "'s " + std::to_string(steps) + " steps");
   }
   const bool per_sample = q.options.seeding == SeedScope::kSample;
+  std::vector<std::uint64_t> skipped_samples = q.options.skip.samples;
+  std::sort(skipped_samples.begin(), skipped_samples.end());
   std::vector<LedgerEntry> out;
   for (std::uint64_t rank = q.rank.value_or(0); rank < (q.rank ? *q.rank + 1 : world);
        ++rank) {
@@ -66,13 +68,10 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
       const int worker = workers > 0 ? static_cast<int>(step % workers) : 0;
       if (q.worker && *q.worker != worker) continue;
       const std::span<const Index> batch = batches.batch(step);
-      const SkipList& skip = q.options.skip;
       const auto gone = [&](Index i) {
-        return std::find(skip.samples.begin(), skip.samples.end(), i) !=
-               skip.samples.end();
+        return std::binary_search(skipped_samples.begin(), skipped_samples.end(), i);
       };
-      const bool step_skipped =
-          skip.step(q.epoch, step) || std::all_of(batch.begin(), batch.end(), gone);
+      const bool step_skipped = q.options.skip.step(q.epoch, step);
       // A skipped sample's place goes to the next one: slots count the delivered.
       std::uint64_t delivered = 0;
       for (std::uint64_t slot = 0; slot < batch.size(); ++slot) {

@@ -58,6 +58,11 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
            ") of epoch " + std::to_string(r.epoch) + " are empty");
     }
   }
+  if (!o.skip.samples.empty() && o.mix.enabled()) {
+    fail(
+        "skipping samples with MixUp or CutMix: a skipped sample would still be mixed "
+        "into its neighbour, and the others' partners would change");
+  }
   if (!o.skip.samples.empty() && o.seeding != SeedScope::kSample) {
     fail(
         "skipping samples needs seeding sample: a worker's stream would reach the "

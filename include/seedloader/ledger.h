@@ -50,8 +50,8 @@ struct LedgerEntry {
   std::uint64_t index = 0;
   std::vector<std::uint64_t> stream;         // the stream's spawn key (derive.h)
   std::optional<std::uint64_t> fingerprint;  // kSample only
-  // Declared skipped (LoaderOptions::skip): its step or the sample itself, or
-  // every sample of its batch. The loader does not deliver it.
+  // Declared skipped (LoaderOptions::skip): its step or the sample itself. The
+  // loader does not deliver it.
   bool skipped = false;
 };
 

@@ -58,8 +58,11 @@ struct StepRange {
 // and dropped, so that the worker's stream reaches the next batch as before).
 // A skipped sample is left out of its batch, whose other samples keep their
 // places and streams; that needs SeedScope::kSample (a worker stream would
-// reach the later samples in another state); a batch left empty is a skipped
-// step. Indices past the data set, and steps past an epoch's end, skip nothing.
+// reach the later samples in another state) and no batch mix. Samples that
+// would leave a batch empty are a ConfigError when its epoch begins, naming the
+// step: another rank's batch of that step may keep samples, and the ranks must
+// stay in step, so skip the step instead. Indices past the data set, and steps
+// past an epoch's end, skip nothing.
 struct SkipList {
   std::vector<StepRange> steps;
   std::vector<std::uint64_t> samples;

@@ -290,6 +290,7 @@ class DataLoader:
         self._plan = None        # (epoch, [[index]]) drawn from sampler / batch_sampler
         self._epoch = 0
         self._skip_steps, self._skip_samples = set(), set()  # declared with skip()
+        self._skips_changed = False  # the engine was built with other skips
         self._epoch_used = False  # a pass started in this epoch: the next one moves on
         self._resume = None      # (epoch, batch) the next pass starts at
         self._yielded = 0        # batches of the epoch consumed before any pass started
@@ -422,6 +423,9 @@ class DataLoader:
             self._worker_init_fn = self.worker_init_fn
         if self._loader is not None:
             self._loader.stop()  # one pass at a time, as the engine runs them
+        if self._skips_changed:
+            self._close_engine()  # rebuilt with the skips declared since
+            self._skips_changed = False
         if self._resume is not None:
             self._epoch, first = self._resume
         else:
@@ -566,6 +570,9 @@ class DataLoader:
         # Everything is checked before anything changes: a refused state leaves
         # the loader as it was.
         skips = _state_skips(state.get("skip", {}))
+        if skips[1] and self._collate is not None:
+            raise ConfigError("load_state_dict: the state skips samples, which a loader "
+                              "with a collate_fn cannot (it reads whole batches)")
         if skips[1] and self.seeding != "sample":
             raise ConfigError("load_state_dict: the state skips samples, which needs "
                               "seeding=\"sample\"; this loader has %r" % self.seeding)
@@ -628,6 +635,7 @@ class DataLoader:
         self._options.seed = self._seed
         self._loader = _core.Loader(dataset, self._options, self._worker_init(),
                                   self._format, plan)
+        self._skips_changed = False  # built with the skips declared now
         if self._pin_request is not False:
             self._pin(required=bool(self._pin_request))
         return self._loader
@@ -748,7 +756,9 @@ class DataLoader:
         pairs of global steps a to b-1, a global step being epoch * len(loader) + the
         step in its epoch. `samples`: sample indices, left out of their batches
         (needs seeding="sample", under which no other sample's stream depends on
-        them); a batch they empty is a skipped step. Added to what was declared
+        them, and no collate_fn or MixUp/CutMix); samples that would empty a batch are
+        a ConfigError naming the step when its epoch begins (another rank may keep
+        samples there): skip that step instead. Added to what was declared
         before; state_dict() keeps the list and load_state_dict() adds a state's to
         this loader's, so a resumed run (at another world size too, elastic) keeps
         it. From the next pass on; ledger() marks what is skipped."""
@@ -768,6 +778,9 @@ class DataLoader:
                 start = epoch * per_epoch
                 new_steps.add((epoch, max(a, start) - start, min(b, start + per_epoch) - start))
         new_samples = {_checks.integer(i, "DataLoader.skip: sample") for i in samples}
+        if new_samples and self._collate is not None:
+            raise ConfigError("DataLoader.skip: samples cannot be skipped under a "
+                              "collate_fn (the engine reads whole batches); skip steps")
         if new_samples and self.seeding != "sample":
             raise ConfigError("DataLoader.skip: skipping samples needs seeding=\"sample\": "
                               "under worker streams the samples after a skipped one would "
@@ -776,13 +789,14 @@ class DataLoader:
 
     def _set_skips(self, steps, samples):
         """Makes `steps` ((epoch, first, end) triples) and `samples` the skip list;
-        the engine is rebuilt for it when it changes."""
+        the engine is rebuilt for it when the next pass starts (a pass in progress
+        runs on as it began)."""
         if (steps, samples) == (self._skip_steps, self._skip_samples):
             return
         self._skip_steps, self._skip_samples = set(steps), set(samples)
         self._options.skip_steps = sorted(self._skip_steps)
         self._options.skip_samples = sorted(self._skip_samples)
-        self._close_engine()
+        self._skips_changed = True
 
     def _epoch_order(self):
         """This rank's sample order in the current epoch under the built-in samplers."""

@@ -451,13 +451,19 @@ class Batches {
   // with the failed batch counted as passed; any other error ends it.
   [[noreturn]] void fail(nb::handle self, std::exception_ptr error) {
     bool recoverable = false;
+    long long failed = -1;
     try {
       std::rethrow_exception(error);
     } catch (const WorkerError& e) {
       recoverable = e.failure().recoverable;
+      failed = e.failure().batch;
     } catch (...) {
     }
-    if (recoverable) ++yielded_;
+    // Past the failed batch: its number, as deliver() counts, where the error names it.
+    if (recoverable)
+      yielded_ = failed >= 0 ? std::max<std::uint64_t>(
+                                   yielded_, static_cast<std::uint64_t>(failed) + 1)
+                             : yielded_ + 1;
     error_ = std::move(error);
     try {
       on_error_(self);

@@ -148,3 +148,26 @@ def test_skips_are_checked_naming_what_is_wrong():
     state["skip"] = {"samples": [2]}
     with pytest.raises(sl.ConfigError, match="the state skips samples"):
         loader.load_state_dict(state)
+
+
+def test_a_skip_declared_during_a_pass_leaves_that_pass_running():
+    loader = sl.DataLoader(Probe(), batch_size=4, shuffle=True, seed=3, num_workers=2,
+                           seeding="sample")
+    reference = sl.DataLoader(Probe(), batch_size=4, shuffle=True, seed=3, num_workers=2,
+                              seeding="sample")
+    want = _pass(reference, 0) + _pass(reference, 1)
+    loader.set_epoch(0)
+    got = []
+    for batch in loader:
+        got.append((loader.state_dict()["_num_yielded"] - 1, batch[:, 0].tolist()))
+        if len(got) == 2:
+            loader.skip(steps=[(len(loader) + 1, len(loader) + 3)])  # in epoch 1
+    assert got == want[:len(loader)]
+    assert _pass(loader, 1) == [b for b in want[len(loader):] if b[0] not in (1, 2)]
+
+
+def test_sample_skips_under_a_collate_fn_are_refused():
+    loader = sl.DataLoader(Probe(), batch_size=4, seed=1, seeding="sample",
+                           collate_fn=lambda items: torch.stack(items))
+    with pytest.raises(sl.ConfigError, match="under a collate_fn"):
+        loader.skip(samples=[3])

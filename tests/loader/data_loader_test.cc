@@ -312,6 +312,33 @@ TEST(DataLoaderTest, TensorViewsDescribeTheCollatedArrays) {
   EXPECT_THROW(v.values<double>(), ConfigError);
 }
 
+// Pinned after a kept batch was moved to private memory and dropped: the slot's
+// data no longer sits at its place in the region, so no spare blocks are made and
+// keeping more batches than slots is an Error, not a worker writing into the hole.
+TEST(DataLoaderTest, PinnedAfterADetachedBatchWasDroppedRefusesInsteadOfCrashing) {
+  StreamProbeDataset ds(100, 1);
+  LoaderOptions o = base_options(2);
+  o.prefetch = 1;
+  DataLoader loader(ds, o);
+  {
+    std::vector<Batch> kept;
+    loader.set_epoch(0);
+    for (auto it = loader.begin(); !(it == loader.end()); ++it) kept.push_back(it.take());
+  }  // every detached copy freed
+  loader.shared_memory();
+  loader.set_epoch(1);
+  std::vector<Batch> kept;
+  auto it = loader.begin();
+  kept.push_back(it.take());
+  ++it;
+  kept.push_back(it.take());
+  EXPECT_THROW(++it, Error);
+  kept.clear();
+  // Dropped in time, the batches still come.
+  DataLoader reference(ds, o);
+  EXPECT_EQ(run_epoch(loader, 2), run_epoch(reference, 2));
+}
+
 // Pinned after persistent workers were forked, the slots have no spare blocks
 // to go on in: keeping more batches than slots is an Error naming the count.
 TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsOfARegionPinnedLateIsAClearError) {
