@@ -130,6 +130,52 @@ TEST_F(TrainElastic, ResumedAtAnotherWorldSizeTrainsTheSameDataAndWeights) {
   }
 }
 
+// Declared skips: --skip-steps leaves those steps untrained and every other step
+// training exactly what it would have; the checkpoint keeps the list, a resume at
+// another world size keeps it and may add to it.
+TEST_F(TrainElastic, DeclaredSkipsLeaveEveryOtherStepAsItWasAcrossAResume) {
+  auto full = run(4, "8", "--steps 12 --trace " + path("full.trace"));
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+  auto skipping = run(
+      4, "8",
+      "--steps 12 --skip-steps 3:5 --skip-steps 8:9 --trace " + path("skipping.trace"));
+  ASSERT_EQ(skipping.exit_code, 0) << skipping.out;
+  std::vector<TracedSample> want = read_trace(path("full.trace"));
+  // Global steps 3, 4 and 8 are the trace's steps 4, 5 and 9 (it counts from 1).
+  std::erase_if(want, [](const TracedSample& t) {
+    return t.step == 4 || t.step == 5 || t.step == 9;
+  });
+  ASSERT_EQ(want.size(), 9u * 8u);
+  EXPECT_TRUE(read_trace(path("skipping.trace")) == want);
+
+  auto first = run(4, "8",
+                   "--steps 6 --skip-steps 3:5 --save " + path("ck.safetensors") +
+                       " --trace " + path("resumed.trace"));
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  auto rest = run(2, "8",
+                  "--steps 12 --skip-steps 8:9 --resume " + path("ck.safetensors") +
+                      " --trace " + path("resumed.trace"));
+  ASSERT_EQ(rest.exit_code, 0) << rest.out;
+  EXPECT_TRUE(read_trace(path("resumed.trace")) == want);
+}
+
+TEST_F(TrainElastic, SkipFlagsAreCheckedNamingTheValue) {
+  expect_refused(run(2, "8", "--steps 2 --skip-steps 5:5"),
+                 "--skip-steps 5:5: expected A:B, global steps with A < B");
+  expect_refused(run(2, "8", "--steps 2 --skip-samples " + path("missing.txt")),
+                 "--skip-samples " + path("missing.txt") + ": cannot be read");
+  {
+    std::ofstream bad(path("bad.txt"));
+    bad << "3\n# a comment\n\nseven\n";
+  }
+  expect_refused(run(2, "8", "--steps 2 --skip-samples " + path("bad.txt")),
+                 "bad.txt:4: 'seven' is not a sample index");
+  auto worker =
+      train("--data synthetic:40 --model mlp:3072,16,10 --steps 1 --skip-samples " +
+            path("bad.txt"));
+  expect_refused(worker, "--skip-samples needs --seeding sample");
+}
+
 TEST_F(TrainElastic, WorldSizeThatDoesNotDivideTheGlobalBatchIsRefused) {
   auto out = run(3, "8", "--steps 1");
   expect_refused(out,

@@ -34,22 +34,26 @@ class BatchFeed {
   virtual ~BatchFeed() = default;
   // The next next() returns batch `first` of `epoch` (abandoning an unfinished
   // epoch).
-  void start(std::uint64_t epoch, std::uint64_t first = 0) { skip_ = open(epoch, first); }
+  void start(std::uint64_t epoch, std::uint64_t first = 0) {
+    replay_ = open(epoch, first);
+  }
   // The next batch of the epoch, or nullptr after the last.
   const StepInputs* next() {
-    for (; skip_ > 0; --skip_)
-      if (!fetch()) return nullptr;
-    return fetch();
+    for (;;) {
+      const StepInputs* in = fetch();
+      if (!in || in->batch->number() >= replay_) return in;
+    }
   }
 
  protected:
-  // Starts `epoch` at batch `first` or before it; returns how many batches
-  // fetch() must discard to reach `first`.
+  // Starts `epoch` at batch `first` or before it; returns the batch number below
+  // which fetch() delivers batches to discard (0: none), so that the first batch
+  // next() returns is `first` or the first not skipped after it.
   virtual std::uint64_t open(std::uint64_t epoch, std::uint64_t first) = 0;
   virtual const StepInputs* fetch() = 0;
 
  private:
-  std::uint64_t skip_ = 0;
+  std::uint64_t replay_ = 0;
 };
 
 // `classes` (xent: the model's outputs) bounds the labels and `who` names the

@@ -359,6 +359,36 @@ void check_position(const std::string& path, const CheckpointState& s,
 
 std::string optimizer_file(const std::string& path) { return path + kOptimizerSuffix; }
 
+namespace {
+
+// {"steps": [[epoch, first, end], ...], "samples": [...]}
+std::string skip_json(const SkipList& skip) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const StepRange& r : skip.steps) steps.push_back({r.epoch, r.first, r.end});
+  return nlohmann::json{{"steps", steps}, {"samples", skip.samples}}.dump();
+}
+
+SkipList parse_skip(const std::string& path, const std::string& text) {
+  SkipList skip;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(text);
+    for (const auto& r : j.at("steps")) {
+      const auto v = r.get<std::array<std::uint64_t, 3>>();
+      if (v[1] >= v[2]) throw std::invalid_argument("an empty range");
+      skip.steps.push_back({v[0], v[1], v[2]});
+    }
+    skip.samples = j.at("samples").get<std::vector<std::uint64_t>>();
+  } catch (const std::exception& e) {
+    fail(path,
+         "metadata 'skip' is not {\"steps\": [[epoch, first, end], ...], "
+         "\"samples\": [...]}: " +
+             std::string(e.what()));
+  }
+  return skip;
+}
+
+}  // namespace
+
 void save_checkpoint(const std::string& path, std::span<const Stage> stages,
                      const CheckpointState& state) {
   const std::vector<Entry> weights = entries(stages, false),
@@ -393,6 +423,7 @@ void save_checkpoint(const std::string& path, std::span<const Stage> stages,
                 {"workers", std::to_string(state.workers)},
                 {"dataset_size", std::to_string(state.dataset_size)},
                 {"dataset_fingerprint", hex(state.dataset_fingerprint)},
+                {"skip", skip_json(state.skip)},
                 {"optimizer_file", std::filesystem::path(companion).filename().string()},
                 {"optimizer_checksum", opt_checksum}};
   model.seal(kFormat);
@@ -454,6 +485,8 @@ CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> 
                       s.dataset_fingerprint, 16);
   if (fp_ec != std::errc() || fp_end != fp->second.data() + fp->second.size())
     fail(path, "metadata 'dataset_fingerprint' is not hex: '" + fp->second + "'");
+  auto skip = meta.find("skip");
+  if (skip != meta.end()) s.skip = parse_skip(path, skip->second);
   auto config = meta.find("config");
   if (config == meta.end()) fail(path, "metadata has no 'config'");
   s.config = config->second;

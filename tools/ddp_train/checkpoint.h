@@ -52,6 +52,7 @@
 #include <span>
 #include <string>
 
+#include "seedloader/loader_options.h"
 #include "tools/ddp_train/train_model.h"
 
 namespace seedloader::train {
@@ -88,6 +89,7 @@ struct CheckpointState {
   std::uint64_t dataset_fingerprint = 0;  // data_fingerprint()
   std::string config;                     // resume_config_json()
   std::string optimizer;                  // optimizer_json(), for PyTorch
+  SkipList skip;  // the run's declared skips (absent from older checkpoints: none)
 
   // The file stores samples, not batches, so both need the saving run's per-rank
   // batch size.

@@ -1,5 +1,11 @@
 #include "tools/ddp_train/train_options.h"
 
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <string_view>
+#include <utility>
+
 #include <nlohmann/json.hpp>
 
 #include "seedloader/error.h"
@@ -117,6 +123,59 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
                  "all ranks");
   app.add_flag("--progress", o.progress,
                "Progress bar even when stderr is not a terminal");
+  app.add_option("--skip-steps", o.skip_steps,
+                 "Do not train global steps A to B-1 (A:B; repeatable): every other step "
+                 "trains what it would have; kept in --save checkpoints")
+      ->type_name("A:B")
+      ->take_all();
+  app.add_option("--skip-samples", o.skip_samples,
+                 "Leave out the sample indices listed in FILE (one a line; needs "
+                 "--seeding sample); kept in --save checkpoints")
+      ->type_name("FILE");
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> skip_step_ranges(
+    const TrainOptions& o) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const std::string& text : o.skip_steps) {
+    const auto colon = text.find(':');
+    std::uint64_t a = 0, b = 0;
+    const auto parse = [](std::string_view part, std::uint64_t& v) {
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+      return !part.empty() && ec == std::errc() && end == part.data() + part.size();
+    };
+    const std::string_view all(text);
+    if (colon == std::string::npos || !parse(all.substr(0, colon), a) ||
+        !parse(all.substr(colon + 1), b) || a >= b)
+      throw ConfigError("--skip-steps " + text +
+                        ": expected A:B, global steps with A < B");
+    out.emplace_back(a, b);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> skip_sample_indices(const TrainOptions& o) {
+  std::vector<std::uint64_t> out;
+  if (o.skip_samples.empty()) return out;
+  std::ifstream in(o.skip_samples);
+  if (!in) throw ConfigError("--skip-samples " + o.skip_samples + ": cannot be read");
+  std::string line;
+  for (std::uint64_t n = 1; std::getline(in, line); ++n) {
+    std::string_view text(line);
+    text = text.substr(0, text.find('#'));
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+      text.remove_prefix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+      text.remove_suffix(1);
+    if (text.empty()) continue;
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size())
+      throw ConfigError("--skip-samples " + o.skip_samples + ":" + std::to_string(n) +
+                        ": '" + std::string(text) + "' is not a sample index");
+    out.push_back(v);
+  }
+  return out;
 }
 
 void validate(const TrainOptions& o) {
@@ -139,6 +198,11 @@ void validate(const TrainOptions& o) {
     throw ConfigError(
         "--partition elastic needs --seeding sample (per-sample streams make a global "
         "batch the same bytes at any world size)");
+  if (!o.skip_samples.empty() && o.seeding != SeedScope::kSample)
+    throw ConfigError(
+        "--skip-samples needs --seeding sample (under worker streams the samples after a "
+        "skipped one would be augmented differently)");
+  skip_step_ranges(o);  // well-formed
 }
 
 std::uint64_t global_batch_size(const TrainOptions& o, std::uint64_t world_size) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "seedloader/loader_options.h"
@@ -57,7 +58,20 @@ struct TrainOptions : tools::LoaderFlags {
   std::string trace;  // per-sample JSON lines (see trainer.h), appended by rank 0
   std::uint64_t checkpoint_every = 0;
   bool progress = false;
+  // --skip-steps A:B (global steps A to B-1; repeatable) and --skip-samples FILE
+  // (sample indices, one a line): declared skips (LoaderOptions::skip), added to a
+  // resumed checkpoint's.
+  std::vector<std::string> skip_steps;
+  std::string skip_samples;
 };
+
+// The global step ranges of --skip-steps, each [A, B). Throws ConfigError naming a
+// range that is not A:B with A < B.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> skip_step_ranges(
+    const TrainOptions& o);
+// The sample indices of --skip-samples FILE (blank lines and lines from '#' on are
+// ignored). Throws ConfigError naming the file and line of anything else.
+std::vector<std::uint64_t> skip_sample_indices(const TrainOptions& o);
 
 // Registers every ddp-train option on `app`, filling `o`.
 void add_train_options(CLI::App& app, TrainOptions& o);

@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "seedloader/ddp/mpi_communicator.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
+#include "seedloader/ledger.h"
 #include "tools/common/progress_bar.h"
 #include "tools/ddp_train/batch_feed.h"
 #include "tools/ddp_train/checkpoint.h"
@@ -214,6 +216,9 @@ class Run {
   // The rank's DataLoader and the feed that puts its batches on the model's device.
   // REQUIRES: seed_ is final.
   void open_loader();
+  // The skips the loader declares (LoaderOptions::skip): the resumed checkpoint's
+  // and --skip-steps / --skip-samples, global steps cut into epochs of `lo`'s.
+  SkipList declared_skips(const LoaderOptions& lo) const;
   // What every rank must share, for check_ranks_agree, in the order a difference
   // is reported: the data, then the options, then the resume state.
   std::vector<RankFact> facts(Position start) const;
@@ -249,6 +254,7 @@ class Run {
   std::unique_ptr<StepTrace> trace_;
   std::uint64_t data_fingerprint_ = 0;  // only with --save or --resume
   std::optional<CheckpointState> resumed_;
+  SkipList skip_;  // a resumed checkpoint's declared skips and this run's
 };
 
 void Run::go() {
@@ -374,6 +380,33 @@ void Run::check_resumed_position() const {
     check_position(o_.resume, *resumed_, saved_batch_size(), num_batches_, total_steps_);
 }
 
+SkipList Run::declared_skips(const LoaderOptions& lo) const {
+  SkipList skip = resumed_ ? resumed_->skip : SkipList{};
+  LedgerQuery q;
+  q.options = lo;
+  q.dataset_size = data_->size();
+  q.seed = seed_;
+  const std::uint64_t per_epoch =
+      ledger_steps(q);  // the same at any world size (elastic)
+  const auto add_step = [&](StepRange r) {
+    if (std::find(skip.steps.begin(), skip.steps.end(), r) == skip.steps.end())
+      skip.steps.push_back(r);
+  };
+  for (const auto& [a, b] : skip_step_ranges(o_)) {
+    if (per_epoch == 0) break;
+    for (std::uint64_t e = a / per_epoch; e <= (b - 1) / per_epoch; ++e)
+      add_step({e, std::max(a, e * per_epoch) - e * per_epoch,
+                std::min(b, (e + 1) * per_epoch) - e * per_epoch});
+  }
+  for (const std::uint64_t i : skip_sample_indices(o_))
+    if (std::find(skip.samples.begin(), skip.samples.end(), i) == skip.samples.end())
+      skip.samples.push_back(i);
+  if (!skip.samples.empty() && lo.seeding != SeedScope::kSample)
+    throw ConfigError("the checkpoint " + o_.resume +
+                      " skips samples, which needs --seeding sample");
+  return skip;
+}
+
 void Run::open_loader() {
   LoaderOptions lo;
   lo.batch_size = batch_;
@@ -388,6 +421,8 @@ void Run::open_loader() {
   lo.partition = o_.partition;
   lo.seeding = o_.seeding;
   lo.timeout = std::chrono::seconds(o_.timeout_s);
+  lo.skip = declared_skips(lo);
+  skip_ = lo.skip;
   loader_ = std::make_unique<DataLoader>(*data_, lo);
   num_batches_ = loader_->num_batches();
   total_steps_ = o_.steps ? *o_.steps : o_.epochs * num_batches_;
@@ -483,6 +518,14 @@ std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBa
     const StepInputs* in = feed_->next();
     es.wait += seconds_since(tw);
     if (!in) break;
+    // Steps are numbered as positions: a declared skip passes over its numbers.
+    b = in->batch->number();
+    global_step_ = start.epoch * num_batches_ + b;
+    if (global_step_ >= total_steps_) {  // --steps ends inside skipped steps
+      global_step_ = total_steps_;
+      b = total_steps_ - start.epoch * num_batches_;
+      break;
+    }
     if (trace_) trace_->record(start.epoch, b, global_step_ + 1, *in->batch);
     ++b;
     StepStats s = model_->step(in->x, in->x_shape, in->target);
@@ -496,6 +539,11 @@ std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBa
       save(Position::after(start.epoch, b, num_batches_));
     if (global_step_ >= total_steps_) break;
   }
+  // Skipped steps at the epoch's end are passed too.
+  while (b < num_batches_ && global_step_ < total_steps_ && skip_.step(start.epoch, b)) {
+    ++b;
+    ++global_step_;
+  }
   if (b < num_batches_ && global_step_ < total_steps_)
     throw Error("epoch " + std::to_string(start.epoch) + ": the loader ended after " +
                 std::to_string(b) + " of " + std::to_string(num_batches_) + " batches");
@@ -507,6 +555,7 @@ void Run::save(Position next) {
   s.base_seed = seed_;
   s.set_position(next, batch_);
   s.global_step = global_step_;
+  s.skip = skip_;
   s.run = run_;
   s.world_size = static_cast<std::uint64_t>(mpi_.size());
   s.workers = static_cast<std::uint64_t>(o_.workers);
