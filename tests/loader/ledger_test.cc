@@ -24,13 +24,15 @@ struct Config {
   int workers;
   bool shuffle;
   bool drop_last;
+  ShuffleOrder order = ShuffleOrder::kNumpy;
 };
 
 std::string describe(const Config& c) {
   return std::string(c.partition == Partition::kElastic ? "elastic" : "strided") +
          (c.seeding == SeedScope::kSample ? " sample" : " worker") +
          " W=" + std::to_string(c.world_size) + " workers=" + std::to_string(c.workers) +
-         (c.shuffle ? " shuffle" : "") + (c.drop_last ? " drop_last" : "");
+         (c.shuffle ? " shuffle" : "") + (c.drop_last ? " drop_last" : "") +
+         (c.order == ShuffleOrder::kTorch ? " torch order" : "");
 }
 
 LoaderOptions options_of(const Config& c) {
@@ -42,6 +44,7 @@ LoaderOptions options_of(const Config& c) {
   o.seeding = c.seeding;
   o.shuffle = c.shuffle;
   o.drop_last = c.drop_last;
+  o.order = c.order;
   o.seed = 99;
   return o;
 }
@@ -135,8 +138,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Config{Partition::kStrided, SeedScope::kSample, 2, 0, true, false},
                       Config{Partition::kElastic, SeedScope::kSample, 1, 2, true, false},
                       Config{Partition::kElastic, SeedScope::kSample, 2, 3, true, true},
-                      Config{Partition::kElastic, SeedScope::kSample, 3, 0, false,
-                             false}));
+                      Config{Partition::kElastic, SeedScope::kSample, 3, 0, false, false},
+                      Config{Partition::kStrided, SeedScope::kWorker, 2, 2, true, false,
+                             ShuffleOrder::kTorch},
+                      Config{Partition::kElastic, SeedScope::kSample, 2, 1, true, true,
+                             ShuffleOrder::kTorch}));
 
 TEST(LedgerTest, AStepPastTheEpochARankOutsideTheWorldAndAWorkerOutsideAreNamed) {
   LedgerQuery q;

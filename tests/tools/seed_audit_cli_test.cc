@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "seedloader/distributed_sampler.h"
@@ -130,6 +131,27 @@ TEST(SeedAuditCliTest, OrderTextNamesTheConfigurationAndEveryColumn) {
   EXPECT_NE(r.out.find("step   rank worker   slot        index  stream"),
             std::string::npos);
   EXPECT_NE(r.out.find("(1, 0, 0, 1)"), std::string::npos) << r.out;  // worker 1's stream
+}
+
+TEST(SeedAuditCliTest, OrderMarksTheStepsARunDeclaredSkipped) {
+  // 5 steps an epoch: global steps 6 and 7 are steps 1 and 2 of epoch 1.
+  auto r = run_command(audit(
+      "order --size 20 --seed 7 --batch-size 4 --epoch 1 --steps 0:5 --skip-steps 6:8 "
+      "--json -"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::istringstream lines(r.out);
+  std::set<std::uint64_t> skipped, all;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line);
+    all.insert(j["step"].get<std::uint64_t>());
+    if (j["skipped"].get<bool>()) skipped.insert(j["step"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(all, (std::set<std::uint64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(skipped, (std::set<std::uint64_t>{1, 2}));
+  r = run_command(
+      audit("order --size 20 --seed 7 --batch-size 4 --step 0 --skip-steps 3"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--skip-steps 3: expected A:B"), std::string::npos) << r.out;
 }
 
 TEST(SeedAuditCliTest, OrderRefusesWhatItCannotAnswerNamingIt) {

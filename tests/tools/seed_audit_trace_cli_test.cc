@@ -147,6 +147,24 @@ TEST(SeedAuditTraceCliTest, ExpectPassesTheRunsOwnConfigurationAndNamesWhatDiffe
   r = run_command(
       audit("trace " + resumed + " --expect \"" + config + "\" --allow-missing 12 2>&1"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
+  // Declared skips: a run that lacks those steps follows the configuration; one
+  // that trained them does not.
+  std::vector<SampleRecord> skipping = recorded_run(1);
+  std::erase_if(skipping, [](const SampleRecord& s) {
+    return s.epoch == 0 && s.batch >= 4 && s.batch < 6;
+  });
+  const std::string skipped = write_trace("skipped.jsonl", skipping);
+  const std::string with_skips = config + " --skip-steps 4:6";
+  r = run_command(audit("trace " + skipped + " --expect \"" + with_skips + "\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const std::string one = write_trace("one_rank.jsonl", recorded_run(1));
+  r = run_command(audit("trace " + one + " --expect \"" + with_skips + "\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("run 0 rank 0 epoch 0 batch 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("declares the step skipped (--skip-steps): the run trained a step "
+                       "it should have skipped"),
+            std::string::npos)
+      << r.out;
   // Flags that are not a configuration: exit 2 naming --expect.
   r = run_command(audit("trace " + two + " --expect \"--size 90 --batch-size 4\" 2>&1"));
   EXPECT_EQ(r.exit_code, 2) << r.out;

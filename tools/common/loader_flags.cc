@@ -1,5 +1,10 @@
 #include "tools/common/loader_flags.h"
 
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+
+#include "seedloader/error.h"
 #include "tools/common/data_spec.h"
 #include "tools/common/number_checks.h"
 
@@ -67,6 +72,41 @@ LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f) {
                   ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1'000'000'000}))
                   ->capture_default_str();
   return o;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> parse_skip_steps(
+    const std::vector<std::string>& texts) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  const auto parse = [](std::string_view part, std::uint64_t& v) {
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    return !part.empty() && ec == std::errc() && end == part.data() + part.size();
+  };
+  for (const std::string& text : texts) {
+    const std::string_view all(text);
+    const auto colon = all.find(':');
+    std::uint64_t a = 0, b = 0;
+    if (colon == std::string_view::npos || !parse(all.substr(0, colon), a) ||
+        !parse(all.substr(colon + 1), b) || a >= b)
+      throw ConfigError("--skip-steps " + text +
+                        ": expected A:B, global steps with A < B");
+    out.emplace_back(a, b);
+  }
+  return out;
+}
+
+std::vector<StepRange> epoch_step_ranges(
+    const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges,
+    std::uint64_t per_epoch) {
+  std::vector<StepRange> out;
+  if (per_epoch == 0) return out;
+  for (const auto& [a, b] : ranges) {
+    for (std::uint64_t e = a / per_epoch; e <= (b - 1) / per_epoch; ++e) {
+      const std::uint64_t start = e * per_epoch;
+      out.push_back(
+          {e, std::max(a, start) - start, std::min(b, start + per_epoch) - start});
+    }
+  }
+  return out;
 }
 
 }  // namespace seedloader::tools

@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "seedloader/loader_options.h"
 #include "seedloader/sampler.h"
@@ -61,5 +63,15 @@ LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f, Seeding& see
   o.seeding = add_enum_option(app, "--seeding", seeding, seeding_names, seeding_help);
   return o;
 }
+
+// --skip-steps A:B values (global steps A to B-1, A < B) as (A, B) pairs. Throws
+// ConfigError naming the value that is not one.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> parse_skip_steps(
+    const std::vector<std::string>& texts);
+// Global steps [a, b) of `ranges`, cut into the epochs of `per_epoch` steps they
+// fall in (LoaderOptions::skip's ranges). None when per_epoch is 0.
+std::vector<StepRange> epoch_step_ranges(
+    const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges,
+    std::uint64_t per_epoch);
 
 }  // namespace seedloader::tools

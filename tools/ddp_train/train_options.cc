@@ -134,26 +134,6 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
       ->type_name("FILE");
 }
 
-std::vector<std::pair<std::uint64_t, std::uint64_t>> skip_step_ranges(
-    const TrainOptions& o) {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
-  for (const std::string& text : o.skip_steps) {
-    const auto colon = text.find(':');
-    std::uint64_t a = 0, b = 0;
-    const auto parse = [](std::string_view part, std::uint64_t& v) {
-      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-      return !part.empty() && ec == std::errc() && end == part.data() + part.size();
-    };
-    const std::string_view all(text);
-    if (colon == std::string::npos || !parse(all.substr(0, colon), a) ||
-        !parse(all.substr(colon + 1), b) || a >= b)
-      throw ConfigError("--skip-steps " + text +
-                        ": expected A:B, global steps with A < B");
-    out.emplace_back(a, b);
-  }
-  return out;
-}
-
 std::vector<std::uint64_t> skip_sample_indices(const TrainOptions& o) {
   std::vector<std::uint64_t> out;
   if (o.skip_samples.empty()) return out;
@@ -202,7 +182,7 @@ void validate(const TrainOptions& o) {
     throw ConfigError(
         "--skip-samples needs --seeding sample (under worker streams the samples after a "
         "skipped one would be augmented differently)");
-  skip_step_ranges(o);  // well-formed
+  tools::parse_skip_steps(o.skip_steps);  // well-formed
 }
 
 std::uint64_t global_batch_size(const TrainOptions& o, std::uint64_t world_size) {

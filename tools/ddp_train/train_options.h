@@ -65,10 +65,6 @@ struct TrainOptions : tools::LoaderFlags {
   std::string skip_samples;
 };
 
-// The global step ranges of --skip-steps, each [A, B). Throws ConfigError naming a
-// range that is not A:B with A < B.
-std::vector<std::pair<std::uint64_t, std::uint64_t>> skip_step_ranges(
-    const TrainOptions& o);
 // The sample indices of --skip-samples FILE (blank lines and lines from '#' on are
 // ignored). Throws ConfigError naming the file and line of anything else.
 std::vector<std::uint64_t> skip_sample_indices(const TrainOptions& o);

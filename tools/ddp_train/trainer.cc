@@ -388,16 +388,10 @@ SkipList Run::declared_skips(const LoaderOptions& lo) const {
   q.seed = seed_;
   const std::uint64_t per_epoch =
       ledger_steps(q);  // the same at any world size (elastic)
-  const auto add_step = [&](StepRange r) {
+  for (const StepRange& r :
+       tools::epoch_step_ranges(tools::parse_skip_steps(o_.skip_steps), per_epoch))
     if (std::find(skip.steps.begin(), skip.steps.end(), r) == skip.steps.end())
       skip.steps.push_back(r);
-  };
-  for (const auto& [a, b] : skip_step_ranges(o_)) {
-    if (per_epoch == 0) break;
-    for (std::uint64_t e = a / per_epoch; e <= (b - 1) / per_epoch; ++e)
-      add_step({e, std::max(a, e * per_epoch) - e * per_epoch,
-                std::min(b, (e + 1) * per_epoch) - e * per_epoch});
-  }
   for (const std::uint64_t i : skip_sample_indices(o_))
     if (std::find(skip.samples.begin(), skip.samples.end(), i) == skip.samples.end())
       skip.samples.push_back(i);

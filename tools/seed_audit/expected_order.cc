@@ -45,6 +45,7 @@ class EpochOrders {
     q.rank.reset();
     q.worker.reset();
     for (const LedgerEntry& e : ledger(q)) {
+      if (e.skipped) continue;  // declared: the run does not train it
       auto& rank = steps[e.rank];
       if (rank.size() <= e.step) rank.resize(e.step + 1);
       rank[e.step].push_back(e.index);
@@ -156,11 +157,17 @@ std::optional<Finding> check_expected_order(const std::string& path,
       ++at;
     ex.sample = SamplePlace{rank, static_cast<std::uint32_t>(epoch), {},
                             step, got[std::min(at, got.size() - 1)], run};
-    ex.note = "the trace has " + list_text(got) +
-              (want != nullptr ? " where the configuration gives " + list_text(*want)
-                               : " past the epoch's " +
-                                     std::to_string(mine[rank].size()) + " steps") +
-              "; " + explain(orders, epoch, rank, step, got, largest);
+    if (want != nullptr && want->empty()) {
+      ex.note = "the trace has " + list_text(got) +
+                " where the configuration declares the step skipped (--skip-steps): the "
+                "run trained a step it should have skipped";
+    } else {
+      ex.note = "the trace has " + list_text(got) +
+                (want != nullptr ? " where the configuration gives " + list_text(*want)
+                                 : " past the epoch's " +
+                                       std::to_string(mine[rank].size()) + " steps") +
+                "; " + explain(orders, epoch, rank, step, got, largest);
+    }
     finding.examples.push_back(std::move(ex));
   }
   if (finding.count == 0) return std::nullopt;

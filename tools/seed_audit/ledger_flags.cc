@@ -39,6 +39,11 @@ void add_ledger_flags(CLI::App& app, LedgerFlags& f, const std::string& epoch_he
                                                     {"sample", SeedScope::kSample}};
   tools::add_enum_option(app, "--seeding", f.options.seeding, seedings,
                          "full (worker streams) or sample (a stream per sample)");
+  app.add_option("--skip-steps", f.skip_steps,
+                 "The run's declared skips: global steps A to B-1 (A:B; repeatable), "
+                 "a global step being epoch x steps per epoch + the step")
+      ->type_name("A:B")
+      ->take_all();
   if (!epoch_help.empty()) {
     app.add_option("--epoch", f.epoch, epoch_help)
         ->check(tools::non_negative_integer())
@@ -65,6 +70,9 @@ LedgerQuery ledger_query(const LedgerFlags& f, std::string& what) {
     q.shard_sizes = data->shard_sizes();
     what = data->describe();
   }
+  for (const StepRange& r :
+       tools::epoch_step_ranges(tools::parse_skip_steps(f.skip_steps), ledger_steps(q)))
+    q.options.skip.steps.push_back(r);
   return q;
 }
 

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -18,13 +19,14 @@ struct LedgerFlags {
   std::uint64_t seed = 0;
   LoaderOptions options;
   std::uint64_t epoch = 0;
+  std::vector<std::string> skip_steps;  // "A:B", global steps A to B-1
   CLI::Option* data_option = nullptr;
   CLI::Option* size_option = nullptr;
 };
 
 // Registers --data, --size, --seed (required), --batch-size, --workers,
-// --world-size, --partition, --shuffle, --order, --shuffle-block, --drop-last and
-// --seeding, with `epoch_help` for --epoch (empty: no --epoch).
+// --world-size, --partition, --shuffle, --order, --shuffle-block, --drop-last,
+// --seeding and --skip-steps, with `epoch_help` for --epoch (empty: no --epoch).
 void add_ledger_flags(CLI::App& app, LedgerFlags& flags, const std::string& epoch_help);
 // Throws CLI::RequiredError when neither --data nor --size was given.
 void require_data(const LedgerFlags& flags);

@@ -109,11 +109,12 @@ int run_order(const OrderArgs& a) {
     if (e.fingerprint)
       std::snprintf(fp, sizeof fp, "%016llx",
                     static_cast<unsigned long long>(*e.fingerprint));
-    std::printf("%6llu %6llu %6d %6llu %12llu  %-22s %s\n",
+    std::printf("%6llu %6llu %6d %6llu %12llu  %-22s %s%s\n",
                 static_cast<unsigned long long>(e.step),
                 static_cast<unsigned long long>(e.rank), e.worker,
                 static_cast<unsigned long long>(e.slot),
-                static_cast<unsigned long long>(e.index), key_text(e.stream).c_str(), fp);
+                static_cast<unsigned long long>(e.index), key_text(e.stream).c_str(), fp,
+                e.skipped ? "  skipped" : "");
   }
   return kExitOk;
 }
