@@ -56,21 +56,30 @@ void DataLoader::Iterator::load() {
         "DataLoader: this iterator's epoch was abandoned by a later begin(); iterate "
         "the new one instead");
   }
+  // A skipped step is fetched and dropped, in order, so the steps after it stay as
+  // they were; its dataset errors are not delivered either.
   for (;; ++next_) {
     if (next_ >= engine_->num_batches()) {
       done_ = true;
       engine_->end_epoch();
       return;
     }
-    if (!engine_->step_skipped(next_)) break;
-    // Fetched and dropped, in order: the steps after it stay as they were. Its
-    // dataset errors are not delivered either.
+    const bool skipped = engine_->step_skipped(next_);
     try {
-      engine_->fetch(next_);
+      Batch batch = engine_->fetch(next_);
+      if (!skipped) {
+        current_ = std::move(batch);
+        ++next_;
+        return;
+      }
     } catch (const WorkerError& e) {
-      if (!e.failure().recoverable) {
+      const bool recoverable = e.failure().recoverable;
+      if (!recoverable) {
         done_ = true;
-        engine_->abandon_epoch();
+        engine_->abandon_epoch();  // a no-op when the engine already did
+      }
+      if (!skipped || !recoverable) {
+        ++next_;  // past the failed batch either way
         throw;
       }
     } catch (...) {
@@ -79,21 +88,6 @@ void DataLoader::Iterator::load() {
       throw;
     }
   }
-  try {
-    current_ = engine_->fetch(next_);
-  } catch (const WorkerError& e) {
-    ++next_;  // past the failed batch either way
-    if (!e.failure().recoverable) {
-      done_ = true;
-      engine_->abandon_epoch();  // a no-op when the engine already did
-    }
-    throw;
-  } catch (...) {
-    done_ = true;
-    engine_->abandon_epoch();
-    throw;
-  }
-  ++next_;
 }
 
 DataLoader::Iterator& DataLoader::Iterator::operator++() {

@@ -696,6 +696,7 @@ void Engine::release(int slot, const std::byte* data) noexcept {
     if (copy != copies_.end()) {
       region_.free_copy(*copy, region_layout_.slot().bytes);
       copies_.erase(copy);
+      return;
     }
     auto kept = std::find_if(kept_blocks_.begin(), kept_blocks_.end(),
                              [data](const auto& k) { return k.first == data; });

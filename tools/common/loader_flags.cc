@@ -74,22 +74,29 @@ LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f) {
   return o;
 }
 
-std::vector<std::pair<std::uint64_t, std::uint64_t>> parse_skip_steps(
-    const std::vector<std::string>& texts) {
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
-  const auto parse = [](std::string_view part, std::uint64_t& v) {
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_number_pair(
+    std::string_view text) {
+  const auto number = [](std::string_view part, std::uint64_t& v) {
     const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     return !part.empty() && ec == std::errc() && end == part.data() + part.size();
   };
+  const auto colon = text.find(':');
+  std::uint64_t a = 0, b = 0;
+  if (colon == std::string_view::npos || !number(text.substr(0, colon), a) ||
+      !number(text.substr(colon + 1), b))
+    return std::nullopt;
+  return std::pair{a, b};
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> parse_skip_steps(
+    const std::vector<std::string>& texts) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
   for (const std::string& text : texts) {
-    const std::string_view all(text);
-    const auto colon = all.find(':');
-    std::uint64_t a = 0, b = 0;
-    if (colon == std::string_view::npos || !parse(all.substr(0, colon), a) ||
-        !parse(all.substr(colon + 1), b) || a >= b)
+    const auto range = parse_number_pair(text);
+    if (!range || range->first >= range->second)
       throw ConfigError("--skip-steps " + text +
                         ": expected A:B, global steps with A < B");
-    out.emplace_back(a, b);
+    out.push_back(*range);
   }
   return out;
 }

@@ -7,7 +7,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -64,6 +66,9 @@ LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f, Seeding& see
   return o;
 }
 
+// "A:B", two decimal integers, as (A, B); nullopt for anything else.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_number_pair(
+    std::string_view text);
 // --skip-steps A:B values (global steps A to B-1, A < B) as (A, B) pairs. Throws
 // ConfigError naming the value that is not one.
 std::vector<std::pair<std::uint64_t, std::uint64_t>> parse_skip_steps(

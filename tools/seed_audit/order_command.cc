@@ -31,28 +31,11 @@ struct OrderArgs {
 
 // "A:B" as [A, B); A and B decimal integers, A < B.
 std::pair<std::uint64_t, std::uint64_t> parse_steps(const std::string& text) {
-  const auto colon = text.find(':');
-  const auto number = [&](const std::string& part) {
-    std::size_t used = 0;
-    std::uint64_t v = 0;
-    try {
-      if (part.empty() || part[0] == '-' || part[0] == '+')
-        throw std::invalid_argument("");
-      v = std::stoull(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != part.size())
-      throw ConfigError("--steps " + text + ": expected A:B, two step numbers");
-    return v;
-  };
-  if (colon == std::string::npos)
-    throw ConfigError("--steps " + text + ": expected A:B, two step numbers");
-  const std::uint64_t a = number(text.substr(0, colon)),
-                      b = number(text.substr(colon + 1));
-  if (a >= b)
+  const auto range = tools::parse_number_pair(text);
+  if (!range) throw ConfigError("--steps " + text + ": expected A:B, two step numbers");
+  if (range->first >= range->second)
     throw ConfigError("--steps " + text + ": A must be below B (steps A to B-1)");
-  return {a, b};
+  return *range;
 }
 
 std::string key_text(const std::vector<std::uint64_t>& key) {
