@@ -251,6 +251,56 @@ TEST(AuditorTest, AMissingSampleIsCoverageInOneRunAndAResumeGapAcrossRuns) {
   EXPECT_TRUE(audit(two, {.dataset_size = 103, .allowed_missing = 1}).clean());
 }
 
+TEST(AuditorTest, DeclaredSkipsAreInformationNotAGapOrCoverage) {
+  // Batch 3 of rank 0 and sample 42 were declared skipped: written as skipped
+  // records instead of trained ones, in one run and across a restart.
+  World w{.size = 103, .ranks = 2, .epochs = 2, .mode = SeedingMode::kSample};
+  auto declare = [](std::vector<SampleRecord> records) {
+    for (SampleRecord& r : records) {
+      if (r.epoch == 1 && ((r.rank == 0 && r.batch == 3) || r.index == 42)) {
+        r.skipped = true;
+        r.has_rng = false;
+      }
+    }
+    return records;
+  };
+  for (const auto& records : {declare(simulate(w)), declare(restarted(w, 3, w, 3))}) {
+    const std::uint64_t skipped = std::count_if(
+        records.begin(), records.end(), [](const SampleRecord& r) { return r.skipped; });
+    ASSERT_GT(skipped, 1u);
+    const Report r = audit(records, {.dataset_size = 103});
+    EXPECT_TRUE(r.clean()) << report_text(r);
+    EXPECT_EQ(r.samples, records.size() - skipped);
+    ASSERT_EQ(r.information.size(), 1u);
+    EXPECT_EQ(finding_name(r.information[0].kind), std::string("declared_skip"));
+    EXPECT_EQ(r.information[0].count, skipped);
+    EXPECT_EQ(r.information[0].examples.at(0).sample.epoch, 1u);
+    EXPECT_NE(report_text(r).find("declared_skip: " + std::to_string(skipped)),
+              std::string::npos)
+        << report_text(r);
+    const auto j = report_json(r);
+    EXPECT_EQ(j["verdict"], "clean");
+    EXPECT_EQ(j["information"][0]["kind"], "declared_skip");
+  }
+  // Left out without being declared, the same samples are a gap again.
+  std::vector<SampleRecord> undeclared = declare(restarted(w, 3, w, 3));
+  std::erase_if(undeclared, [](const SampleRecord& r) { return r.skipped; });
+  EXPECT_EQ(kinds(audit(undeclared, {.dataset_size = 103})).count("resume_gap"), 1u);
+  // A declared index outside the data set is named as declared.
+  SampleRecord far = simulate(w).front();
+  far.skipped = true;
+  far.index = 103;
+  Auditor a({.dataset_size = 103});
+  try {
+    a.add(far);
+    FAIL() << "index 103 of 103 was accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("declared skipped sample index 103"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Elastic: global batch g is the same at 4 ranks x 2 and 2 ranks x 4 (G = 8).
 std::vector<SampleRecord> elastic_restart(std::uint64_t size, std::uint64_t step) {
   std::vector<SampleRecord> out;

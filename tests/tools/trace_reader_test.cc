@@ -72,6 +72,27 @@ TEST(TraceReaderTest, MalformedLinesNameTheProblem) {
   EXPECT_EQ(problem(R"({"rank":0,"note":{"a":[true,null,-1.5e3]},)" + ok + "}"), "");
 }
 
+TEST(TraceReaderTest, ADeclaredSkipNeedsNoWorkerAndNoRandomState) {
+  const SampleRecord r =
+      parse_trace_line(R"({"rank":1,"epoch":2,"batch":4,"index":5,"skipped":true})");
+  EXPECT_TRUE(r.skipped);
+  EXPECT_FALSE(r.has_rng);
+  EXPECT_EQ(r.index, 5u);
+  EXPECT_EQ(r.batch, 4u);
+  const std::string ok = R"("rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"x")";
+  const SampleRecord trained = parse_trace_line("{" + ok + R"(,"skipped":false})");
+  EXPECT_FALSE(trained.skipped);
+  EXPECT_TRUE(trained.has_rng);
+  // A trained sample still needs every field; a skipped one its place.
+  EXPECT_EQ(problem(R"({"rank":0,"epoch":0,"batch":0,"index":0,"skipped":false})"),
+            R"(missing "worker")");
+  EXPECT_EQ(problem(R"({"rank":0,"epoch":0,"index":0,"skipped":true})"),
+            R"(missing "batch")");
+  EXPECT_EQ(problem("{" + ok + R"(,"skipped":1})"), R"("skipped" must be true or false)");
+  EXPECT_EQ(problem("{" + ok + R"(,"skipped":true,"skipped":true})"),
+            R"(duplicate key "skipped")");
+}
+
 TEST(TraceReaderTest, RunIsOptionalAndDefaultsToTheFirstRun) {
   const std::string ok = R"("rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":"x")";
   EXPECT_EQ(parse_trace_line("{" + ok + "}").run, 0u);

@@ -27,14 +27,16 @@ struct TracedSample {
   bool operator==(const TracedSample&) const = default;
 };
 
-// Every traced sample, in the file's order: step by step, rank by rank.
-std::vector<TracedSample> read_trace(const std::string& path) {
+// Every traced sample, in the file's order: step by step, rank by rank. `skipped`:
+// the declared skips instead, with neither rng nor content.
+std::vector<TracedSample> read_trace(const std::string& path, bool skipped = false) {
   std::vector<TracedSample> out;
   std::ifstream in(path);
   for (std::string line; std::getline(in, line);) {
     const nlohmann::json j = nlohmann::json::parse(line);
-    out.push_back({j.at("step"), j.at("epoch"), j.at("batch"), j.at("index"), j.at("rng"),
-                   j.at("content")});
+    if (j.value("skipped", false) != skipped) continue;
+    out.push_back({j.at("step"), j.at("epoch"), j.at("batch"), j.at("index"),
+                   j.value("rng", ""), j.value("content", "")});
   }
   return out;
 }
@@ -132,31 +134,68 @@ TEST_F(TrainElastic, ResumedAtAnotherWorldSizeTrainsTheSameDataAndWeights) {
 
 // Declared skips: --skip-steps leaves those steps untrained and every other step
 // training exactly what it would have; the checkpoint keeps the list, a resume at
-// another world size keeps it and may add to it.
+// another world size keeps it and may add to it. The trace declares the skipped
+// samples, and seed-audit reports them as declared_skip, not as a gap.
 TEST_F(TrainElastic, DeclaredSkipsLeaveEveryOtherStepAsItWasAcrossAResume) {
-  auto full = run(4, "8", "--steps 12 --trace " + path("full.trace"));
+  // 15 steps: three whole epochs of 5, so the audit can check each one's coverage.
+  auto full = run(4, "8", "--steps 15 --trace " + path("full.trace"));
   ASSERT_EQ(full.exit_code, 0) << full.out;
   auto skipping = run(
       4, "8",
-      "--steps 12 --skip-steps 3:5 --skip-steps 8:9 --trace " + path("skipping.trace"));
+      "--steps 15 --skip-steps 3:5 --skip-steps 8:9 --trace " + path("skipping.trace"));
   ASSERT_EQ(skipping.exit_code, 0) << skipping.out;
   std::vector<TracedSample> want = read_trace(path("full.trace"));
   // Global steps 3, 4 and 8 are the trace's steps 4, 5 and 9 (it counts from 1).
+  std::vector<TracedSample> declared;
+  for (const TracedSample& t : want) {
+    if (t.step == 4 || t.step == 5 || t.step == 9)
+      declared.push_back({t.step, t.epoch, t.batch, t.index, "", ""});
+  }
   std::erase_if(want, [](const TracedSample& t) {
     return t.step == 4 || t.step == 5 || t.step == 9;
   });
-  ASSERT_EQ(want.size(), 9u * 8u);
+  ASSERT_EQ(want.size(), 12u * 8u);
   EXPECT_TRUE(read_trace(path("skipping.trace")) == want);
+  EXPECT_TRUE(read_trace(path("skipping.trace"), true) == declared);
 
   auto first = run(4, "8",
                    "--steps 6 --skip-steps 3:5 --save " + path("ck.safetensors") +
                        " --trace " + path("resumed.trace"));
   ASSERT_EQ(first.exit_code, 0) << first.out;
   auto rest = run(2, "8",
-                  "--steps 12 --skip-steps 8:9 --resume " + path("ck.safetensors") +
+                  "--steps 15 --skip-steps 8:9 --resume " + path("ck.safetensors") +
                       " --trace " + path("resumed.trace"));
   ASSERT_EQ(rest.exit_code, 0) << rest.out;
   EXPECT_TRUE(read_trace(path("resumed.trace")) == want);
+  EXPECT_TRUE(read_trace(path("resumed.trace"), true) == declared);
+
+  // The audit: clean, 24 samples declared skipped. Without the declarations the
+  // same trace has a gap where the skipped steps were.
+  const auto audit = [&](const std::string& trace) {
+    return launch(std::string(SEEDLOADER_AUDIT) + " trace --dataset-size 40 " +
+                      "--global-batch 8 --json " + path("report.json") + " " +
+                      path(trace),
+                  0);
+  };
+  const auto report = audit("resumed.trace");
+  ASSERT_EQ(report.exit_code, 0) << report.out;
+  EXPECT_NE(report.out.find("declared_skip: 24 samples"), std::string::npos)
+      << report.out;
+  const nlohmann::json j = nlohmann::json::parse(std::ifstream(path("report.json")));
+  EXPECT_EQ(j["verdict"], "clean") << report.out;
+  EXPECT_EQ(j["samples"], 12 * 8);
+  ASSERT_EQ(j["information"].size(), 1u) << report.out;
+  EXPECT_EQ(j["information"][0]["kind"], "declared_skip");
+  EXPECT_EQ(j["information"][0]["count"], 3 * 8);
+  {
+    std::ifstream in(path("resumed.trace"));
+    std::ofstream out(path("undeclared.trace"));
+    for (std::string line; std::getline(in, line);)
+      if (line.find("\"skipped\":true") == std::string::npos) out << line << "\n";
+  }
+  const auto gap = audit("undeclared.trace");
+  EXPECT_EQ(gap.exit_code, 1) << gap.out;
+  EXPECT_NE(gap.out.find("resume_gap: 24 samples"), std::string::npos) << gap.out;
 }
 
 TEST_F(TrainElastic, SkipFlagsAreCheckedNamingTheValue) {

@@ -84,6 +84,26 @@ void StepTrace::record(std::uint64_t epoch, std::uint64_t number, std::uint64_t 
       out_ << j.dump() << "\n";
     }
   }
+  flush();
+}
+
+void StepTrace::record_skipped(std::span<const LedgerEntry> entries,
+                               std::uint64_t first_step) {
+  if (comm_.rank() != 0 || entries.empty()) return;
+  for (const LedgerEntry& e : entries) {
+    nlohmann::json j{{"rank", e.rank},
+                     {"epoch", e.epoch},
+                     {"batch", e.step},
+                     {"index", e.index},
+                     {"step", first_step + e.step},
+                     {"run", run_},
+                     {"skipped", true}};
+    out_ << j.dump() << "\n";
+  }
+  flush();
+}
+
+void StepTrace::flush() {
   out_.flush();
   if (!out_) throw Error("--trace " + path_ + ": cannot append: " + std::strerror(errno));
 }

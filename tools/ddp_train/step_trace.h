@@ -11,16 +11,21 @@
 // other field of step s, read in rank order, is the same at any world size dividing
 // G. Rank 0 gathers every rank's samples and appends them in rank order, so one file
 // holds the whole run and lines never interleave.
+// Declared skips (--skip-steps, --skip-samples) go in as the samples they leave
+// out, {"rank","epoch","batch","index","step","run","skipped":true}, written by rank
+// 0 alone from the ledger: seed-audit reports them as declared_skip, not as a gap.
 // Collective: every rank records every step. Not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "seedloader/batch.h"
 #include "seedloader/ddp/communicator.h"
+#include "seedloader/ledger.h"
 
 namespace seedloader::train {
 
@@ -37,8 +42,14 @@ class StepTrace {
   // step `step`. Collective; throws Error when rank 0 cannot append.
   void record(std::uint64_t epoch, std::uint64_t number, std::uint64_t step,
               const Batch& batch);
+  // Rank 0 appends `entries` (declared skipped, of any rank) as skipped samples,
+  // entry e of global step `first_step + e.step` (1-based). Local: other ranks
+  // return at once. Throws Error when rank 0 cannot append.
+  void record_skipped(std::span<const LedgerEntry> entries, std::uint64_t first_step);
 
  private:
+  void flush();  // rank 0
+
   std::string path_;
   ddp::Communicator& comm_;
   std::uint64_t max_batch_, run_;

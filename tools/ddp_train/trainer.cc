@@ -230,6 +230,10 @@ class Run {
   // Trains epoch `start.epoch` from batch `start.batch` to its end or the step
   // budget's; returns the epoch's batches done (those before `start.batch` included).
   std::uint64_t train_epoch(Position start, EpochStats& es, tools::ProgressBar& bar);
+  // With --trace, on rank 0: the ledger's entries of `epoch`'s steps from `from` on
+  // that the run declares skipped, by step (empty without skips or on other ranks).
+  std::vector<LedgerEntry> declared_entries(std::uint64_t epoch,
+                                            std::uint64_t from) const;
   // The per-rank batch size of the run that saved --resume's checkpoint, which its
   // epoch_samples counts in. REQUIRES: resumed_.
   std::uint64_t saved_batch_size() const;
@@ -254,7 +258,8 @@ class Run {
   std::unique_ptr<StepTrace> trace_;
   std::uint64_t data_fingerprint_ = 0;  // only with --save or --resume
   std::optional<CheckpointState> resumed_;
-  SkipList skip_;  // a resumed checkpoint's declared skips and this run's
+  SkipList skip_;                 // a resumed checkpoint's declared skips and this run's
+  LoaderOptions loader_options_;  // the rank's, as open_loader() built them
 };
 
 void Run::go() {
@@ -417,6 +422,7 @@ void Run::open_loader() {
   lo.timeout = std::chrono::seconds(o_.timeout_s);
   lo.skip = declared_skips(lo);
   skip_ = lo.skip;
+  loader_options_ = lo;
   loader_ = std::make_unique<DataLoader>(*data_, lo);
   num_batches_ = loader_->num_batches();
   total_steps_ = o_.steps ? *o_.steps : o_.epochs * num_batches_;
@@ -507,6 +513,17 @@ std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBa
   // earlier ones where the worker streams must advance as they did).
   feed_->start(start.epoch, start.batch);
   std::uint64_t b = start.batch;
+  // --trace: declared skips are written as the steps they fall in are passed.
+  const std::vector<LedgerEntry> declared = declared_entries(start.epoch, b);
+  std::size_t next_declared = 0;
+  const auto record_declared = [&](std::uint64_t end) {  // those of steps before `end`
+    std::size_t n = next_declared;
+    while (n < declared.size() && declared[n].step < end) ++n;
+    trace_->record_skipped(
+        std::span<const LedgerEntry>(declared).subspan(next_declared, n - next_declared),
+        start.epoch * num_batches_ + 1);
+    next_declared = n;
+  };
   for (;;) {
     const auto tw = Clock::now();
     const StepInputs* in = feed_->next();
@@ -520,7 +537,10 @@ std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBa
       b = total_steps_ - start.epoch * num_batches_;
       break;
     }
-    if (trace_) trace_->record(start.epoch, b, global_step_ + 1, *in->batch);
+    if (trace_) {
+      record_declared(b + 1);  // skipped steps before b, and b's skipped samples
+      trace_->record(start.epoch, b, global_step_ + 1, *in->batch);
+    }
     ++b;
     StepStats s = model_->step(in->x, in->x_shape, in->target);
     es.sum.loss_sum += s.loss_sum;
@@ -538,10 +558,39 @@ std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBa
     ++b;
     ++global_step_;
   }
+  if (trace_) record_declared(b);
   if (b < num_batches_ && global_step_ < total_steps_)
     throw Error("epoch " + std::to_string(start.epoch) + ": the loader ended after " +
                 std::to_string(b) + " of " + std::to_string(num_batches_) + " batches");
   return b;
+}
+
+std::vector<LedgerEntry> Run::declared_entries(std::uint64_t epoch,
+                                               std::uint64_t from) const {
+  std::vector<LedgerEntry> out;
+  if (!trace_ || mpi_.rank() != 0 || skip_.empty()) return out;
+  LedgerQuery q;
+  q.options = loader_options_;
+  q.dataset_size = data_->size();
+  q.seed = seed_;
+  q.shard_sizes = data_->shard_sizes();
+  q.epoch = epoch;
+  // Each query computes the epoch's order once: steps go in chunks of about 64K
+  // entries, so memory stays small whatever the epoch's size.
+  const std::uint64_t per_step = batch_ * static_cast<std::uint64_t>(mpi_.size());
+  const std::uint64_t chunk =
+      std::max<std::uint64_t>(1, (std::uint64_t{1} << 16) / per_step);
+  for (std::uint64_t first = from; first < num_batches_; first += chunk) {
+    if (skip_.samples.empty()) {  // only whole steps: ask for those alone
+      while (first < num_batches_ && !skip_.step(epoch, first)) ++first;
+      if (first == num_batches_) break;
+    }
+    q.first_step = first;
+    q.end_step = std::min(num_batches_, first + chunk);
+    for (LedgerEntry& e : ledger(q))
+      if (e.skipped) out.push_back(std::move(e));
+  }
+  return out;
 }
 
 void Run::save(Position next) {

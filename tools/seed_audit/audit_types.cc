@@ -24,6 +24,8 @@ const char* finding_name(FindingKind kind) {
       return "resume_gap";
     case FindingKind::kOrderMismatch:
       return "order_mismatch";
+    case FindingKind::kDeclaredSkip:
+      return "declared_skip";
   }
   return "unknown";
 }
@@ -70,6 +72,10 @@ const char* finding_hint(FindingKind kind) {
       return "These steps are not what the expected configuration trains on (the first "
              "example says what it matches instead): run with the configuration given, "
              "or give the one the run had.";
+    case FindingKind::kDeclaredSkip:
+      return "The run declared these samples skipped (loader.skip(), ddp-train "
+             "--skip-steps or --skip-samples): not trained, by choice. They are "
+             "neither missing nor a gap.";
   }
   return "";
 }

@@ -24,6 +24,10 @@ struct SampleRecord {
   // False when the sample drew no random numbers: it then has no state to repeat
   // (its successor starts from the same one) and only the index findings see it.
   bool has_rng = true;
+  // A sample the run declared skipped (its step or the sample itself; "skipped":
+  // true in a trace): not trained, so only where it would have been is known. The
+  // audit counts it as declared_skip, information rather than a finding.
+  bool skipped = false;
   std::optional<std::uint64_t> content;  // hash of the produced sample, if recorded
   std::string_view aug;                  // drawn parameters as given; may be empty
 };
@@ -46,6 +50,7 @@ enum class FindingKind {
   kResumeDuplicate,
   kResumeGap,
   kOrderMismatch,  // trace --expect: a step that is not the configuration's
+  kDeclaredSkip,   // information, not a finding: samples the run declared skipped
 };
 
 // The finding's name in reports ("worker_rng_duplicate", ...).
@@ -80,6 +85,9 @@ struct Finding {
 struct Report {
   std::uint64_t samples = 0;
   std::vector<Finding> findings;  // in FindingKind order; only kinds with count > 0
+  // What the run declared rather than did wrong (kDeclaredSkip); a report with
+  // information and no findings is clean.
+  std::vector<Finding> information;
   bool clean() const { return findings.empty(); }
 };
 

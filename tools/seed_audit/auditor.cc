@@ -39,6 +39,10 @@ void Auditor::add(const SampleRecord& r) {
     throw DataError("epoch or worker id exceeds the audit's limit of " +
                     std::to_string(kMaxEpoch));
   }
+  if (r.skipped) {  // declared, not trained: where it would have been is all there is
+    indices_.declare(r);
+    return;
+  }
   indices_.add(r);  // first: it rejects indices outside the dataset
   std::uint32_t owner = owners_.id(r);
   states_.add(r, owner, owners_);

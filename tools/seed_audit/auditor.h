@@ -38,6 +38,7 @@ class Auditor {
   // The findings so far, in FindingKind order.
   Report report() const;
 
+  // Trained samples added (declared skips are not counted).
   std::uint64_t samples() const { return samples_; }
   // Bytes held by the per-state and per-index tables.
   std::uint64_t bytes() const { return states_.bytes() + indices_.bytes(); }

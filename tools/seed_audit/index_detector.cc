@@ -52,14 +52,28 @@ std::uint16_t IndexDetector::visitor(const SampleRecord& r) {
   return last_visitor_;
 }
 
-void IndexDetector::add(const SampleRecord& r) {
+void IndexDetector::check_index(const SampleRecord& r) const {
   if (dataset_size_ && r.index >= *dataset_size_) {
-    throw DataError("sample index " + std::to_string(r.index) +
+    throw DataError(std::string(r.skipped ? "declared skipped sample" : "sample") +
+                    " index " + std::to_string(r.index) +
                     " is not below the dataset size " + std::to_string(*dataset_size_) +
                     " (rank " + std::to_string(r.rank) + ", epoch " +
-                    std::to_string(r.epoch) + ", worker " + std::to_string(r.worker) +
+                    std::to_string(r.epoch) +
+                    (r.skipped ? "" : ", worker " + std::to_string(r.worker)) +
                     ", batch " + std::to_string(r.batch) + ")");
   }
+}
+
+void IndexDetector::declare(const SampleRecord& r) {
+  check_index(r);
+  if (!epoch(r.epoch).declared.insert(r.index).second) return;
+  SamplePlace place{r.rank, r.epoch, std::nullopt, r.batch, r.index};
+  place.run = r.run;
+  declared_.add(Example{place, std::nullopt, "declared skipped", ""});
+}
+
+void IndexDetector::add(const SampleRecord& r) {
+  check_index(r);
   const std::uint16_t me = visitor(r);
   Epoch& ep = epoch(r.epoch);
   ++ep.total;
@@ -104,6 +118,12 @@ void IndexDetector::add(const SampleRecord& r) {
     ep.repeat_examples.push_back(std::move(e));
 }
 
+std::uint64_t IndexDetector::declared_unseen(const Epoch& ep) const {
+  std::uint64_t n = 0;
+  for (const std::uint64_t i : ep.declared) n += seen(ep, i) ? 0 : 1;
+  return n;
+}
+
 bool IndexDetector::seen(const Epoch& ep, std::uint64_t index) const {
   std::uint64_t page = index >> kPageBits;
   return page < ep.pages.size() && ep.pages[page] &&
@@ -117,7 +137,7 @@ std::uint64_t IndexDetector::multiple(std::uint32_t ranks) const {
 void IndexDetector::report_missing(std::uint32_t e, const Epoch& ep,
                                    FindingTally& tally) const {
   const std::uint64_t n = *dataset_size_;
-  tally.count += n - ep.distinct;
+  tally.count += n - ep.distinct - declared_unseen(ep);
   std::string note = "missing from the epoch";
   if (runs_.size() > 1) {
     note = "consumed by none of the epoch's runs (";
@@ -129,7 +149,7 @@ void IndexDetector::report_missing(std::uint32_t e, const Epoch& ep,
     note += ")";
   }
   for (std::uint64_t i = 0; i < n && tally.examples.size() < kMaxExamples; ++i) {
-    if (seen(ep, i)) continue;
+    if (seen(ep, i) || ep.declared.count(i) != 0) continue;
     tally.examples.push_back(
         Example{SamplePlace{std::nullopt, e, std::nullopt, std::nullopt, i}, std::nullopt,
                 note, ""});
@@ -161,7 +181,7 @@ void IndexDetector::report(Report& out) const {
       const std::uint64_t m = multiple(share.num_ranks);
       padding = std::max(padding, m * ((n + m - 1) / m) - n);
     }
-    if (n - ep.distinct > allowed_missing_) {
+    if (n - ep.distinct - declared_unseen(ep) > allowed_missing_) {
       report_missing(e, ep, runs_.size() > 1 ? gaps : coverage);
     }
     const std::uint64_t repeats = ep.total - ep.distinct;
@@ -182,6 +202,9 @@ void IndexDetector::report(Report& out) const {
   coverage.report_as(FindingKind::kCoverage, out);
   duplicates.report_as(FindingKind::kResumeDuplicate, out);
   gaps.report_as(FindingKind::kResumeGap, out);
+  if (declared_.count > 0)
+    out.information.push_back(
+        Finding{FindingKind::kDeclaredSkip, declared_.count, declared_.examples});
 }
 
 std::uint64_t IndexDetector::bytes() const {
@@ -191,6 +214,7 @@ std::uint64_t IndexDetector::bytes() const {
     for (const auto& p : ep.pages) {
       if (p) b += (std::uint64_t{1} << kPageBits) * sizeof(std::uint16_t);
     }
+    b += ep.declared.size() * 48;  // a set node: the value and three links, about
   }
   return b;
 }

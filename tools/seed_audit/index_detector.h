@@ -17,6 +17,9 @@
 //     [0, N) missing from an epoch beyond `allowed_missing`.
 //   resume_gap (with N, in a trace of more than one run): indices of [0, N)
 //     missing from an epoch beyond `allowed_missing`.
+// Samples a run declared skipped (SampleRecord::skipped) are neither missing nor
+// visited: they are reported as declared_skip (information), once per epoch and
+// index, and an epoch's missing count leaves them out.
 // With one run and no pad_multiple this is exactly the single-run audit.
 // Memory: per epoch, 2 bytes per index (the first (run, rank) pair to visit it),
 // in pages of 4096 indices allocated when first touched, so dense dataset indices
@@ -48,6 +51,8 @@ class IndexDetector {
   // dataset size was given and r.index is not below it, or when the trace holds
   // more (run, rank) pairs than the 2-byte page entries can name.
   void add(const SampleRecord& r);
+  // A declared skip (r.skipped). Throws DataError as add() does.
+  void declare(const SampleRecord& r);
   void report(Report& out) const;
   std::uint64_t bytes() const;
 
@@ -68,13 +73,17 @@ class IndexDetector {
     std::uint64_t cross_run = 0;
     std::vector<Example> cross_run_examples;
     std::vector<Example> repeat_examples;  // within a run
+    std::set<std::uint64_t> declared;      // indices declared skipped
   };
   Epoch& epoch(std::uint32_t e);
   bool seen(const Epoch& ep, std::uint64_t index) const;
+  // Indices of `ep` declared skipped and not visited.
+  std::uint64_t declared_unseen(const Epoch& ep) const;
   std::uint16_t visitor(const SampleRecord& r);
   // The padding multiple for a run that shows `ranks` ranks in an epoch.
   std::uint64_t multiple(std::uint32_t ranks) const;
   void report_missing(std::uint32_t e, const Epoch& ep, FindingTally& tally) const;
+  void check_index(const SampleRecord& r) const;
 
   std::optional<std::uint64_t> dataset_size_;
   std::uint64_t allowed_missing_;
@@ -87,6 +96,7 @@ class IndexDetector {
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint16_t> visitor_ids_;
   std::uint16_t last_visitor_ = 0;
   std::set<std::uint32_t> runs_;
+  FindingTally declared_;
 };
 
 }  // namespace seedloader::audit

@@ -33,14 +33,9 @@ std::string place_text(const SamplePlace& p) {
   return s.str();
 }
 
-}  // namespace
-
-nlohmann::ordered_json report_json(const Report& report) {
-  nlohmann::ordered_json j;
-  j["verdict"] = report.clean() ? "clean" : "findings";
-  j["samples"] = report.samples;
-  j["findings"] = nlohmann::ordered_json::array();
-  for (const Finding& f : report.findings) {
+nlohmann::ordered_json findings_json(const std::vector<Finding>& findings) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Finding& f : findings) {
     nlohmann::ordered_json examples = nlohmann::ordered_json::array();
     for (const Example& e : f.examples) {
       nlohmann::ordered_json x = place_json(e.sample);
@@ -54,21 +49,14 @@ nlohmann::ordered_json report_json(const Report& report) {
     finding["count"] = f.count;
     finding["examples"] = std::move(examples);
     finding["hint"] = finding_hint(f.kind);
-    j["findings"].push_back(std::move(finding));
+    out.push_back(std::move(finding));
   }
-  return j;
+  return out;
 }
 
-std::string report_text(const Report& report) {
-  std::ostringstream s;
-  if (report.clean()) {
-    s << "clean: " << report.samples
-      << " samples, no duplicate random states, rank overlaps or repeated orders\n";
-    return s.str();
-  }
-  s << report.findings.size() << (report.findings.size() == 1 ? " finding" : " findings")
-    << " in " << report.samples << " samples\n";
-  for (const Finding& f : report.findings) {
+void findings_text(const std::vector<Finding>& findings, const char* label,
+                   std::ostringstream& s) {
+  for (const Finding& f : findings) {
     const char* unit = f.kind == FindingKind::kEpochOrderRepeat ? " epoch" : " sample";
     s << "\n"
       << finding_name(f.kind) << ": " << f.count << unit << (f.count == 1 ? "" : "s")
@@ -80,8 +68,33 @@ std::string report_text(const Report& report) {
       if (!e.aug.empty()) s << " (aug " << e.aug << ")";
       s << "\n";
     }
-    s << "  likely cause and fix: " << finding_hint(f.kind) << "\n";
+    s << "  " << label << finding_hint(f.kind) << "\n";
   }
+}
+
+}  // namespace
+
+nlohmann::ordered_json report_json(const Report& report) {
+  nlohmann::ordered_json j;
+  j["verdict"] = report.clean() ? "clean" : "findings";
+  j["samples"] = report.samples;
+  j["findings"] = findings_json(report.findings);
+  j["information"] = findings_json(report.information);
+  return j;
+}
+
+std::string report_text(const Report& report) {
+  std::ostringstream s;
+  if (report.clean()) {
+    s << "clean: " << report.samples
+      << " samples, no duplicate random states, rank overlaps or repeated orders\n";
+  } else {
+    s << report.findings.size()
+      << (report.findings.size() == 1 ? " finding" : " findings") << " in "
+      << report.samples << " samples\n";
+    findings_text(report.findings, "likely cause and fix: ", s);
+  }
+  findings_text(report.information, "information, not a finding: ", s);
   return s.str();
 }
 

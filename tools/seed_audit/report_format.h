@@ -1,8 +1,10 @@
 // The audit report as text for people and as JSON for programs:
 // {"verdict":"clean"|"findings","samples":N,"findings":[{"kind":..,"count":..,
 //  "examples":[{"rank":..,"epoch":..,"worker":..,"batch":..,"index":..,
-//               "same_as":{..},"note":"..","aug":".."}],"hint":".."}]}
-// Pure functions.
+//               "same_as":{..},"note":"..","aug":".."}],"hint":".."}],
+//  "information":[...]}
+// with "information" in the findings' shape: what the run declared rather than did
+// wrong (declared_skip), which leaves the verdict clean. Pure functions.
 #pragma once
 
 #include <string>

@@ -48,11 +48,14 @@ class LineParser {
     expect('}', "expected ',' or '}'");
     skip_ws();
     if (p_ != end_) fail("unexpected text after the closing '}'");
+    // A declared skip was never produced: it has no worker and no random state.
     static constexpr const char* kRequired[] = {"rank",  "epoch", "worker",
                                                 "batch", "index", "rng"};
     for (unsigned i = 0; i < 6; ++i) {
+      if (r.skipped && (i == 2 || i == 5)) continue;
       if (!(seen & (1u << i))) fail(std::string("missing \"") + kRequired[i] + "\"");
     }
+    if (r.skipped) r.has_rng = false;
     return r;
   }
 
@@ -111,6 +114,18 @@ class LineParser {
       fail(std::string("\"") + what + "\" must be a non-negative integer");
     }
     return v;
+  }
+
+  bool bool_value(const char* what) {
+    for (const std::string_view word :
+         {std::string_view("true"), std::string_view("false")}) {
+      if (static_cast<std::size_t>(end_ - p_) >= word.size() &&
+          std::string_view(p_, word.size()) == word) {
+        p_ += word.size();
+        return word == "true";
+      }
+    }
+    fail(std::string("\"") + what + "\" must be true or false");
   }
 
   std::uint64_t bounded(const char* what, std::uint64_t limit) {
@@ -190,6 +205,9 @@ class LineParser {
     } else if (key == "run") {
       mark(seen, 8, key);
       r.run = static_cast<std::uint32_t>(bounded("run", kMaxRun));
+    } else if (key == "skipped") {
+      mark(seen, 9, key);
+      r.skipped = bool_value("skipped");
     } else if (key == "aug") {
       mark(seen, 7, key);
       if (peek() == '"') {

@@ -2,7 +2,9 @@
 //   {"rank":0,"epoch":0,"worker":1,"batch":3,"index":17,"rng":"<fingerprint>"}
 // plus optional "content" (string or integer: a hash of the produced sample),
 // "aug" (any JSON value: the drawn parameters) and "run" (which run of a job that
-// restarted produced the sample: 0, 1, ...; absent: run 0). Unknown keys are ignored;
+// restarted produced the sample: 0, 1, ...; absent: run 0). "skipped": true marks a
+// sample the run declared skipped and did not train (worker and rng may then be
+// absent; batch is the step it would have been in). Unknown keys are ignored;
 // blank lines are skipped; anything else malformed is an error naming the line. `rng` and
 // `content` strings are reduced to 64-bit hashes. A hand-written parser for this flat
 // shape, since traces run to 10^7 lines.
