@@ -92,6 +92,18 @@ class Batches:
     def last_indices(self) -> object:
         """the last batch's sample indices as native uint64 bytes, or None"""
 
+    @property
+    def last_fingerprints(self) -> object:
+        """the last batch's stream fingerprints as native uint64 bytes, or None"""
+
+    @property
+    def last_worker(self) -> int:
+        """the worker that filled the last batch (0 with no workers)"""
+
+    @property
+    def first(self) -> int:
+        """the epoch's batch the pass began at (0 before its first batch)"""
+
 BUSY: str = ...
 
 def draw_base_seed(who: str) -> int:

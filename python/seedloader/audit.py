@@ -1,4 +1,4 @@
-"""Auditing PyTorch pipelines: record a trace, then run seedloader's detectors on it.
+"""Auditing pipelines: record a trace, then run seedloader's detectors on it.
 
     from seedloader.audit import trace, check
     loader = trace(DataLoader(ds, batch_size=8, num_workers=2), "trace.jsonl", rank=0)
@@ -6,19 +6,164 @@
     report = check("trace.jsonl", dataset_size=len(ds))
     assert report["verdict"] == "clean", report["findings"]
 
-trace / TraceRecorder: see seedloader._trace (the trace format and what is
-recorded). check() returns the report `seed-audit trace FILE --json` writes:
-{"verdict": "clean" | "findings", "samples": N, "findings": [{"kind", "count",
-"examples", "hint"}]}. A trace that spans the runs of a restarted job
+trace() takes a torch.utils.data.DataLoader (see seedloader._trace for the trace
+format and what is recorded; TraceRecorder is the same with options) or a
+seedloader.DataLoader, whose engine records each delivered sample's index, worker
+and stream fingerprint, and whose declared skips (loader.skip()) are written as
+"skipped" lines. check() returns the report `seed-audit trace FILE --json`
+writes: {"verdict": "clean" | "findings", "samples": N, "findings": [{"kind",
+"count", "examples", "hint"}], "information": [...]}, declared skips under
+"information" as declared_skip. A trace that spans the runs of a restarted job
 (trace(..., run=K) in each run) also reports resume_duplicate and resume_gap.
 """
 
+import array
 import json
 import os
 
-from seedloader._trace import TraceRecorder, trace
+from seedloader import _trace
+from seedloader._trace import TraceRecorder
 
-__all__ = ["TraceRecorder", "check", "trace"]
+__all__ = ["LoaderTrace", "TraceRecorder", "check", "trace"]
+
+# Entries a ledger query for declared skips returns at most (the query computes the
+# epoch's order once, whatever its steps).
+_LEDGER_CHUNK = 1 << 16
+
+
+def trace(loader, path, rank=None, generators=(), record_content=False, run=None):
+    """`loader` as a loader that appends one line per sample to `path`.
+
+    A torch.utils.data.DataLoader is rebuilt to record (rank: given by you, 0 when
+    None; generators and record_content: see TraceRecorder). A
+    seedloader.DataLoader is wrapped in a LoaderTrace: its rank is its own (a
+    `rank` given must be the same), and generators and record_content do not
+    apply (the engine knows each sample's stream)."""
+    import seedloader
+    if isinstance(loader, seedloader.DataLoader):
+        if generators or record_content:
+            raise ValueError("trace: generators and record_content are for torch "
+                             "DataLoaders; a seedloader.DataLoader records each sample's "
+                             "stream fingerprint itself")
+        return LoaderTrace(loader, path, rank=rank, run=run)
+    return _trace.trace(loader, path, 0 if rank is None else rank, generators,
+                        record_content, run)
+
+
+class LoaderTrace:
+    """A seedloader.DataLoader that appends to `path`, for every sample it delivers,
+    {"rank", "epoch", "worker", "batch", "index", "rng"} (batch: the step in its
+    epoch; rng: the fingerprint of the sample's stream state; "run" when given),
+    and for every sample its declared skips leave out (loader.skip(): a skipped
+    step, or a skipped sample of a delivered step) {"rank", "epoch", "batch",
+    "index", "skipped": true}, as the steps are passed. Each rank traces its own
+    loader; lines are appended with one write() per batch (O_APPEND), so the ranks
+    may share one file. Iterate it as the loader; other attributes are the
+    loader's. The skipped samples come from loader.ledger(), so a loader with
+    skips and a sampler of its own cannot be traced (ConfigError at the pass's
+    first batch); without skips no ledger is asked."""
+
+    def __init__(self, loader, path, rank=None, run=None):
+        if run is not None and (isinstance(run, bool) or not isinstance(run, int) or
+                                run < 0):
+            raise ValueError("run must be a non-negative integer, not %r" % (run,))
+        if loader._collate is not None:
+            raise ValueError("trace: this seedloader.DataLoader has a collate_fn, under "
+                             "which a whole batch is one item of the engine: its samples "
+                             "have no stream of their own to record")
+        self.loader = loader
+        self.path = os.fspath(path)
+        self.run = run
+        self._rank = rank
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+    def __iter__(self):
+        loader = self.loader
+        batches = iter(loader)
+        declared, written, started = [], 0, None
+        for batch in batches:
+            if started is None:
+                started = loader._pass
+                self._check_rank(loader.rank)
+                declared = self._declared(loader, started.first)
+            step = started.yielded - 1
+            lines = []  # the skipped samples of the steps up to this one, then its own
+            while written < len(declared) and declared[written][0] <= step:
+                lines.append(declared[written][1])
+                written += 1
+            epoch, rank, worker = loader.epoch, loader.rank, started.last_worker
+            fingerprints = _uint64s(started.last_fingerprints)
+            for index, rng in zip(loader.last_indices, fingerprints):
+                lines.append(self._line(rank=rank, epoch=epoch, worker=worker, batch=step,
+                                        index=index, rng="%016x" % rng))
+            self._append(lines)
+            yield batch
+        # The steps skipped at the epoch's end (a pass that ends by running out).
+        self._append([text for _, text in declared[written:]])
+
+    def _check_rank(self, rank):
+        if self._rank is not None and self._rank != rank:
+            raise ValueError("trace: rank=%r was given, but the loader runs as rank %d"
+                             % (self._rank, rank))
+
+    def _line(self, **fields):
+        if self.run is not None:
+            fields["run"] = self.run
+        return json.dumps(fields, separators=(",", ":"))
+
+    def _declared(self, loader, first):
+        """[(step, line)]: the samples of this rank that the epoch's declared skips
+        leave out, from step `first` on."""
+        if not loader._skip_steps and not loader._skip_samples:
+            return []
+        epoch, rank, end = loader.epoch, loader.rank, len(loader)
+        if loader._skip_samples:
+            steps = range(first, end)
+        else:  # whole steps only: ask for those alone
+            steps = sorted({k for e, a, b in loader._skip_steps if e == epoch
+                            for k in range(max(a, first), min(b, end))})
+        chunk = max(1, _LEDGER_CHUNK // (loader.batch_size or 1))
+        out = []
+        for a, b in _runs(steps):
+            for at in range(a, b, chunk):
+                for e in loader.ledger(range(at, min(b, at + chunk)), epoch=epoch,
+                                       rank=rank):
+                    if e["skipped"]:
+                        out.append((e["step"], self._line(
+                            rank=rank, epoch=epoch, batch=e["step"], index=e["index"],
+                            skipped=True)))
+        return out
+
+    def _append(self, lines):
+        if not lines:
+            return
+        data = memoryview(("\n".join(lines) + "\n").encode())
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            while data:
+                data = data[os.write(fd, data):]
+        finally:
+            os.close(fd)
+
+
+def _runs(steps):
+    """[(a, b)]: the sorted steps as runs of consecutive ones, b past each run's end."""
+    out = []
+    for k in steps:
+        if out and out[-1][1] == k:
+            out[-1][1] = k + 1
+        else:
+            out.append([k, k + 1])
+    return [tuple(r) for r in out]
+
+
+def _uint64s(raw):
+    return array.array("Q", raw).tolist() if raw is not None else []
 
 
 def check(path, dataset_size=None, allow_missing=0, global_batch=None):

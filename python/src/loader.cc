@@ -112,6 +112,8 @@ struct Exported {
   nb::dict fields;           // {field name: tensor}
   nb::object indices;        // the sample indices, native uint64 bytes
   nb::object lengths;        // {variable field: [elements per sample]}, or None
+  nb::object fingerprints;   // each sample's stream state fingerprint, uint64 bytes
+  int worker = 0;            // the worker that filled it (0 with no workers)
 };
 
 // Owns one delivered batch for as long as any tensor made from it lives.
@@ -254,7 +256,7 @@ class Loader {
         names_.push_back(nb::steal<nb::str>(name));
       }
     }
-    Exported out{0, nb::dict(), nb::none(), nb::none()};
+    Exported out{0, nb::dict(), nb::none(), nb::none(), nb::none(), b.worker()};
     for (std::size_t f = 0; f < b.num_fields(); ++f) {
       TensorView v = b.tensor(f);
       out.fields[names_[f]] = export_view(v, owner, format_);
@@ -268,6 +270,8 @@ class Loader {
     // the caller asks for it (a loop that never looks pays one copy).
     std::span<const Index> indices = b.indices();
     out.indices = nb::bytes(indices.data(), indices.size_bytes());
+    std::span<const std::uint64_t> fingerprints = b.fingerprints();
+    out.fingerprints = nb::bytes(fingerprints.data(), fingerprints.size_bytes());
     out.number = b.number();
     return out;
   }
@@ -370,6 +374,11 @@ class Batches {
   std::uint64_t yielded() const { return yielded_; }
   // The last delivered batch's sample indices as native uint64 bytes, or None.
   nb::object last_indices() const { return last_indices_; }
+  // Its samples' stream fingerprints (Batch::fingerprints()) likewise, and its worker.
+  nb::object last_fingerprints() const { return last_fingerprints_; }
+  int last_worker() const { return last_worker_; }
+  // The epoch's batch the pass began at (0 until its first next()).
+  std::uint64_t first() const { return first_; }
 
   // For the cyclic collector (a pass kept by an object its loader refers to).
   int traverse(visitproc visit, void* arg) const {
@@ -379,6 +388,7 @@ class Batches {
     Py_VISIT(pad_.ptr());
     Py_VISIT(build_.ptr());
     Py_VISIT(last_indices_.ptr());
+    Py_VISIT(last_fingerprints_.ptr());
     return 0;
   }
 
@@ -390,6 +400,7 @@ class Batches {
     pad_.reset();
     build_.reset();
     last_indices_.reset();
+    last_fingerprints_.reset();
   }
 
  private:
@@ -411,6 +422,7 @@ class Batches {
     core_ = begun[0];
     pass_ = nb::cast<Loader&>(core_).begin_pass();
     yielded_ = nb::cast<std::uint64_t>(begun[1]);
+    first_ = yielded_;
     replay_ = nb::cast<std::uint64_t>(begun[2]);
     if (!begun[3].is_none()) build_ = begun[3].attr("build");
     pad_ = nb::bool_(nb::cast<bool>(begun[4]));
@@ -423,6 +435,8 @@ class Batches {
                          ? build_(std::move(batch.fields), std::move(batch.lengths), pad_)
                          : nb::object(std::move(batch.fields));
     last_indices_ = std::move(batch.indices);
+    last_fingerprints_ = std::move(batch.fingerprints);
+    last_worker_ = batch.worker;
     yielded_ = batch.number + 1;  // skipped steps (LoaderOptions::skip) count as passed
     return out;
   }
@@ -486,6 +500,9 @@ class Batches {
   nb::object pad_;
   nb::object build_;  // layout.build, or unset
   nb::object last_indices_ = nb::none();
+  nb::object last_fingerprints_ = nb::none();
+  int last_worker_ = 0;
+  std::uint64_t first_ = 0;
   bool done_ = false;     // exhausted, failed, closed or stale
   bool running_ = false;  // a thread is in next()
   std::exception_ptr error_;
@@ -527,7 +544,13 @@ void bind_loader(nb::module_& m) {
       .def_prop_ro("yielded", &Batches::yielded,
                    "batches of the epoch delivered (a resumed pass counts the skipped)")
       .def_prop_ro("last_indices", &Batches::last_indices,
-                   "the last batch's sample indices as native uint64 bytes, or None");
+                   "the last batch's sample indices as native uint64 bytes, or None")
+      .def_prop_ro("last_fingerprints", &Batches::last_fingerprints,
+                   "the last batch's stream fingerprints as native uint64 bytes, or None")
+      .def_prop_ro("last_worker", &Batches::last_worker,
+                   "the worker that filled the last batch (0 with no workers)")
+      .def_prop_ro("first", &Batches::first,
+                   "the epoch's batch the pass began at (0 before its first batch)");
 
   m.attr("BUSY") = kBusy;
   m.def("draw_base_seed", &draw_base_seed, nb::arg("who"),

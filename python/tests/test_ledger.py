@@ -1,5 +1,7 @@
 """loader.ledger(): the samples a step trains on, from the configuration alone, equal
 to what each rank's loader delivers at that step."""
+import json
+
 import pytest
 import torch
 import torch.utils.data as tud
@@ -171,3 +173,83 @@ def test_sample_skips_under_a_collate_fn_are_refused():
                            collate_fn=lambda items: torch.stack(items))
     with pytest.raises(sl.ConfigError, match="under a collate_fn"):
         loader.skip(samples=[3])
+
+
+# --- traced loaders: what was delivered and what was declared skipped -------------------
+
+def _elastic(rank, world, batch, workers=2):
+    return sl.DataLoader(Probe(), batch_size=batch, shuffle=True, seed=3, seeding="sample",
+                         partition="elastic", rank=rank, world_size=world,
+                         num_workers=workers)
+
+
+@pytest.mark.filterwarnings("ignore:.*worker processes")
+def test_a_traced_run_resumed_at_another_world_size_audits_its_skips_as_declared(
+        tmp_path, read_trace):
+    path = tmp_path / "t.jsonl"
+    # Run 0 at 2 ranks x 4 (G = 8, 5 steps an epoch over 37 samples): steps 2 and 3
+    # and sample 11 skipped; it stops after step 1 of epoch 1.
+    for rank in range(2):
+        loader = _elastic(rank, 2, 4)
+        loader.skip(steps=[(2, 4)], samples=[11])
+        traced = sl.audit.trace(loader, path, run=0)
+        for _ in traced:
+            pass
+        for step, _ in enumerate(traced):
+            if step == 1:
+                break
+        state = loader.state_dict()
+    # Run 1 at 4 ranks x 2 resumes from that state and skips epoch 1's step 3 too.
+    for rank in range(4):
+        loader = _elastic(rank, 4, 2)
+        loader.load_state_dict(state)
+        loader.skip(steps=[(8, 9)])
+        for _ in sl.audit.trace(loader, path, run=1):
+            pass
+    lines = read_trace(path)
+    # Every line is the ledger's: the trained ones with their stream fingerprints.
+    reference = _elastic(0, 1, 8, workers=0)
+    reference.skip(steps=[(2, 4), (8, 9)], samples=[11])
+    entries = [e for epoch in (0, 1) for e in reference.ledger(range(5), epoch=epoch)]
+    ledger = {(e["epoch"], e["step"], e["index"]): e for e in entries}
+    skipped = [x for x in lines if x.get("skipped")]
+    trained = [x for x in lines if not x.get("skipped")]
+    for x in trained:
+        e = ledger[(x["epoch"], x["batch"], x["index"])]
+        assert not e["skipped"]
+        assert x["rng"] == "%016x" % e["fingerprint"]
+    for x in skipped:
+        assert ledger[(x["epoch"], x["batch"], x["index"])]["skipped"], x
+        assert "rng" not in x and "worker" not in x
+    assert {x["run"] for x in skipped} == {0, 1}
+    want_skipped = {(k[0], k[2]) for k, e in ledger.items() if e["skipped"]}
+    assert {(x["epoch"], x["index"]) for x in skipped} == want_skipped
+    # The two runs trained every step of epochs 0 and 1 once, padding included.
+    assert sorted((x["epoch"], x["batch"], x["index"]) for x in trained) == \
+        sorted((e["epoch"], e["step"], e["index"]) for e in entries if not e["skipped"])
+    # The audit: clean, the skips reported as declared; without them, a gap.
+    report = sl.audit.check(path, dataset_size=37, global_batch=8)
+    assert report["verdict"] == "clean", report["findings"]
+    assert [(i["kind"], i["count"]) for i in report["information"]] == \
+        [("declared_skip", len(want_skipped))]
+    undeclared = tmp_path / "undeclared.jsonl"
+    undeclared.write_text("".join(json.dumps(x) + "\n" for x in trained))
+    kinds = {f["kind"] for f in sl.audit.check(undeclared, dataset_size=37,
+                                                global_batch=8)["findings"]}
+    assert "resume_gap" in kinds
+
+
+def test_a_traced_loader_is_refused_what_it_cannot_record(tmp_path):
+    loader = sl.DataLoader(Probe(), batch_size=4, seed=1, rank=0, world_size=2)
+    with pytest.raises(ValueError, match="runs as rank 0"):
+        next(iter(sl.audit.trace(loader, tmp_path / "t.jsonl", rank=1)))
+    with pytest.raises(ValueError, match="record_content are for torch DataLoaders"):
+        sl.audit.trace(loader, tmp_path / "t.jsonl", record_content=True)
+    collated = sl.DataLoader(Probe(), batch_size=4, seed=1,
+                             collate_fn=lambda items: torch.stack(items))
+    with pytest.raises(ValueError, match="has a collate_fn"):
+        sl.audit.trace(collated, tmp_path / "t.jsonl")
+    own = sl.DataLoader(Probe(), batch_size=4, sampler=list(range(37)), seed=1)
+    own.skip(steps=[(1, 2)])
+    with pytest.raises(sl.ConfigError, match="its own sampler"):
+        next(iter(sl.audit.trace(own, tmp_path / "t.jsonl")))
