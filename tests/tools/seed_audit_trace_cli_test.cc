@@ -27,6 +27,16 @@ std::string write_trace(const std::string& name,
   std::string path = testing_util::process_temp_dir() + name;
   std::ofstream f(path);
   for (const SampleRecord& r : records) {
+    if (r.skipped) {
+      f << nlohmann::json{{"rank", r.rank},
+                          {"epoch", r.epoch},
+                          {"batch", r.batch},
+                          {"index", r.index},
+                          {"skipped", true}}
+               .dump()
+        << "\n";
+      continue;
+    }
     f << nlohmann::json{{"rank", r.rank},     {"epoch", r.epoch},
                         {"worker", r.worker}, {"batch", r.batch},
                         {"index", r.index},   {"rng", std::to_string(r.rng)}}
@@ -163,6 +173,23 @@ TEST(SeedAuditTraceCliTest, ExpectPassesTheRunsOwnConfigurationAndNamesWhatDiffe
   EXPECT_NE(r.out.find("run 0 rank 0 epoch 0 batch 4"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("declares the step skipped (--skip-steps): the run trained a step "
                        "it should have skipped"),
+            std::string::npos)
+      << r.out;
+  // A trace that declares its skips: the configuration must declare the same.
+  std::vector<SampleRecord> declaring = recorded_run(1);
+  for (SampleRecord& s : declaring)
+    s.skipped = s.epoch == 0 && s.batch >= 4 && s.batch < 6;
+  const std::string declared = write_trace("declared.jsonl", declaring);
+  r = run_command(audit("trace " + declared + " --expect \"" + with_skips + "\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("declared_skip: 8 samples"), std::string::npos) << r.out;
+  r = run_command(
+      audit("trace " + declared + " --expect \"" + config + " --skip-steps 5:6\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("order_mismatch: 4 samples"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("run 0 rank 0 epoch 0 batch 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("skipped where the configuration skips []: the run declared other "
+                       "skips than the configuration"),
             std::string::npos)
       << r.out;
   // Flags that are not a configuration: exit 2 naming --expect.

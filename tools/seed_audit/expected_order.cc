@@ -16,14 +16,29 @@ namespace {
 using StepKey = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t>;
 using Indices = std::vector<std::uint64_t>;
 
-// Every rank's batches of one epoch under one configuration: [rank][step].
+// [rank][step]: the sample indices of each rank's steps.
+using RankSteps = std::vector<std::vector<Indices>>;
+
+// Every rank's batches of one epoch under one configuration.
 class EpochOrders {
  public:
   explicit EpochOrders(LedgerQuery base) : base_(std::move(base)) {}
 
   // The steps of the configuration, world size `world` (0: the configuration's).
-  const std::vector<std::vector<Indices>>& of(std::uint64_t epoch,
-                                              std::uint64_t world = 0) {
+  const RankSteps& of(std::uint64_t epoch, std::uint64_t world = 0) {
+    return steps(epoch, world).trained;
+  }
+  // The samples the configuration declares skipped, at its own world size.
+  const RankSteps& skipped(std::uint64_t epoch) { return steps(epoch, 0).skipped; }
+
+  const LedgerQuery& base() const { return base_; }
+
+ private:
+  struct Steps {
+    RankSteps trained, skipped;
+  };
+
+  const Steps& steps(std::uint64_t epoch, std::uint64_t world) {
     LedgerQuery q = base_;
     if (world != 0) {
       // The same global batch at another world size under the elastic partition;
@@ -38,28 +53,24 @@ class EpochOrders {
     const auto key = std::make_pair(epoch, q.options.world_size);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    std::vector<std::vector<Indices>> steps(q.options.world_size);
+    Steps steps{RankSteps(q.options.world_size), RankSteps(q.options.world_size)};
     q.epoch = epoch;
     q.first_step = 0;
     q.end_step = ledger_steps(q);
     q.rank.reset();
     q.worker.reset();
     for (const LedgerEntry& e : ledger(q)) {
-      if (e.skipped) continue;  // declared: the run does not train it
-      auto& rank = steps[e.rank];
+      // Declared: the run does not train it, and says so.
+      auto& rank = (e.skipped ? steps.skipped : steps.trained)[e.rank];
       if (rank.size() <= e.step) rank.resize(e.step + 1);
       rank[e.step].push_back(e.index);
     }
     return cache_.emplace(key, std::move(steps)).first->second;
   }
 
-  const LedgerQuery& base() const { return base_; }
-
- private:
   LedgerQuery base_;
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::vector<std::vector<Indices>>>
-      cache_;
-  const std::vector<std::vector<Indices>> empty_;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, Steps> cache_;
+  const Steps empty_;
 };
 
 std::string list_text(const Indices& v) {
@@ -120,56 +131,81 @@ std::string explain(EpochOrders& orders, std::uint64_t epoch, std::uint32_t rank
 std::optional<Finding> check_expected_order(const std::string& path,
                                             const LedgerQuery& config,
                                             std::uint64_t& checked) {
-  std::map<StepKey, Indices> trace;
+  struct Recorded {
+    Indices trained, declared;  // the samples of the step, and those declared skipped
+  };
+  std::map<StepKey, Recorded> trace;
   std::uint64_t largest = 0;
   read_trace(path, [&](const SampleRecord& r) {
-    if (r.skipped) return;  // the configuration's own skips say what is left out
-    trace[{r.epoch, r.batch, r.rank, r.run}].push_back(r.index);
+    Recorded& step = trace[{r.epoch, r.batch, r.rank, r.run}];
+    (r.skipped ? step.declared : step.trained).push_back(r.index);
     largest = std::max(largest, r.index);
   });
   EpochOrders orders(config);
   Finding finding{FindingKind::kOrderMismatch, 0, {}};
   checked = 0;
-  for (const auto& [key, got] : trace) {
+  const auto example = [&](std::uint64_t count, const StepKey& key, std::uint64_t index,
+                           std::string note) {
     const auto& [epoch, step, rank, run] = key;
-    checked += got.size();
+    finding.count += count;
+    if (finding.examples.size() >= 3) return;
+    Example ex;
+    ex.sample =
+        SamplePlace{rank, static_cast<std::uint32_t>(epoch), {}, step, index, run};
+    ex.note = std::move(note);
+    finding.examples.push_back(std::move(ex));
+  };
+  for (const auto& [key, recorded] : trace) {
+    const auto& [epoch, step, rank, run] = key;
+    const Indices& got = recorded.trained;
+    checked += got.size() + recorded.declared.size();
     const auto& mine = orders.of(epoch);
     if (rank >= mine.size()) {
-      finding.count += got.size();
-      if (finding.examples.size() < 3) {
-        Example ex;
-        ex.sample = SamplePlace{
-            rank, static_cast<std::uint32_t>(epoch), {}, step, got.front(), run};
-        ex.note = "rank " + std::to_string(rank) +
+      const Indices& any = got.empty() ? recorded.declared : got;
+      example(any.size(), key, any.front(),
+              "rank " + std::to_string(rank) +
                   " is outside the configuration's world of " +
-                  std::to_string(mine.size());
-        finding.examples.push_back(std::move(ex));
-      }
+                  std::to_string(mine.size()));
       continue;
     }
+    if (!recorded.declared.empty()) {
+      // A skip the run declared must be one the configuration declares.
+      const auto& skipped = orders.skipped(epoch);
+      Indices want = step < skipped[rank].size() ? skipped[rank][step] : Indices{};
+      Indices declared = recorded.declared;
+      std::sort(want.begin(), want.end());
+      std::sort(declared.begin(), declared.end());
+      if (declared != want) {
+        example(recorded.declared.size(), key, recorded.declared.front(),
+                "the trace declares " + list_text(recorded.declared) +
+                    " skipped where the configuration skips " + list_text(want) +
+                    ": the run declared other skips than the configuration (give the "
+                    "run's, --skip-steps A:B)");
+      }
+    }
+    if (got.empty()) continue;
     const Indices* want = step < mine[rank].size() ? &mine[rank][step] : nullptr;
     if (want != nullptr && *want == got) continue;
-    finding.count += got.size();
-    if (finding.examples.size() >= 3) continue;
-    Example ex;
     std::size_t at = 0;
     while (want != nullptr && at < got.size() && at < want->size() &&
            got[at] == (*want)[at])
       ++at;
-    ex.sample = SamplePlace{rank, static_cast<std::uint32_t>(epoch), {},
-                            step, got[std::min(at, got.size() - 1)], run};
+    const std::uint64_t first_apart = got[std::min(at, got.size() - 1)];
     if (want != nullptr && want->empty()) {
-      ex.note = "the trace has " + list_text(got) +
-                " where the configuration declares the step skipped (--skip-steps): the "
-                "run trained a step it should have skipped";
+      example(got.size(), key, first_apart,
+              "the trace has " + list_text(got) +
+                  " where the configuration declares the step skipped (--skip-steps): "
+                  "the run trained a step it should have skipped");
+    } else if (finding.examples.size() < 3) {
+      example(got.size(), key, first_apart,
+              "the trace has " + list_text(got) +
+                  (want != nullptr ? " where the configuration gives " + list_text(*want)
+                                   : " past the epoch's " +
+                                         std::to_string(mine[rank].size()) + " steps") +
+                  "; " + explain(orders, epoch, rank, step, got, largest));
     } else {
-      ex.note = "the trace has " + list_text(got) +
-                (want != nullptr ? " where the configuration gives " + list_text(*want)
-                                 : " past the epoch's " +
-                                       std::to_string(mine[rank].size()) + " steps") +
-                "; " + explain(orders, epoch, rank, step, got, largest);
+      finding.count += got.size();  // no example: explain() is not worth its queries
     }
-    finding.examples.push_back(std::move(ex));
   }
   if (finding.count == 0) return std::nullopt;
   return finding;

@@ -14,8 +14,10 @@
 namespace seedloader::audit {
 
 // The kOrderMismatch finding of trace `path` against `config` (its epoch, steps
-// and filters are ignored), or nullopt when every step matches. `checked` counts
-// the samples compared. Throws DataError for an unreadable trace, ConfigError for
+// and filters are ignored), or nullopt when every step matches: its trained
+// samples, and the samples it declares skipped ("skipped": true), which must be the
+// ones the configuration's --skip-steps leave out. `checked` counts the samples
+// compared. Throws DataError for an unreadable trace, ConfigError for
 // an invalid configuration.
 std::optional<Finding> check_expected_order(const std::string& path,
                                             const LedgerQuery& config,
