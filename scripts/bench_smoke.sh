@@ -24,7 +24,7 @@ run() {  # run NAME COMMAND...
 }
 
 for b in rng_bench audit_bench loader_overhead_bench loader_transport_bench \
-  transforms_bench datasets_memory; do
+  transforms_bench datasets_memory mixture_bench; do
   run "$b" "$build/bench/$b" --benchmark_min_time=0.01
 done
 if [[ -x $build/bench/ddp_allreduce_bench ]]; then
@@ -35,6 +35,7 @@ if [[ -x $build/bench/ddp_allreduce_bench ]]; then
     --benchmark_min_time=0.01
 fi
 run shard_locality "$build/bench/shard_locality" --shards 64 --cache-shards 4
+run mixture_methods /usr/bin/python3 bench/mixture_methods.py
 run seedloader-bench "$build/tools/seedloader_bench/seedloader-bench" \
   --data synthetic:512 --transform rrc:64,hflip,normalize:imagenet --batch-size 32 \
   --workers 2 --batches 4 --warmup 1 --json

@@ -5,6 +5,8 @@
 //   worker stream     (1, epoch, rank, worker)
 //   per-sample stream (2, epoch, sample_index)
 //   batch stream      (3, epoch, rank, batch_index)  (MixUp / CutMix)
+//   mixture source order    (4, source_key, source_epoch)  (mixture.h)
+//   mixture batch order     (5, global_step)
 // In numpy: PCG64(SeedSequence(base, spawn_key=KEY)) gives the same stream.
 #pragma once
 
@@ -20,7 +22,9 @@ enum class StreamPurpose : std::uint64_t {
   kShuffle = 0,
   kWorker = 1,
   kSample = 2,
-  kBatch = 3
+  kBatch = 3,
+  kMixtureOrder = 4,
+  kMixtureBatch = 5
 };
 
 std::vector<std::uint64_t> shuffle_key(std::uint64_t epoch);
