@@ -195,8 +195,10 @@ double jitter() {
 struct ObjectReader::Impl {
   FetchOptions options;
   std::mutex mutex;
-  std::optional<S3Config> s3;  // read on the first s3:// request
-  std::vector<CURL*> idle;     // handles of process `owner`, their connections open
+  // Read on the first s3:// request, and again before temporary credentials
+  // expire (in each process: a forked worker refreshes its own copy).
+  std::shared_ptr<const S3Config> s3;
+  std::vector<CURL*> idle;  // handles of process `owner`, their connections open
   pid_t owner = ::getpid();
 
   CURL* acquire() {
@@ -224,10 +226,15 @@ struct ObjectReader::Impl {
       idle.push_back(c);
     }  // else: acquired before a fork in another thread; see acquire()
   }
-  const S3Config& s3_config() {
+  std::shared_ptr<const S3Config> s3_config() {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!s3) s3 = S3Config::from_environment();
-    return *s3;
+    // Five minutes ahead, as the AWS CLI refreshes: a request signed now may
+    // still be retrying then. A failed refresh throws; it never goes unsigned.
+    const auto soon = std::chrono::system_clock::now() + std::chrono::minutes(5);
+    if (!s3 || s3->expires_before(soon))
+      s3 =
+          std::make_shared<const S3Config>(S3Config::from_environment(options.anonymous));
+    return s3;
   }
 
   // One request for bytes [from, limit) of `url`, following redirects.
@@ -250,7 +257,9 @@ Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
   CURL* c = acquire();
   std::unique_ptr<CURL, std::function<void(CURL*)>> guard(
       c, [this](CURL* h) { release(h); });
-  const S3Config* s3 = url.scheme == ObjectUrl::Scheme::kS3 ? &s3_config() : nullptr;
+  const std::shared_ptr<const S3Config> config =
+      url.scheme == ObjectUrl::Scheme::kS3 ? s3_config() : nullptr;
+  const S3Config* s3 = config.get();
   std::string target = s3 ? s3->http_url(url) : url.display();
   const std::string origin = origin_of(target);
   for (int hop = 0;; ++hop) {

@@ -38,13 +38,17 @@ struct FetchOptions {
   double deadline_s = 0;
   double first_backoff_s = 0.2;  // the first retry's delay; doubles up to max_backoff_s
   double max_backoff_s = 10;
+  // S3 requests go unsigned, whatever credentials could be found (a public
+  // bucket); AWS_NO_SIGN_REQUEST=true does the same.
+  bool anonymous = false;
 };
 
 class ObjectReader {
  public:
   // S3's endpoint and credentials are read from the environment (S3Config) at the
-  // first s3:// request, which throws ConfigError for bad AWS settings. Throws
-  // ConfigError for bad options.
+  // first s3:// request, and again before temporary credentials expire; either
+  // throws ConfigError for bad AWS settings or no credentials. Throws ConfigError
+  // for bad options.
   explicit ObjectReader(FetchOptions options = {});
   ~ObjectReader();
   ObjectReader(const ObjectReader&) = delete;

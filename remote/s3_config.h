@@ -1,9 +1,10 @@
 // Where S3 requests go and how they are signed, from the variables and files the
 // AWS CLI reads, so a job configured for it needs nothing more:
-//   credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN),
-//     else the profile AWS_PROFILE (default "default") of the credentials file
-//     AWS_SHARED_CREDENTIALS_FILE (default ~/.aws/credentials); none at all means
-//     unsigned requests (a public bucket);
+//   credentials: found as the AWS CLI finds them (aws_credentials.h: the
+//     environment, web identity, a profile, container credentials, the instance
+//     metadata service); none found is a ConfigError listing where it looked.
+//     Unsigned requests (a public bucket) only with AWS_NO_SIGN_REQUEST=true or
+//     when the caller asks for them;
 //   region: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1;
 //   endpoint: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL (an S3-compatible store:
 //     MinIO, Ceph, R2; path-style requests), else AWS's regional endpoint
@@ -12,6 +13,8 @@
 // session token are never part of a message.
 #pragma once
 
+#include <chrono>
+#include <optional>
 #include <string>
 
 #include "remote/object_url.h"
@@ -24,13 +27,21 @@ struct S3Config {
   std::string session_token;
   std::string region = "us-east-1";
   std::string endpoint;  // "scheme://host[:port]" without a trailing '/'; empty: AWS
+  std::string credential_source;  // where the credentials came from; empty: unsigned
+  // When temporary credentials expire (unset: they do not).
+  std::optional<std::chrono::system_clock::time_point> expiration;
 
-  // Reads the environment and, for a profile, the credentials file. Throws
-  // ConfigError naming the file and profile when AWS_PROFILE names a profile the
-  // file lacks, or the profile lacks a key.
-  static S3Config from_environment();
+  // Reads the environment and finds credentials unless `anonymous` (or
+  // AWS_NO_SIGN_REQUEST=true). Throws ConfigError naming the source and what is
+  // wrong, or listing the places looked when there are no credentials.
+  static S3Config from_environment(bool anonymous = false);
 
   bool signed_requests() const { return !access_key.empty(); }
+  // Temporary credentials that expire before `when`: refreshed before they are
+  // used then.
+  bool expires_before(std::chrono::system_clock::time_point when) const {
+    return expiration && *expiration <= when;
+  }
   // The http(s) URL of the object s3://bucket/key: path-style on a configured
   // endpoint, virtual-hosted on AWS (path-style for a bucket name with a dot). Key bytes
   // outside [A-Za-z0-9-._~/] are percent-encoded.

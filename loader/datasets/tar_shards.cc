@@ -516,7 +516,8 @@ void TarShards::State::read_remote_index(remote::ObjectUrl url) {
       remote::FetchOptions{.max_attempts = options.max_attempts,
                            .stall_timeout_s = options.stall_timeout_s,
                            .min_rate_bytes_s = options.min_rate_bytes_s,
-                           .deadline_s = options.deadline_s});
+                           .deadline_s = options.deadline_s,
+                           .anonymous = options.anonymous});
   std::vector<std::uint8_t> text;
   if (!reader->read_if_present(url, text, options.max_index_bytes)) {
     throw DataError("TarShards(" + pattern + "): no index at " + index_path +

@@ -114,7 +114,7 @@ void bind_datasets(nb::module_& m) {
              const std::string& cache_dir, std::uint64_t cache_limit, bool verify_shards,
              int prefetch_shards, const std::string& cache_verify, int max_attempts,
              double stall_timeout_s, double min_rate_bytes_s, double deadline_s,
-             std::uint64_t max_index_bytes) {
+             std::uint64_t max_index_bytes, bool anonymous) {
             TarShardsOptions options;
             options.label_ext = label_ext;
             options.channels = channels;
@@ -134,6 +134,7 @@ void bind_datasets(nb::module_& m) {
             options.min_rate_bytes_s = min_rate_bytes_s;
             options.deadline_s = deadline_s;
             options.max_index_bytes = max_index_bytes;
+            options.anonymous = anonymous;
             Compose parsed = chain(transform);
             // A URL's index is read here, over the network: other threads run
             // meanwhile (a server in this process included).
@@ -147,6 +148,7 @@ void bind_datasets(nb::module_& m) {
           nb::arg("cache_verify") = "stat", nb::arg("max_attempts") = 6,
           nb::arg("stall_timeout_s") = 30.0, nb::arg("min_rate_bytes_s") = 1024.0,
           nb::arg("deadline_s") = 0.0, nb::arg("max_index_bytes") = 256ull << 20,
+          nb::arg("anonymous") = false,
           "A shard pattern, a packed folder (its index.json), or the URL of one: "
           "s3://bucket/prefix/, https://host/path/ or http://...; remote shards are "
           "read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else "
@@ -158,7 +160,10 @@ void bind_datasets(nb::module_& m) {
           "downloaded again. max_attempts: attempts per object that make no "
           "progress; a transfer below min_rate_bytes_s over stall_timeout_s seconds "
           "is cut off (and counts as one); deadline_s bounds one object's whole read "
-          "(0: none); index.json may hold at most max_index_bytes.");
+          "(0: none); index.json may hold at most max_index_bytes. s3:// requests are "
+          "signed with credentials found as the AWS CLI finds them (none is an error "
+          "listing where it looked); anonymous=True sends them unsigned (a public "
+          "bucket), as AWS_NO_SIGN_REQUEST=true does.");
 
   nb::class_<Synthetic, Dataset>(m, "Synthetic", "n generated h x w x c images.")
       .def(

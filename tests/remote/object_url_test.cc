@@ -93,13 +93,19 @@ class AwsEnvironment {
     for (const char* name :
          {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
           "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE",
-          "AWS_SHARED_CREDENTIALS_FILE", "HOME"}) {
+          "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
+          "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+          "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_NO_SIGN_REQUEST",
+          "AWS_EC2_METADATA_DISABLED", "HOME"}) {
       if (const char* v = ::getenv(name)) saved_[name] = v;
       ::unsetenv(name);
     }
+    // Never the real instance metadata service.
+    ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
     for (const auto& [k, v] : values) ::setenv(k.c_str(), v.c_str(), 1);
   }
   ~AwsEnvironment() {
+    ::unsetenv("AWS_EC2_METADATA_DISABLED");
     for (const auto& [k, v] : saved_) ::setenv(k.c_str(), v.c_str(), 1);
   }
 
@@ -124,7 +130,9 @@ TEST(S3ConfigTest, VariablesWinAndTheEndpointMakesRequestsPathStyle) {
 }
 
 TEST(S3ConfigTest, AwsItselfIsAskedVirtualHostedInItsRegion) {
-  AwsEnvironment env({{"AWS_REGION", "ap-south-1"}, {"HOME", "/nonexistent"}});
+  AwsEnvironment env({{"AWS_REGION", "ap-south-1"},
+                      {"HOME", "/nonexistent"},
+                      {"AWS_NO_SIGN_REQUEST", "true"}});
   const S3Config c = S3Config::from_environment();
   EXPECT_FALSE(c.signed_requests());
   EXPECT_EQ(c.http_url(*ObjectUrl::parse("s3://bkt/k.tar")),

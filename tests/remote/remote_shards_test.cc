@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "loader/datasets/file_io.h"
+#include "remote/aws_credentials.h"
 #include "remote/object_reader.h"
 #include "remote/object_url.h"
 #include "remote/shard_cache.h"
@@ -839,6 +840,218 @@ TEST_F(S3ShardsTest, WrongCredentialsAreA403NamingTheUrlNotTheSecret) {
   EXPECT_NE(e.find("HTTP 403"), std::string::npos) << e;
   EXPECT_NE(e.find("(1 attempt)"), std::string::npos) << e;
   EXPECT_EQ(e.find("wrong-secret"), std::string::npos) << e;
+}
+
+// Credentials found the way cloud jobs get them (remote/aws_credentials.h), from
+// tests/remote/credential_server.py on 127.0.0.1: it hands out the S3 server's key
+// with a new session token each time. Every other variable the chain reads is
+// cleared, HOME points at an empty folder, and the metadata service at a port
+// nothing listens on unless a test says otherwise, so no request leaves 127.0.0.1.
+class S3CredentialsTest : public S3ShardsTest {
+ protected:
+  static constexpr const char* kVariables[] = {"AWS_ACCESS_KEY_ID",
+                                               "AWS_SECRET_ACCESS_KEY",
+                                               "AWS_SESSION_TOKEN",
+                                               "AWS_WEB_IDENTITY_TOKEN_FILE",
+                                               "AWS_ROLE_ARN",
+                                               "AWS_ROLE_SESSION_NAME",
+                                               "AWS_ENDPOINT_URL_STS",
+                                               "AWS_PROFILE",
+                                               "AWS_SHARED_CREDENTIALS_FILE",
+                                               "AWS_CONFIG_FILE",
+                                               "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                                               "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                                               "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+                                               "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+                                               "AWS_EC2_METADATA_DISABLED",
+                                               "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+                                               "AWS_NO_SIGN_REQUEST",
+                                               "HOME"};
+
+  void SetUp() override {
+    S3ShardsTest::SetUp();
+    if (IsSkipped()) return;
+    if (const char* home = ::getenv("HOME")) home_ = home;
+    for (const char* v : kVariables) ::unsetenv(v);
+    std::filesystem::create_directories(root_ / "home");
+    ::setenv("HOME", (root_ / "home").c_str(), 1);
+    ::setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT",
+             ("http://127.0.0.1:" + std::to_string(testing_util::free_port())).c_str(),
+             1);
+  }
+  void TearDown() override {
+    for (const char* v : kVariables) ::unsetenv(v);
+    if (!home_.empty()) ::setenv("HOME", home_.c_str(), 1);
+    S3ShardsTest::TearDown();
+  }
+
+  // Starts the credential server; its credentials expire `ttl` seconds after each
+  // is handed out.
+  void start_credentials(int ttl = 3600) {
+    const int port = testing_util::free_port();
+    stub_ = std::make_unique<testing_util::ServerProcess>(
+        std::vector<std::string>{"/usr/bin/python3",
+                                 SEEDLOADER_SOURCE_DIR
+                                 "/tests/remote/credential_server.py",
+                                 std::to_string(port), root_ / "issued.log", "AKIDTEST",
+                                 "s3cr3t-key", std::to_string(ttl)},
+        std::vector<std::string>{}, port, root_ / "credential_server.out");
+    stub_url_ = "http://127.0.0.1:" + std::to_string(port);
+  }
+  // How often the server handed out credentials of `kind`.
+  int issued(const std::string& kind) const {
+    std::ifstream in(root_ / "issued.log");
+    int n = 0;
+    for (std::string line; std::getline(in, line);) n += line == kind;
+    return n;
+  }
+  std::string read_error() const {
+    return error_of([&] {
+      TarShards("s3://data/", parse_transform_spec(kTransform),
+                cached_in(root_ / "fail"));
+    });
+  }
+  void write_file(const std::string& name, const std::string& text) const {
+    std::ofstream(root_ / name) << text;
+  }
+
+  std::string home_;
+  std::unique_ptr<testing_util::ServerProcess> stub_;
+  std::string stub_url_;
+};
+
+TEST_F(S3CredentialsTest, EachPlaceCloudJobsGetCredentialsFromSignsTheRequests) {
+  start_credentials();
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  const Epoch want = run_epoch(local, 0, 0);
+  write_file("jwt", "web-identity-jwt\n");
+  write_file("credentials",
+             "[reader]\naws_access_key_id = AKIDTEST\n"
+             "aws_secret_access_key = s3cr3t-key\n");
+  write_file("auth", "container-auth");
+  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> sources =
+      {
+          {"sts",
+           {{"AWS_WEB_IDENTITY_TOKEN_FILE", root_ / "jwt"},
+            {"AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/reader"},
+            {"AWS_ENDPOINT_URL_STS", stub_url_}}},
+          {"profile",
+           {{"AWS_SHARED_CREDENTIALS_FILE", root_ / "credentials"},
+            {"AWS_PROFILE", "reader"}}},
+          {"container",
+           {{"AWS_CONTAINER_CREDENTIALS_FULL_URI", stub_url_ + "/container"},
+            {"AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", root_ / "auth"}}},
+          {"imds", {{"AWS_EC2_METADATA_SERVICE_ENDPOINT", stub_url_}}},
+      };
+  for (const auto& [kind, variables] : sources) {
+    for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
+    const TarShards remote("s3://data/", parse_transform_spec(kTransform),
+                           cached_in(root_ / ("cache-" + kind)));
+    EXPECT_TRUE(run_epoch(remote, 0, 0) == want) << kind;
+    if (kind != "profile") EXPECT_GE(issued(kind), 1) << kind;
+    for (const auto& [name, value] : variables) ::unsetenv(name.c_str());
+  }
+}
+
+TEST_F(S3CredentialsTest, CredentialsAboutToExpireAreFetchedAgainInEveryWorker) {
+  // Two minutes left when handed out: inside the five-minute margin, so every
+  // request fetches them again, in the main process and in each worker.
+  start_credentials(120);
+  write_file("auth", "container-auth");
+  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
+  ::setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (root_ / "auth").c_str(), 1);
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  EXPECT_TRUE(run_epoch(remote, 2, 0) == run_epoch(local, 0, 0));
+  // The index, then every shard in the workers: a fetch each.
+  EXPECT_GT(issued("container"), 3);
+}
+
+TEST_F(S3CredentialsTest, NoCredentialsAnywhereListsEveryPlaceLooked) {
+  const std::string e = read_error();
+  for (const char* place :
+       {"no AWS credentials for s3:// requests; looked in:",
+        "the environment (AWS_ACCESS_KEY_ID unset)",
+        "web identity (AWS_WEB_IDENTITY_TOKEN_FILE", "profile default (not in ",
+        "container credentials (AWS_CONTAINER_CREDENTIALS_",
+        "the instance metadata service at http://127.0.0.1:", "AWS_NO_SIGN_REQUEST=true"})
+    EXPECT_NE(e.find(place), std::string::npos) << place << "\n" << e;
+  ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
+  EXPECT_NE(
+      read_error().find("the instance metadata service (AWS_EC2_METADATA_DISABLED=true)"),
+      std::string::npos);
+}
+
+TEST_F(S3CredentialsTest, ASourceThatFailsIsNamedAndNothingGoesUnsigned) {
+  start_credentials();
+  // STS refuses another token: the web identity is named with STS's code.
+  write_file("jwt", "stolen-jwt");
+  ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", (root_ / "jwt").c_str(), 1);
+  ::setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/reader", 1);
+  ::setenv("AWS_ENDPOINT_URL_STS", stub_url_.c_str(), 1);
+  std::string e = read_error();
+  EXPECT_NE(
+      e.find("web identity (role arn:aws:iam::123456789012:role/reader through STS"),
+      std::string::npos)
+      << e;
+  EXPECT_NE(e.find("HTTP 403 AccessDenied"), std::string::npos) << e;
+  EXPECT_EQ(e.find("stolen-jwt"), std::string::npos) << e;
+  ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", (root_ / "missing").c_str(), 1);
+  EXPECT_NE(read_error().find("AWS_WEB_IDENTITY_TOKEN_FILE " + (root_ / "missing") +
+                              ": cannot be read"),
+            std::string::npos);
+  for (const char* v : {"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"}) ::unsetenv(v);
+  // The container endpoint without its token.
+  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
+  e = read_error();
+  EXPECT_NE(e.find("container credentials at " + stub_url_ + "/container: HTTP 401"),
+            std::string::npos)
+      << e;
+  // Plain http to an address that is not the container agent's is not asked.
+  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://10.1.2.3/creds", 1);
+  EXPECT_NE(read_error().find("plain http only to a loopback address"),
+            std::string::npos);
+  ::unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+  // A profile that assumes a role: not supported, said so.
+  write_file("config",
+             "[profile ops]\nrole_arn = arn:aws:iam::1:role/x\n"
+             "source_profile = default\n");
+  ::setenv("AWS_CONFIG_FILE", (root_ / "config").c_str(), 1);
+  ::setenv("AWS_PROFILE", "ops", 1);
+  EXPECT_NE(
+      read_error().find("profile ops uses role_arn, which seedloader does not support"),
+      std::string::npos);
+  EXPECT_EQ(issued("imds") + issued("container") + issued("sts"), 0);
+}
+
+TEST_F(S3CredentialsTest, UnsignedRequestsOnlyWhenAskedFor) {
+  // The S3 server wants signed requests: an unsigned one is its refusal (rclone:
+  // 400 UnsupportedAlgorithm), not a credentials error.
+  ::setenv("AWS_NO_SIGN_REQUEST", "true", 1);
+  const std::string e = read_error();
+  EXPECT_NE(e.find("GET s3://data/index.json: HTTP 400"), std::string::npos) << e;
+  EXPECT_EQ(e.find("no AWS credentials"), std::string::npos) << e;
+  ::unsetenv("AWS_NO_SIGN_REQUEST");
+  remote::FetchOptions anonymous;
+  anonymous.anonymous = true;
+  const remote::ObjectReader reader(anonymous);
+  std::vector<std::uint8_t> out;
+  const std::string a = error_of([&] {
+    reader.read(*remote::ObjectUrl::parse("s3://data/index.json"), out, 1 << 20);
+  });
+  EXPECT_NE(a.find("GET s3://data/index.json: HTTP 400"), std::string::npos) << a;
+}
+
+TEST(AwsTimeTest, TheFormsAwsWritesParse) {
+  const auto t = remote::parse_aws_time("2026-12-04T17:00:00Z");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(std::chrono::system_clock::to_time_t(*t), 1796403600);
+  EXPECT_EQ(remote::parse_aws_time("2026-12-04T17:00:00.123Z"), t);
+  EXPECT_EQ(remote::parse_aws_time("2026-12-04T17:00:00+00:00"), t);
+  EXPECT_FALSE(remote::parse_aws_time("2026-12-04 17:00:00"));
+  EXPECT_FALSE(remote::parse_aws_time("2026-12-04T17:00:00+02:00"));
+  EXPECT_FALSE(remote::parse_aws_time(""));
 }
 
 }  // namespace

@@ -87,6 +87,10 @@ struct TarShardsOptions {
   double min_rate_bytes_s = 1024;
   double deadline_s = 0;
   std::uint64_t max_index_bytes = std::uint64_t{256} << 20;
+  // For an s3:// URL: requests unsigned (a public bucket), whatever credentials
+  // could be found; without it, no credentials is an error (AWS_NO_SIGN_REQUEST=true
+  // does the same).
+  bool anonymous = false;
   // For a URL: shards each worker process downloads ahead of its reads, at once,
   // in the order of the batches it has been given (0: none; each read then waits
   // for its own shard's download).
