@@ -31,13 +31,15 @@ std::string weight_text(double w) {
 // the floor of its share, the units left to the largest remainders among the
 // sources of positive weight (ties: the lower number). REQUIRES: checked weights.
 std::vector<std::uint64_t> to_units(const std::vector<double>& weights) {
+  // Scaled by the largest first, so that the sum is finite (at most the count).
+  const double largest = *std::max_element(weights.begin(), weights.end());
   double total = 0;
-  for (const double w : weights) total += w;
+  for (const double w : weights) total += w / largest;
   std::vector<std::uint64_t> units(weights.size());
   std::vector<double> rest(weights.size());
   std::uint64_t given = 0;
   for (std::size_t s = 0; s < weights.size(); ++s) {
-    const double exact = weights[s] / total * static_cast<double>(kMixtureUnit);
+    const double exact = weights[s] / largest / total * static_cast<double>(kMixtureUnit);
     const double whole = std::floor(exact);
     units[s] = std::min(static_cast<std::uint64_t>(whole), kMixtureUnit);
     rest[s] = exact - whole;
@@ -149,9 +151,14 @@ MixtureAllocation::MixtureAllocation(MixtureSchedule schedule, std::uint64_t glo
     throw ConfigError("a mixture's global batch size must be at least 1");
   if (base_.empty()) base_.assign(schedule_.num_sources(), 0);
   if (base_.size() != schedule_.num_sources())
-    throw ConfigError("a mixture resumed with counts of " + std::to_string(base_.size()) +
-                      " sources has " + std::to_string(schedule_.num_sources()));
+    throw ConfigError("a mixture's counts at its origin are of " +
+                      std::to_string(base_.size()) + " sources; it has " +
+                      std::to_string(schedule_.num_sources()) + " sources");
   consumed_ = base_;
+  for (std::size_t s = 0; s < base_.size(); ++s) {
+    origin_integral_.push_back(schedule_.integral(s, origin_));
+    base_total_ += base_[s];
+  }
 }
 
 void MixtureAllocation::resume(std::uint64_t step, std::vector<std::uint64_t> consumed) {
@@ -162,8 +169,8 @@ void MixtureAllocation::resume(std::uint64_t step, std::vector<std::uint64_t> co
                       std::to_string(origin_));
   if (consumed.size() != names.size())
     throw ConfigError("a mixture resumed with counts of " +
-                      std::to_string(consumed.size()) + " sources has " +
-                      std::to_string(names.size()));
+                      std::to_string(consumed.size()) + " sources; it has " +
+                      std::to_string(names.size()) + " sources");
   u128 sum = 0, want = static_cast<u128>(global_batch_) * (step - origin_);
   for (std::size_t s = 0; s < names.size(); ++s) {
     sum += consumed[s];
@@ -187,7 +194,8 @@ void MixtureAllocation::resume(std::uint64_t step, std::vector<std::uint64_t> co
 
 u128 MixtureAllocation::target(std::size_t s, std::uint64_t step) const {
   return static_cast<u128>(base_[s]) * kMixtureUnit +
-         static_cast<u128>(global_batch_) * schedule_.share(s, origin_, step);
+         static_cast<u128>(global_batch_) *
+             (schedule_.integral(s, step) - origin_integral_[s]);
 }
 
 std::uint64_t MixtureAllocation::deadline(std::size_t s, std::uint64_t count,
@@ -201,7 +209,8 @@ std::uint64_t MixtureAllocation::deadline(std::size_t s, std::uint64_t count,
   std::size_t i = 0;
   while (i + 1 < points.size() && points[i + 1].step <= at) ++i;
   for (; i < points.size(); ++i) {
-    const u128 rate = static_cast<u128>(global_batch_) * schedule_.proportions(at)[s];
+    const u128 rate =
+        static_cast<u128>(global_batch_) * schedule_.point_proportions(i)[s];
     const bool last = i + 1 == points.size();
     const std::uint64_t end = last ? kNever : points[i + 1].step;
     if (rate > 0) {
@@ -225,9 +234,7 @@ std::vector<std::uint64_t> MixtureAllocation::next() {
     upper[s] = ceil_units(t);
     total += counts[s];
   }
-  const std::uint64_t want =
-      std::accumulate(base_.begin(), base_.end(), std::uint64_t{0}) +
-      global_batch_ * (after - origin_);
+  const std::uint64_t want = base_total_ + global_batch_ * (after - origin_);
   std::vector<std::pair<std::uint64_t, std::size_t>> open;  // (deadline, source)
   for (std::size_t s = 0; s < n; ++s)
     if (counts[s] < upper[s]) open.emplace_back(deadline(s, counts[s], after), s);

@@ -5,10 +5,10 @@
 // Composition. Source s's proportion at step t is its weight over the weights' sum
 // at the schedule point in force (piecewise constant), rounded to a multiple of
 // 2^-40 (the proportions of a step sum to exactly 1; integer arithmetic from there
-// on, so the allocation is the same on every machine). Its target after step g is
-// T_s(g) = c_s + G * sum_{t in [start, g)} p_s(t), from the counts c_s at the
-// allocation's start (0 for a fresh run). The count C_s(g) of its samples in steps
-// [0, g) satisfies, after every step:
+// on, so the allocation is the same on every machine). Its target after g steps
+// (steps [0, g)) is T_s(g) = c_s + G * sum_{t in [origin, g)} p_s(t), from the
+// counts c_s at the allocation's origin (0 for a fresh run). The count C_s(g) of
+// its samples in steps [0, g) satisfies, after every step:
 //   sum_s C_s(g) = G * g;   C_s(g) >= C_s(g - 1);   |C_s(g) - T_s(g)| < 1.
 // Step g gives each source the least count the last two bounds allow, then the
 // samples left to those whose count may still rise by one, earliest deadline first:
@@ -50,7 +50,8 @@ inline constexpr std::uint64_t kMixtureUnit = std::uint64_t{1} << 40;
 class MixtureSchedule {
  public:
   // Throws ConfigError naming the problem, the point (by its step) and the source:
-  // no sources, an empty or repeated source name, no points, a first point after
+  // no sources or more than 65536, an empty or repeated source name, no points, a
+  // first point after
   // step 0, steps not increasing, a weight list of another length than the sources,
   // a weight that is negative or not finite, or a point whose weights are all 0.
   MixtureSchedule(std::vector<std::string> sources, std::vector<WeightPoint> points);
@@ -61,14 +62,18 @@ class MixtureSchedule {
 
   // The proportions at `step`, in units of 1 / kMixtureUnit (they sum to it).
   std::span<const std::uint64_t> proportions(std::uint64_t step) const;
+  // The proportions of points()[i].
+  std::span<const std::uint64_t> point_proportions(std::size_t i) const {
+    return units_[i];
+  }
+  // sum over t in [0, step) of source s's proportion, in units.
+  unsigned __int128 integral(std::size_t s, std::uint64_t step) const;
   // sum over t in [from, to) of source s's proportion, in units of 1 / kMixtureUnit.
   // REQUIRES: from <= to, s < num_sources().
   unsigned __int128 share(std::size_t s, std::uint64_t from, std::uint64_t to) const;
 
  private:
   std::size_t point_at(std::uint64_t step) const;
-  // sum over t in [0, step) of source s's proportion, in units.
-  unsigned __int128 integral(std::size_t s, std::uint64_t step) const;
 
   std::vector<std::string> sources_;
   std::vector<WeightPoint> points_;
@@ -89,6 +94,8 @@ class MixtureAllocation {
   // the steps from there are those an uninterrupted allocation makes. Throws
   // ConfigError naming the source when `step` is before the origin, or the counts
   // are not within one of the targets or do not sum to the samples of the steps.
+  // Counts that pass those checks but are not this allocation's may leave a later
+  // step without a choice (an Error then): give only counts it saved.
   void resume(std::uint64_t step, std::vector<std::uint64_t> consumed);
 
   const MixtureSchedule& schedule() const { return schedule_; }
@@ -99,21 +106,24 @@ class MixtureAllocation {
 
   // Each source's samples in step step() (they sum to G); then moves to the next.
   std::vector<std::uint64_t> next();
-  // Allocates the steps up to `step` (none when it is not ahead): O(S log S) per
-  // step and a search of the schedule's points; tenths of a microsecond a step for
-  // a few sources (bench/mixture_bench).
+  // Allocates the steps up to `step` (none when it is not ahead). A step costs
+  // O(S log S) and searches of the schedule's points, plus a walk over the points
+  // ahead for a source whose weight is 0 until then; tenths of a microsecond for a
+  // few sources (bench/mixture_bench).
   void advance_to(std::uint64_t step);
 
  private:
-  // Source s's target after step `step`, in units of 1 / kMixtureUnit.
+  // Source s's target after `step` steps, in units of 1 / kMixtureUnit.
   unsigned __int128 target(std::size_t s, std::uint64_t step) const;
-  // The first step after which source s's lower bound exceeds `count`.
+  // The least n > after at which target(s, n) reaches count + 1 samples.
   std::uint64_t deadline(std::size_t s, std::uint64_t count, std::uint64_t after) const;
 
   MixtureSchedule schedule_;
   std::uint64_t global_batch_;
   std::uint64_t origin_;
   std::vector<std::uint64_t> base_;  // counts at origin_
+  std::uint64_t base_total_ = 0;
+  std::vector<unsigned __int128> origin_integral_;  // schedule_.integral(s, origin_)
   std::uint64_t step_;
   std::vector<std::uint64_t> consumed_;
 };
@@ -132,7 +142,9 @@ struct MixtureSample {
 // int below 2^63.
 std::uint64_t source_key(const std::string& name);
 
-// Global batches of a mixture over sources of the given sizes.
+// Global batches of a mixture over sources of the given sizes. Holds one epoch's
+// permutation per source (8 bytes a sample), built again as the source's epoch
+// changes.
 class MixturePlan {
  public:
   // Throws ConfigError when `sizes` has another length than the schedule's sources

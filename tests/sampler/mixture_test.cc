@@ -5,8 +5,11 @@
 // each source is read without repeats within its own epochs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <numeric>
 #include <set>
 
 #include "seedloader/derive.h"
@@ -70,6 +73,8 @@ TEST(MixtureTest, EveryStepSumsToGNoCountFallsAndEverySourceStaysWithinOne) {
           std::uint64_t sum = 0;
           for (std::size_t s = 0; s < sources; ++s) {
             sum += counts[s];
+            ASSERT_LE(counts[s], g) << "a count fell (wrapped below 0)";
+            ASSERT_GE(a.consumed()[s], before[s]);
             ASSERT_EQ(a.consumed()[s], before[s] + counts[s]);
             target[s] += g * share(schedule, s, step);
             units[s] += static_cast<unsigned __int128>(g) * schedule.proportions(step)[s];
@@ -158,8 +163,8 @@ TEST(MixtureTest, NewWeightsAtAResumeApplyFromThereWithinOneOfTheirIntegral) {
 }
 
 TEST(MixtureTest, EachSourceIsReadWithoutRepeatsWithinItsEpochs) {
-  // A small source (7 samples) beside a large one (500), 3 to 1, G = 8: the small
-  // one goes through about 34 epochs while the large one reads about half its own.
+  // A small source (7 samples) beside a large one (500), 1 to 3, G = 8: over 120
+  // steps the small one goes through about 34 epochs, the large one about 1.4.
   const MixtureSchedule m({"small", "large"}, {{0, {1, 3}}});
   MixturePlan plan(MixtureAllocation(m, 8), {7, 500}, 11);
   std::map<std::pair<std::uint32_t, std::uint64_t>, std::multiset<std::uint64_t>> read;
@@ -198,16 +203,27 @@ TEST(MixtureTest, EachSourceIsReadWithoutRepeatsWithinItsEpochs) {
 TEST(MixtureTest, ASourcesEpochIsTheNumpyPermutationOfItsKey) {
   const MixtureSchedule m({"only"}, {{0, {1}}});
   MixturePlan plan(MixtureAllocation(m, 5), {10}, 3);
-  std::vector<std::uint64_t> perm(10);
-  std::iota(perm.begin(), perm.end(), std::uint64_t{0});
-  Rng rng = stream_for_key(3, {4, source_key("only"), 1});
-  shuffle(rng, std::span<std::uint64_t>(perm));
-  for (std::uint64_t k = 0; k < 10; ++k) EXPECT_EQ(plan.at(0, 10 + k).index, perm[k]);
-  // FNV-1a of "only", shifted right by one.
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (const char c : std::string("only"))
-    h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
-  EXPECT_EQ(source_key("only"), h >> 1);
+  // FNV-1a of "only", shifted right by one, and numpy's
+  // Generator(PCG64(SeedSequence(3, spawn_key=(4, that, 1)))).permutation(10).
+  EXPECT_EQ(source_key("only"), 258655000320288091u);
+  const std::vector<std::uint64_t> numpy{8, 9, 6, 2, 0, 3, 5, 4, 7, 1};
+  for (std::uint64_t k = 0; k < 10; ++k) {
+    EXPECT_EQ(plan.at(0, 10 + k).index, numpy[k]);
+    EXPECT_EQ(plan.at(0, 10 + k).epoch, 1u);
+  }
+}
+
+TEST(MixtureTest, ProportionsSumToTheUnitAndHugeWeightsStillSplitByWeight) {
+  // Weights whose sum overflows a double are still proportions: 1 to 3.
+  const MixtureSchedule m({"a", "b", "c"}, {{0, {0.5e308, 1.5e308, 0}}, {4, {2, 0, 1}}});
+  for (const std::uint64_t step : {0u, 9u}) {
+    const auto p = m.proportions(step);
+    EXPECT_EQ(p[0] + p[1] + p[2], kMixtureUnit);
+  }
+  EXPECT_EQ(m.proportions(0)[0], kMixtureUnit / 4);
+  EXPECT_EQ(m.proportions(0)[2], 0u);
+  EXPECT_EQ(m.proportions(9)[1], 0u);
+  EXPECT_NEAR(static_cast<double>(m.proportions(9)[0]) / kMixtureUnit, 2.0 / 3, 1e-12);
 }
 
 TEST(MixtureTest, BadSchedulesAreRefusedNamingThePointAndTheSource) {
