@@ -1,11 +1,11 @@
 // What each node downloads in one epoch of a sharded data set read through a
-// bounded shard cache, for 1, 2 and 4 nodes (one rank each), under each order and
+// bounded shard cache, for 1 to 64 nodes (one rank each), under each order and
 // partition: the rank's indices from the loader's own samplers (make_sampler), fed
 // in order through a least-recently-used cache of shards. A model, not a run: no
 // byte moves, so it prints the figures for a data set of ImageNet's shape in a
-// moment. The last rows model a split the loader does not make (each node its own
-// contiguous part of the shard order) for comparison.
-// Usage: bench/shard_locality [--shards K] [--cache-shards C]
+// moment. The last rows split the shard order by canonical nodes
+// (LoaderOptions::canonical_nodes, here 64), so each node reads its own parts.
+// Usage: bench/shard_locality [--shards K] [--cache-shards C] [--canonical-nodes P]
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -93,47 +93,59 @@ int main(int argc, char** argv) {
     const char* name;
     seedloader::ShuffleOrder order;
   };
-  for (const Order order : {Order{"numpy", seedloader::ShuffleOrder::kNumpy},
-                            Order{"shards", seedloader::ShuffleOrder::kShards}}) {
-    for (const auto partition :
-         {seedloader::Partition::kStrided, seedloader::Partition::kElastic}) {
-      for (const std::uint64_t nodes : {1, 2, 4}) {
-        double worst = 0;
-        for (std::uint64_t rank = 0; rank < nodes; ++rank) {
-          seedloader::LoaderOptions o;
-          o.shuffle = true;
-          o.order = order.order;
-          o.partition = partition;
-          o.seeding = seedloader::SeedScope::kSample;
-          o.world_size = nodes;
-          o.rank = rank;
-          o.batch_size = global_batch / nodes;
-          ShardCacheModel cache(bytes, limit);
-          for (Index i : seedloader::make_sampler(n, o, 0, samples)->indices(0))
-            cache.read(shard_of[i]);
-          worst = std::max(worst, static_cast<double>(cache.fetched()) / total);
-        }
-        std::printf("| %s | %s | %llu | %.2f | %.2f |\n", order.name,
-                    partition == seedloader::Partition::kStrided ? "strided" : "elastic",
-                    static_cast<unsigned long long>(nodes), worst, worst * nodes);
+  struct Row {
+    const char* order_name;
+    seedloader::ShuffleOrder order;
+    seedloader::Partition partition;
+    std::uint64_t canonical;
+    std::vector<std::uint64_t> nodes;
+  };
+  const std::uint64_t parts = flag(argc, argv, "--canonical-nodes", 64);
+  constexpr std::uint64_t kPerNode = UINT64_MAX;  // C = the row's node count
+  const std::vector<std::uint64_t> few{1, 2, 4}, many{1, 2, 4, 8, 64};
+  const std::vector<Row> rows{
+      {"numpy", seedloader::ShuffleOrder::kNumpy, seedloader::Partition::kStrided, 0,
+       few},
+      {"numpy", seedloader::ShuffleOrder::kNumpy, seedloader::Partition::kElastic, 0,
+       few},
+      {"shards", seedloader::ShuffleOrder::kShards, seedloader::Partition::kStrided, 0,
+       many},
+      {"shards", seedloader::ShuffleOrder::kShards, seedloader::Partition::kElastic, 0,
+       many},
+      {"shards", seedloader::ShuffleOrder::kShards, seedloader::Partition::kElastic,
+       kPerNode, many},
+      {"shards",
+       seedloader::ShuffleOrder::kShards,
+       seedloader::Partition::kElastic,
+       parts,
+       {4, 8, 16, 32, 64}},
+  };
+  for (const Row& row : rows) {
+    for (const std::uint64_t nodes : row.nodes) {
+      const std::uint64_t c = row.canonical == kPerNode ? nodes : row.canonical;
+      if (global_batch % nodes != 0 || (c && c % nodes != 0)) continue;
+      double worst = 0;
+      for (std::uint64_t rank = 0; rank < nodes; ++rank) {
+        seedloader::LoaderOptions o;
+        o.shuffle = true;
+        o.order = row.order;
+        o.partition = row.partition;
+        o.seeding = seedloader::SeedScope::kSample;
+        o.world_size = nodes;
+        o.rank = rank;
+        o.batch_size = global_batch / nodes;
+        o.canonical_nodes = c;
+        ShardCacheModel cache(bytes, limit);
+        for (Index i : seedloader::make_sampler(n, o, 0, samples)->indices(0))
+          cache.read(shard_of[i]);
+        worst = std::max(worst, static_cast<double>(cache.fetched()) / total);
       }
+      std::string partition =
+          row.partition == seedloader::Partition::kStrided ? "strided" : "elastic";
+      if (c) partition += ", " + std::to_string(c) + " canonical nodes";
+      std::printf("| %s | %s | %llu | %.3f | %.3f |\n", row.order_name, partition.c_str(),
+                  static_cast<unsigned long long>(nodes), worst, worst * nodes);
     }
-  }
-  // The split the loader does not make: node r reads the r-th contiguous part of
-  // the shard order (what MosaicML Streaming's canonical nodes give, with one
-  // canonical node per node), so it reads only its own shards.
-  const std::vector<Index> order =
-      seedloader::shard_block_permutation(n, {samples, 4 * 599}, 0, 0);
-  for (const std::uint64_t nodes : {1, 2, 4}) {
-    double worst = 0;
-    for (std::uint64_t rank = 0; rank < nodes; ++rank) {
-      ShardCacheModel cache(bytes, limit);
-      for (std::uint64_t p = rank * n / nodes; p < (rank + 1) * n / nodes; ++p)
-        cache.read(shard_of[order[p]]);
-      worst = std::max(worst, static_cast<double>(cache.fetched()) / total);
-    }
-    std::printf("| shards | contiguous per node (model) | %llu | %.2f | %.2f |\n",
-                static_cast<unsigned long long>(nodes), worst, worst * nodes);
   }
   return 0;
 }

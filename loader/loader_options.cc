@@ -51,6 +51,17 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
     if (o.batch_plan)
       fail("partition elastic draws its own order; a batch_plan replaces it");
   }
+  if (o.canonical_nodes > 0) {
+    if (o.partition != Partition::kElastic)
+      fail("canonical_nodes needs partition elastic, whose global batches they split");
+    if (o.nodes > 0 &&
+        (o.canonical_nodes % o.nodes != 0 || o.world_size % o.nodes != 0)) {
+      fail("canonical_nodes " + std::to_string(o.canonical_nodes) + " on " +
+           std::to_string(o.nodes) + " nodes of " + std::to_string(o.world_size) +
+           " ranks: the node count must divide canonical_nodes (each node reads whole "
+           "parts) and the world size (the same ranks on every node)");
+    }
+  }
   if (dataset_size == 0) fail("the dataset is empty");
   for (const StepRange& r : o.skip.steps) {
     if (r.first >= r.end) {
@@ -109,6 +120,7 @@ std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
     e.drop_last = options.drop_last;
     e.order = options.order;
     e.shards = shards;
+    e.canonical_nodes = options.canonical_nodes;
     return std::make_unique<ElasticSampler>(dataset_size, e);
   }
   if (options.world_size > 1) {

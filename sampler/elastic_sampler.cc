@@ -1,5 +1,6 @@
 #include "seedloader/elastic_sampler.h"
 
+#include <algorithm>
 #include <string>
 
 #include "seedloader/error.h"
@@ -23,6 +24,14 @@ ElasticSampler::ElasticSampler(std::uint64_t dataset_size, ElasticOptions option
   }
   if (o.batch_size > UINT64_MAX / o.world_size) fail("batch_size x world_size overflows");
   global_ = o.batch_size * o.world_size;
+  if (o.canonical_nodes > 0 && global_ % o.canonical_nodes != 0) {
+    fail("canonical_nodes " + std::to_string(o.canonical_nodes) +
+         " does not divide the global batch of " + std::to_string(global_) +
+         " (batch_size " + std::to_string(o.batch_size) + " x world_size " +
+         std::to_string(o.world_size) +
+         "): each global batch takes G / C samples of "
+         "each of the C parts");
+  }
   if (o.drop_last) {
     num_batches_ = dataset_size_ / global_;
     if (num_batches_ == 0) {
@@ -39,18 +48,35 @@ ElasticSampler::ElasticSampler(std::uint64_t dataset_size, ElasticOptions option
 std::vector<Index> ElasticSampler::global_indices(std::uint64_t epoch) const {
   const std::uint64_t n = dataset_size_;
   if (n == 0) return {};
-  std::vector<Index> order =
-      options_.shuffle ? epoch_permutation(n, options_.seed, epoch, options_.order,
-                                           options_.shards.get())
-                       : SequentialSampler(n).indices(epoch);
   const std::uint64_t total = num_batches_ * global_;
-  if (total <= n) {
-    order.resize(total);
-    return order;
+  const std::uint64_t parts = options_.canonical_nodes;
+  std::vector<Index> order;
+  if (parts > 1 && options_.shuffle && options_.order == ShuffleOrder::kShards) {
+    // Shuffled within each part, so a part holds whole shards but its two ends.
+    if (!options_.shards)
+      throw ConfigError("ElasticSampler: order shards needs the data set's shards");
+    order =
+        shard_part_permutation(n, *options_.shards, options_.seed, epoch, parts, total);
+  } else {
+    order = options_.shuffle ? epoch_permutation(n, options_.seed, epoch, options_.order,
+                                                 options_.shards.get())
+                             : SequentialSampler(n).indices(epoch);
+    if (total <= n) {
+      order.resize(total);
+    } else {
+      order.reserve(total);
+      for (std::uint64_t pos = n; pos < total; ++pos) order.push_back(order[pos % n]);
+    }
   }
-  order.reserve(total);
-  for (std::uint64_t pos = n; pos < total; ++pos) order.push_back(order[pos % n]);
-  return order;
+  if (parts <= 1) return order;
+  // Global batch g: the g-th run of G / C positions of each part, part after part.
+  const std::uint64_t run = global_ / parts, part = total / parts;
+  std::vector<Index> split(total);
+  for (std::uint64_t g = 0; g < num_batches_; ++g)
+    for (std::uint64_t c = 0; c < parts; ++c)
+      std::copy_n(order.begin() + static_cast<std::ptrdiff_t>(c * part + g * run), run,
+                  split.begin() + static_cast<std::ptrdiff_t>(g * global_ + c * run));
+  return split;
 }
 
 std::vector<Index> ElasticSampler::indices(std::uint64_t epoch) const {

@@ -32,8 +32,11 @@ std::vector<Index> torch_randperm(std::uint64_t n, std::uint64_t seed) {
   return out;
 }
 
-std::vector<Index> shard_block_permutation(std::uint64_t n, const ShardBlocks& shards,
-                                           std::uint64_t seed, std::uint64_t epoch) {
+namespace {
+
+// The shards of `shards` in the order `rng` shuffles them, their samples
+// concatenated (unshuffled within).
+std::vector<Index> shard_sequence(std::uint64_t n, const ShardBlocks& shards, Rng& rng) {
   if (shards.block == 0) throw ConfigError("shuffle_block must be at least 1 sample");
   const std::vector<std::uint64_t>& sizes = shards.shard_sizes;
   std::vector<std::uint64_t> first(sizes.size());
@@ -46,7 +49,6 @@ std::vector<Index> shard_block_permutation(std::uint64_t n, const ShardBlocks& s
     throw ConfigError("order shards: the shards hold " + std::to_string(total) +
                       " samples in all, but the data set has " + std::to_string(n));
   }
-  Rng rng = shuffle_stream(seed, epoch);
   std::vector<Index> shard_order(sizes.size());
   std::iota(shard_order.begin(), shard_order.end(), Index{0});
   shuffle(rng, std::span<Index>(shard_order));
@@ -55,10 +57,45 @@ std::vector<Index> shard_block_permutation(std::uint64_t n, const ShardBlocks& s
   for (const Index s : shard_order) {
     for (std::uint64_t i = 0; i < sizes[s]; ++i) out.push_back(first[s] + i);
   }
-  for (std::uint64_t start = 0; start < n; start += shards.block) {
-    const std::uint64_t count = std::min(shards.block, n - start);
+  return out;
+}
+
+// Shuffles [start, end) of `out` in blocks of `block` from `start`.
+void shuffle_blocks(Rng& rng, std::vector<Index>& out, std::uint64_t start,
+                    std::uint64_t end, std::uint64_t block) {
+  for (; start < end; start += block) {
+    const std::uint64_t count = std::min(block, end - start);
     shuffle(rng, std::span<Index>(out).subspan(start, count));
   }
+}
+
+}  // namespace
+
+std::vector<Index> shard_block_permutation(std::uint64_t n, const ShardBlocks& shards,
+                                           std::uint64_t seed, std::uint64_t epoch) {
+  Rng rng = shuffle_stream(seed, epoch);
+  std::vector<Index> out = shard_sequence(n, shards, rng);
+  shuffle_blocks(rng, out, 0, n, shards.block);
+  return out;
+}
+
+std::vector<Index> shard_part_permutation(std::uint64_t n, const ShardBlocks& shards,
+                                          std::uint64_t seed, std::uint64_t epoch,
+                                          std::uint64_t parts, std::uint64_t total) {
+  if (parts == 0 || total % parts != 0)
+    throw ConfigError("order shards: " + std::to_string(total) +
+                      " positions do not cut into " + std::to_string(parts) + " parts");
+  Rng rng = shuffle_stream(seed, epoch);
+  std::vector<Index> out = shard_sequence(n, shards, rng);
+  if (total <= n) {
+    out.resize(total);
+  } else {
+    out.reserve(total);
+    for (std::uint64_t pos = n; pos < total; ++pos) out.push_back(out[pos % n]);
+  }
+  const std::uint64_t part = total / parts;
+  for (std::uint64_t c = 0; c < parts; ++c)
+    shuffle_blocks(rng, out, c * part, (c + 1) * part, shards.block);
   return out;
 }
 

@@ -9,6 +9,15 @@
 //   [gG + r*b, gG + (r+1)*b).
 // So global batch g holds the same indices, in the same order, for every world size
 // dividing G: a run can stop at one world size and continue at another.
+// With canonical_nodes C (a divisor of G), the padded list is cut into C contiguous
+// parts of equal length and global batch g is, part after part, the g-th run of
+// G/C positions of each part. Ranks numbered node by node on N physical nodes (N
+// dividing C) then read, node n, only parts [nC/N, (n+1)C/N): a contiguous stretch
+// of the epoch's order. Under ShuffleOrder::kShards the order is then
+// shard_part_permutation(): the shuffled shards cut into the parts before the
+// blocks are shuffled, within each part, so a node reads only its own shards (and
+// the two it shares at each end). The global batches stay the same for every world
+// size dividing G; a node must cache about C/N shuffle blocks at once.
 // Immutable after construction.
 #pragma once
 
@@ -29,12 +38,14 @@ struct ElasticOptions {
   bool drop_last = false;
   ShuffleOrder order = ShuffleOrder::kNumpy;
   std::shared_ptr<const ShardBlocks> shards;  // for ShuffleOrder::kShards
+  std::uint64_t canonical_nodes = 0;          // 0: no split into parts
 };
 
 class ElasticSampler : public Sampler {
  public:
-  // Throws ConfigError for world_size or batch_size 0, rank >= world_size, or a
-  // data set smaller than one global batch with drop_last.
+  // Throws ConfigError for world_size or batch_size 0, rank >= world_size, a data
+  // set smaller than one global batch with drop_last, or canonical_nodes that do
+  // not divide G.
   ElasticSampler(std::uint64_t dataset_size, ElasticOptions options);
 
   // Indices this rank visits per epoch: num_batches() x batch_size.

@@ -94,6 +94,15 @@ struct LoaderOptions {
   std::uint64_t rank = 0;
   std::uint64_t world_size = 1;  // > 1: the partition shards the dataset
   Partition partition = Partition::kStrided;
+  // Under Partition::kElastic: the epoch's order is cut into this many contiguous
+  // parts, each global batch taking G / C samples of each, so that the ranks of one
+  // of N physical nodes (N dividing C, ranks numbered node by node) read only their
+  // node's parts (ElasticSampler). 0: no split. Fixed for a run: another C is
+  // another order.
+  std::uint64_t canonical_nodes = 0;
+  // Physical nodes the world runs on (0: unknown). With canonical_nodes it must
+  // divide them, and world_size must be a multiple of it.
+  std::uint64_t nodes = 0;
   // Set: each epoch's batches come from here, called once in the main process
   // when the epoch begins, instead of from the built-in samplers (shuffle and
   // world_size then play no part in the order): e.g. a user's sampler in

@@ -65,6 +65,18 @@ struct ShardBlocks {
 std::vector<Index> shard_block_permutation(std::uint64_t n, const ShardBlocks& shards,
                                            std::uint64_t seed, std::uint64_t epoch);
 
+// The order ElasticSampler cuts into canonical nodes' parts under kShards: the
+// shards in the order the generator above shuffles them, their samples
+// concatenated, repeated from the start up to `total` positions (or truncated to
+// them), cut into `parts` equal parts, and each part's samples shuffled in blocks
+// of `shards.block` from the part's start, part after part, by the same generator.
+// A part then holds whole shards but the two at its ends, so a node that reads
+// only its parts downloads about its share. Throws ConfigError when `parts` does
+// not divide `total`, or as shard_block_permutation.
+std::vector<Index> shard_part_permutation(std::uint64_t n, const ShardBlocks& shards,
+                                          std::uint64_t seed, std::uint64_t epoch,
+                                          std::uint64_t parts, std::uint64_t total);
+
 // A permutation of 0..n-1 for `epoch`, drawn as `order` says (`shards` is read
 // by kShards only, and must then be set).
 class RandomSampler : public Sampler {

@@ -34,7 +34,7 @@ from seedloader import _checks, _compat, _dataset, _errors, _samples
 __all__ = [
     "Cifar10", "CommError", "ConfigError", "DataError", "DataLoader", "Dataset", "Error",
     "ImageFolder", "Mnist", "Synthetic", "TarShards", "TensorFile", "TimeoutError",
-    "Transform", "WorkerError", "distributed_context", "transform",
+    "Transform", "WorkerError", "distributed_context", "node_count", "transform",
 ]
 
 
@@ -91,6 +91,19 @@ def distributed_context():
     return 0, 1, "no torch.distributed or launcher environment"
 
 
+def node_count(world_size):
+    """The physical nodes a world of `world_size` ranks runs on, from the launcher:
+    torchrun's LOCAL_WORLD_SIZE or OpenMPI's OMPI_COMM_WORLD_LOCAL_SIZE (ranks per
+    node), else Slurm's SLURM_NNODES; 0 when none says (or the ranks per node do not
+    divide the world)."""
+    for variable in ("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"):
+        local = _os.environ.get(variable, "")
+        if local.isdigit() and int(local) > 0:
+            return world_size // int(local) if world_size % int(local) == 0 else 0
+    nodes = _os.environ.get("SLURM_NNODES", "")
+    return int(nodes) if nodes.isdigit() else 0
+
+
 def _torch_available():
     return _importlib_util.find_spec("torch") is not None
 
@@ -143,6 +156,14 @@ class DataLoader:
       each step's samples, and with seeding="sample" every byte of them, are the
       same at any world size dividing G; state_dict() then resumes at another
       world size or batch size with the same G. Needs seeding="sample".
+    canonical_nodes: with partition="elastic", C > 0 cuts each epoch's order into C
+      contiguous parts and every global batch takes G/C samples of each (G a
+      multiple of C), so the ranks of one of N nodes (N dividing C, from
+      node_count()) read only their node's parts; with order="shards" the shards are
+      cut into the parts before they are shuffled, so each node downloads about its
+      share of a remote data set. The global batches are the same at any world size
+      dividing G; a state keeps C, and another C is refused (another order). A node
+      reads C/N parts at once: its shard cache must hold C/N shuffle blocks.
     format: "torch" (default when torch imports) or "numpy".
     mixup_alpha, cutmix_alpha, cutmix_prob, num_classes: MixUp / CutMix in the
       worker, as torchvision's transforms.v2 do (see docs/datasets.md).
@@ -174,7 +195,7 @@ class DataLoader:
                  persistent_workers=False, pin_memory_device="", in_order=True,
                  seed=None, seeding="worker", on_bad_sample="raise", rank=None,
                  world_size=None, format=None, order="numpy", shuffle_block=0,
-                 partition="strided", mixup_alpha=0.0,
+                 partition="strided", canonical_nodes=0, mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
                  variable_fields=(), variable_bytes=65536, pad_variable=False):
         # The arguments as given: what a pickled loader is rebuilt from.
@@ -240,6 +261,14 @@ class DataLoader:
             raise ConfigError("shuffle_block must be an int >= 0 (0: four times the "
                               "largest shard), got %r" % (shuffle_block,))
         self.shuffle_block = shuffle_block
+        if (isinstance(canonical_nodes, bool) or not isinstance(canonical_nodes, int) or
+                not 0 <= canonical_nodes < 2**63):
+            raise ConfigError("canonical_nodes must be an int >= 0 (0: no split), got %r"
+                              % (canonical_nodes,))
+        if canonical_nodes and partition != "elastic":
+            raise ConfigError("canonical_nodes needs partition='elastic', whose global "
+                              "batches they split")
+        self.canonical_nodes = canonical_nodes
         self.partition = partition
         if partition == "elastic" and (sampler is not None or batch_sampler is not None):
             raise ConfigError("partition='elastic' draws its own order over the whole data "
@@ -277,6 +306,7 @@ class DataLoader:
             seed=self._seed, drop_last=drop_last,
             persistent_workers=persistent_workers, rank=self.rank,
             world_size=self.world_size, partition=partition, seeding=seeding,
+            canonical_nodes=canonical_nodes, nodes=node_count(self.world_size),
             on_bad_sample=on_bad_sample,
             timeout=float(timeout), mixup_alpha=float(mixup_alpha),
             cutmix_alpha=float(cutmix_alpha), cutmix_prob=float(cutmix_prob),
@@ -487,6 +517,7 @@ class DataLoader:
         self._close_engine()
         self.rank, self.world_size = rank, size
         self._options.rank, self._options.world_size = rank, size
+        self._options.nodes = node_count(size)
 
     def _raise_batch_error(self, batches):
         """Raises the error the pass `batches` met, in this API's terms: a held slot
@@ -524,6 +555,7 @@ class DataLoader:
                  "global_batch_size": global_batch,
                  "base_seed": self.seed, "seeding": self.seeding, "order": self.order,
                  "shuffle_block": self.shuffle_block,
+                 "canonical_nodes": self.canonical_nodes,
                  "partition": self.partition, "world_size": self.world_size,
                  "rank": self.rank, "batch_size": self.batch_size,
                  "num_batches": num_batches,
@@ -557,11 +589,13 @@ class DataLoader:
         # Not the rank: every rank is at the same position, so one rank's state
         # (say rank 0's checkpoint) resumes them all.
         mine = self.state_dict()
-        must_match = ["partition", "seeding", "order", "shuffle_block", "dataset"]
+        must_match = ["partition", "seeding", "order", "shuffle_block", "canonical_nodes",
+                      "dataset"]
         must_match += (["global_batch_size"] if self.partition == "elastic" else
                        ["world_size", "batch_size", "num_batches"])
         for key in must_match:
-            saved = state.get(key, "strided" if key == "partition" else mine[key])
+            saved = state.get(key, {"partition": "strided", "canonical_nodes": 0}.get(
+                key, mine[key]))
             if saved != mine[key]:
                 raise ConfigError("load_state_dict: the state was saved with %s=%r, this "
                                   "loader has %r" % (key, saved, mine[key]))
@@ -809,7 +843,8 @@ class DataLoader:
                                shuffle_block=self.shuffle_block, seed=self._seed,
                                rank=self.rank, world_size=self.world_size,
                                partition=self.partition, batch_size=self._batch_size or 1,
-                               drop_last=self.drop_last)
+                               drop_last=self.drop_last,
+                               canonical_nodes=self.canonical_nodes)
 
     def _learn_layout(self, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES):
         """The layout of `dataset`'s items (the dataset's samples by default) from
@@ -931,7 +966,7 @@ def _dataset_fingerprint(dataset):
 # loader with a batch_sampler or batch_size=None. Not the rank: no load reads it.
 _STATE_INTEGERS = {"epoch": 0, "_num_yielded": 0, "samples": 0, "base_seed": 0,
                    "global_batch_size": 0, "world_size": 1, "batch_size": 1,
-                   "num_batches": 0, "shuffle_block": 0}
+                   "num_batches": 0, "shuffle_block": 0, "canonical_nodes": 0}
 
 
 def _state_skips(skip):

@@ -642,6 +642,8 @@ void bind_loader(nb::module_& m) {
       .def_rw("rank", &LoaderOptions::rank)
       .def_rw("world_size", &LoaderOptions::world_size)
       .def_rw("partition", &LoaderOptions::partition)
+      .def_rw("canonical_nodes", &LoaderOptions::canonical_nodes)
+      .def_rw("nodes", &LoaderOptions::nodes)
       .def_rw("seeding", &LoaderOptions::seeding)
       .def_rw("on_bad_sample", &LoaderOptions::on_bad_sample)
       .def_prop_rw(

@@ -209,3 +209,45 @@ def test_a_restarted_elastic_run_audits_clean_with_its_global_batch(tmp_path):
     assert kinds, "padding to 36 passed as padding to a multiple of the world size"
     with pytest.raises(sl.ConfigError, match="global_batch must be at least 1"):
         sl.audit.check(path, dataset_size=29, global_batch=0)
+
+
+# --- canonical nodes ----------------------------------------------------------------------
+
+def test_canonical_nodes_keep_the_global_batches_and_cut_the_order_into_parts():
+    # G = 12 in C = 3 parts of 12 positions (29 padded to 36): each global batch holds
+    # 4 of each part, at every world size dividing G.
+    want = global_batches(ranks(1, canonical_nodes=3))
+    for world in (2, 3, 6):
+        same(global_batches(ranks(world, canonical_nodes=3)), want)
+    plain = [i for indices, _ in global_batches(ranks(1)) for i in indices]
+    parts = [plain[c * 12:(c + 1) * 12] for c in range(3)]
+    for g, (indices, _) in enumerate(want):
+        assert indices == [i for c in range(3) for i in parts[c][4 * g:4 * g + 4]]
+    # The ledger knows the split.
+    loader = ranks(3, canonical_nodes=3)[1]
+    loader.set_epoch(0)
+    assert [e["index"] for e in loader.ledger(1, rank=1)] == want[1][0][4:8]
+
+
+def test_canonical_nodes_are_kept_in_the_state_and_checked(monkeypatch):
+    first = ranks(2, canonical_nodes=3)[0]
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    assert state["canonical_nodes"] == 3
+    other = ranks(2, canonical_nodes=6)[0]
+    with pytest.raises(sl.ConfigError, match="canonical_nodes=3, this loader has 6"):
+        other.load_state_dict(state)
+    with pytest.raises(sl.ConfigError, match="needs partition='elastic'"):
+        sl.DataLoader(Augmented(), batch_size=4, canonical_nodes=2)
+    with pytest.raises(sl.ConfigError, match="canonical_nodes must be an int"):
+        ranks(2, canonical_nodes=-1)
+    with pytest.raises(sl.ConfigError, match="does not divide the global batch of 12"):
+        next(iter(ranks(2, canonical_nodes=5)[0]))
+    # Two ranks a node (torchrun's LOCAL_WORLD_SIZE) on 3 nodes: 3 does not divide 4.
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert sl.node_count(6) == 3
+    with pytest.raises(sl.ConfigError, match="canonical_nodes 4 on 3 nodes of 6 ranks"):
+        next(iter(ranks(6, canonical_nodes=4)[0]))
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    assert sl.node_count(6) == 0  # 4 a node does not divide 6: unknown

@@ -200,5 +200,32 @@ TEST(LoaderOptionsTest, ShardOrderOverADataSetWithoutShardsNamesIt) {
   }
 }
 
+TEST(LoaderOptionsTest, CanonicalNodesAreCheckedAgainstThePartitionAndTheNodes) {
+  const auto problem = [](LoaderOptions o) {
+    try {
+      validate(o, 100);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.world_size = 4;
+  o.canonical_nodes = 8;
+  EXPECT_NE(problem(o).find("canonical_nodes needs partition elastic"),
+            std::string::npos);
+  o.partition = Partition::kElastic;
+  o.seeding = SeedScope::kSample;
+  EXPECT_EQ(problem(o), "");
+  o.nodes = 2;
+  EXPECT_EQ(problem(o), "");
+  o.nodes = 3;
+  EXPECT_NE(problem(o).find("canonical_nodes 8 on 3 nodes of 4 ranks"), std::string::npos)
+      << problem(o);
+  o.nodes = 8;  // divides C, not the world
+  EXPECT_NE(problem(o).find("on 8 nodes of 4 ranks"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace seedloader

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,95 @@ TEST(ElasticSamplerTest, PrecedingIsTheGlobalPositionBeforeTheRanksFirst) {
   EXPECT_EQ(make(8, 2, 1, 2, false, false).preceding(0), (std::vector<Index>{1, 5}));
   EXPECT_EQ(make(8, 1, 0, 4, false, false).preceding(0), (std::vector<Index>{3, 7}));
   EXPECT_EQ(make(8, 4, 3, 1, false, false).preceding(0), (std::vector<Index>{2, 6}));
+}
+
+// Canonical nodes: 1,000 samples in shards of 25 to 49, G = 16 cut into C = 8
+// parts. The ranks, 2 a node, read the same global batches on 1, 2, 4 and 8 nodes,
+// and each node reads only its own parts: a contiguous stretch of the shard order.
+// The shard sizes of the canonical-node tests: 1,000 samples in shards of 25 to 49.
+std::vector<std::uint64_t> canonical_shards() {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t total = 0; total < 1000;) {
+    sizes.push_back(std::min<std::uint64_t>(25 + (sizes.size() * 7) % 25, 1000 - total));
+    total += sizes.back();
+  }
+  return sizes;
+}
+
+ElasticSampler canonical(std::uint64_t world, std::uint64_t rank, std::uint64_t parts) {
+  return ElasticSampler(1000, {.world_size = world,
+                               .rank = rank,
+                               .batch_size = 16 / world,
+                               .shuffle = true,
+                               .seed = 5,
+                               .order = ShuffleOrder::kShards,
+                               .shards = std::make_shared<const ShardBlocks>(
+                                   ShardBlocks{canonical_shards(), 100}),
+                               .canonical_nodes = parts});
+}
+
+// G = 16 cut into C = 8 parts; the ranks, 2 a node, read the same global batches on
+// 1, 2, 4 and 8 nodes, each node only its own parts, which hold whole shards but
+// the two at their ends.
+TEST(ElasticSamplerTest, CanonicalNodesKeepTheGlobalBatchesAndGiveEachNodeItsParts) {
+  const std::vector<Index> global = canonical(1, 0, 8).global_indices(2);
+  const std::uint64_t total = global.size();
+  ASSERT_EQ(total % 16, 0u);
+  // Part c: the c-th run of 2 positions of every global batch.
+  std::vector<std::vector<Index>> part(8);
+  for (std::uint64_t g = 0; g < total / 16; ++g)
+    for (std::uint64_t c = 0; c < 8; ++c)
+      part[c].insert(part[c].end(),
+                     global.begin() + static_cast<std::ptrdiff_t>(g * 16 + c * 2),
+                     global.begin() + static_cast<std::ptrdiff_t>(g * 16 + c * 2 + 2));
+  // The parts are the shard order's: shard_part_permutation cut in 8.
+  const std::vector<Index> order =
+      shard_part_permutation(1000, ShardBlocks{canonical_shards(), 100}, 5, 2, 8, total);
+  for (std::uint64_t c = 0; c < 8; ++c)
+    EXPECT_TRUE(std::equal(part[c].begin(), part[c].end(),
+                           order.begin() + static_cast<std::ptrdiff_t>(c * total / 8)))
+        << "part " << c;
+  std::vector<std::uint64_t> shard_of;
+  for (std::uint64_t s = 0; const std::uint64_t size : canonical_shards())
+    shard_of.insert(shard_of.end(), size, s++);
+  for (std::uint64_t world : {2, 4, 8, 16}) {
+    const std::uint64_t nodes = world / 2, b = 16 / world;
+    std::vector<Index> batches(total);
+    std::uint64_t shards_read = 0;
+    for (std::uint64_t n = 0; n < nodes; ++n) {
+      std::vector<Index> read, want;
+      for (std::uint64_t rank : {2 * n, 2 * n + 1}) {
+        const std::vector<Index> mine = canonical(world, rank, 8).indices(2);
+        ASSERT_EQ(mine.size(), total / world);
+        for (std::uint64_t k = 0; k < total / 16; ++k)
+          std::copy_n(mine.begin() + static_cast<std::ptrdiff_t>(k * b), b,
+                      batches.begin() + static_cast<std::ptrdiff_t>(k * 16 + rank * b));
+        read.insert(read.end(), mine.begin(), mine.end());
+      }
+      for (std::uint64_t c = n * 8 / nodes; c < (n + 1) * 8 / nodes; ++c)
+        want.insert(want.end(), part[c].begin(), part[c].end());
+      std::sort(read.begin(), read.end());
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(read, want) << "node " << n << " of " << nodes;
+      std::set<std::uint64_t> shards;
+      for (const Index i : read) shards.insert(shard_of[i]);
+      shards_read += shards.size();
+    }
+    EXPECT_EQ(batches, global) << world << " ranks";
+    // Every shard once, but the ones a part boundary cuts (at most one a boundary),
+    // and the padding's repeats at the end.
+    EXPECT_LE(shards_read, canonical_shards().size() + (nodes - 1) + 1)
+        << nodes << " nodes";
+  }
+  try {
+    canonical(2, 0, 3);
+    FAIL() << "3 canonical nodes were taken for G = 16";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("canonical_nodes 3 does not divide the global "
+                                         "batch of 16"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ElasticSamplerTest, RefusesWhatCannotBeSharded) {

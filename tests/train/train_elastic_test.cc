@@ -198,6 +198,30 @@ TEST_F(TrainElastic, DeclaredSkipsLeaveEveryOtherStepAsItWasAcrossAResume) {
   EXPECT_NE(gap.out.find("resume_gap: 24 samples"), std::string::npos) << gap.out;
 }
 
+// --canonical-nodes C: the same global batches at 4 and 2 ranks, another order
+// than without the split, and a checkpoint keeps C.
+TEST_F(TrainElastic, CanonicalNodesTrainTheSameStepsAtAnyWorldSizeAndAreKept) {
+  ASSERT_EQ(run(4, "8",
+                "--steps 5 --canonical-nodes 4 --trace " + path("four.trace") +
+                    " --save " + path("ck.safetensors"))
+                .exit_code,
+            0);
+  ASSERT_EQ(
+      run(2, "8", "--steps 5 --canonical-nodes 4 --trace " + path("two.trace")).exit_code,
+      0);
+  ASSERT_EQ(run(2, "8", "--steps 5 --trace " + path("plain.trace")).exit_code, 0);
+  const std::vector<TracedSample> four = read_trace(path("four.trace"));
+  ASSERT_EQ(four.size(), 5u * 8u);
+  EXPECT_TRUE(four == read_trace(path("two.trace")));
+  EXPECT_FALSE(four == read_trace(path("plain.trace")));
+  expect_refused(
+      run(2, "8", "--steps 8 --canonical-nodes 2 --resume " + path("ck.safetensors")),
+      "canonical_nodes");
+  expect_refused(train("--data synthetic:40 --model mlp:3072,16,10 --steps 1 "
+                       "--canonical-nodes 2"),
+                 "--canonical-nodes applies to --partition elastic only");
+}
+
 TEST_F(TrainElastic, SkipFlagsAreCheckedNamingTheValue) {
   expect_refused(run(2, "8", "--steps 2 --skip-steps 5:5"),
                  "--skip-steps 5:5: expected A:B, global steps with A < B");

@@ -1,5 +1,7 @@
 #include "tools/common/loader_flags.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <charconv>
 #include <string_view>
@@ -47,6 +49,32 @@ CLI::Option* add_partition_option(CLI::App& app, Partition& partition) {
       "How ranks split the data: strided (PyTorch's DistributedSampler) or elastic "
       "(global batch g is positions [gG, (g+1)G) of the epoch's order, G = batch size "
       "x world size, so it is the same at any world size; needs --seeding sample)");
+}
+
+CLI::Option* add_canonical_nodes_option(CLI::App& app, std::uint64_t& parts) {
+  return app
+      .add_option("--canonical-nodes", parts,
+                  "Under --partition elastic: cut each epoch's order into C parts, every "
+                  "global batch taking G/C samples of each, so the ranks of one of N "
+                  "nodes (N dividing C) read only their node's parts, and under --order "
+                  "shards download about their share (0: no split)")
+      ->check(non_negative_integer())
+      ->capture_default_str();
+}
+
+std::uint64_t node_count(std::uint64_t world_size) {
+  const auto number = [](const char* name) -> std::uint64_t {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') return 0;
+    for (const char* p = v; *p; ++p)
+      if (*p < '0' || *p > '9') return 0;
+    return std::strtoull(v, nullptr, 10);
+  };
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE"}) {
+    if (const std::uint64_t local = number(name); local > 0)
+      return world_size % local == 0 ? world_size / local : 0;
+  }
+  return number("SLURM_NNODES");
 }
 
 LoaderFlagOptions add_loader_options(CLI::App& app, LoaderFlags& f) {

@@ -50,6 +50,12 @@ CLI::Option* add_order_option(CLI::App& app, ShuffleOrder& order,
 const EnumNames<Partition>& partition_names();
 // Registers --partition into `partition` (loader_options.h's Partition).
 CLI::Option* add_partition_option(CLI::App& app, Partition& partition);
+// Registers --canonical-nodes into `parts` (LoaderOptions::canonical_nodes).
+CLI::Option* add_canonical_nodes_option(CLI::App& app, std::uint64_t& parts);
+// The physical nodes a world of `world_size` ranks runs on, from the launcher
+// (OMPI_COMM_WORLD_LOCAL_SIZE, torchrun's LOCAL_WORLD_SIZE: ranks per node; else
+// SLURM_NNODES); 0 when none says or the ranks per node do not divide the world.
+std::uint64_t node_count(std::uint64_t world_size);
 
 // Registers --data (required), --transform, --batch-size, --workers and --timeout
 // on `app`.

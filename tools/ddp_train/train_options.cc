@@ -85,6 +85,7 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
   app.add_flag("--no-shuffle", o.no_shuffle, "The sampler's unshuffled order");
   tools::add_order_option(app, o.order, &o.shuffle_block);
   tools::add_partition_option(app, o.partition);
+  tools::add_canonical_nodes_option(app, o.canonical_nodes);
   app.add_option("--global-batch-size", o.global_batch_size,
                  "elastic: samples per step over all ranks (G); each rank takes G/np, "
                  "so np must divide G (default: --batch-size x np)")
@@ -174,6 +175,8 @@ void validate(const TrainOptions& o) {
     if (d < 0) throw ConfigError("--devices: negative device " + std::to_string(d));
   if (o.global_batch_size && o.partition != Partition::kElastic)
     throw ConfigError("--global-batch-size applies to --partition elastic only");
+  if (o.canonical_nodes && o.partition != Partition::kElastic)
+    throw ConfigError("--canonical-nodes applies to --partition elastic only");
   if (o.partition == Partition::kElastic && o.seeding != SeedScope::kSample)
     throw ConfigError(
         "--partition elastic needs --seeding sample (per-sample streams make a global "
@@ -212,6 +215,8 @@ std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size) 
   if (o.partition == Partition::kElastic) {
     j["partition"] = tools::enum_name(tools::partition_names(), o.partition);
     j["global_batch_size"] = global_batch_size(o, world_size);
+    // Only when set, so that other checkpoints keep their config.
+    if (o.canonical_nodes) j["canonical_nodes"] = o.canonical_nodes;
   } else {
     j["batch_size"] = o.batch_size;
   }

@@ -44,6 +44,7 @@ struct TrainOptions : tools::LoaderFlags {
   std::optional<std::uint64_t> seed;
   SeedScope seeding = SeedScope::kWorker;     // full: worker streams; sample: per sample
   Partition partition = Partition::kStrided;  // --partition
+  std::uint64_t canonical_nodes = 0;          // --canonical-nodes (elastic)
   // elastic: samples per step over all ranks (G); unset: batch_size x world size.
   std::optional<std::uint64_t> global_batch_size;
   bool no_shuffle = false;

@@ -418,6 +418,8 @@ void Run::open_loader() {
   lo.rank = static_cast<std::uint64_t>(mpi_.rank());
   lo.world_size = static_cast<std::uint64_t>(mpi_.size());
   lo.partition = o_.partition;
+  lo.canonical_nodes = o_.canonical_nodes;
+  lo.nodes = tools::node_count(lo.world_size);
   lo.seeding = o_.seeding;
   lo.timeout = std::chrono::seconds(o_.timeout_s);
   lo.skip = declared_skips(lo);

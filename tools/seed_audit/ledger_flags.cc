@@ -32,6 +32,7 @@ void add_ledger_flags(CLI::App& app, LedgerFlags& f, const std::string& epoch_he
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   tools::add_partition_option(app, f.options.partition);
+  tools::add_canonical_nodes_option(app, f.options.canonical_nodes);
   app.add_flag("--shuffle", f.options.shuffle, "The run shuffles");
   tools::add_order_option(app, f.options.order, &f.options.shuffle_block);
   app.add_flag("--drop-last", f.options.drop_last, "The run drops the last, short batch");
