@@ -1,9 +1,12 @@
 #include "remote/aws_credentials.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <map>
@@ -81,7 +84,7 @@ std::size_t append_body(char* data, std::size_t, std::size_t n, void* user) {
 // One HTTP request (PUT with an empty body, or GET), no redirects followed.
 CredentialReply http(const std::string& method, const std::string& url,
                      const std::vector<std::string>& headers, double timeout_s,
-                     bool no_proxy) {
+                     bool no_proxy, const std::string& body = "") {
   std::unique_ptr<CURL, void (*)(CURL*)> c(curl_easy_init(), &curl_easy_cleanup);
   if (!c) throw std::bad_alloc();
   std::unique_ptr<curl_slist, void (*)(curl_slist*)> list(nullptr, &curl_slist_free_all);
@@ -103,6 +106,10 @@ CredentialReply http(const std::string& method, const std::string& url,
   curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, &append_body);
   curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &r.body);
   if (no_proxy) curl_easy_setopt(c.get(), CURLOPT_NOPROXY, "*");
+  if (method == "POST") {
+    curl_easy_setopt(c.get(), CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c.get(), CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+  }
   if (method == "PUT") {
     curl_easy_setopt(c.get(), CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(c.get(), CURLOPT_INFILESIZE, 0L);
@@ -181,19 +188,25 @@ std::optional<AwsCredentials> from_web_identity(const std::string& region,
     return std::nullopt;
   }
   const std::string token = read_token_file(token_file, "AWS_WEB_IDENTITY_TOKEN_FILE");
+  // Not AWS_ENDPOINT_URL: here it names the S3-compatible store, which must not
+  // receive the pod's identity token.
   std::string endpoint = aws_env("AWS_ENDPOINT_URL_STS");
-  if (endpoint.empty()) endpoint = aws_env("AWS_ENDPOINT_URL");
   if (endpoint.empty()) endpoint = "https://sts." + region + ".amazonaws.com";
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
+  if (!plain_http_allowed(endpoint, false))
+    throw ConfigError("AWS_ENDPOINT_URL_STS=" + endpoint +
+                      ": the identity token goes only over https (or http to a "
+                      "loopback address)");
   std::string session = aws_env("AWS_ROLE_SESSION_NAME");
   if (session.empty()) session = "seedloader-" + std::to_string(::time(nullptr));
-  const std::string url =
-      endpoint + "/?Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" +
-      url_escape(role) + "&RoleSessionName=" + url_escape(session) +
+  // In the body, not the URL: a URL's query reaches proxies' and servers' logs.
+  const std::string form =
+      "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + url_escape(role) +
+      "&RoleSessionName=" + url_escape(session) +
       "&WebIdentityToken=" + url_escape(token);
   const std::string source =
       "web identity (role " + role + " through STS at " + endpoint + ")";
-  const CredentialReply r = http("GET", url, {}, 10, false);
+  const CredentialReply r = http("POST", endpoint + "/", {}, 10, false, form);
   if (r.status != 200) {
     const std::string code = xml_text(r.body, "Code"),
                       message = xml_text(r.body, "Message");
@@ -223,38 +236,50 @@ std::optional<AwsCredentials> from_profile(std::vector<std::string>& looked) {
   const std::string credentials =
       home_file("AWS_SHARED_CREDENTIALS_FILE", "/.aws/credentials");
   const std::string config = home_file("AWS_CONFIG_FILE", "/.aws/config");
+  const std::string files = (credentials.empty() ? "~/.aws/credentials" : credentials) +
+                            " or " + (config.empty() ? "~/.aws/config" : config);
   std::optional<std::map<std::string, std::string>> keys, settings;
   if (!credentials.empty()) keys = read_section(credentials, profile);
-  if (!config.empty())
-    settings =
-        read_section(config, profile == "default" ? "default" : "profile " + profile);
-  std::string where = credentials;
-  if (!keys && settings) {
-    keys = settings;
-    where = config;
+  if (!config.empty()) {
+    settings = read_section(config, "profile " + profile);
+    if (!settings && profile == "default") settings = read_section(config, "default");
   }
-  if (!keys) {
+  if (!keys && !settings) {
     if (!named.empty())
-      throw ConfigError("AWS_PROFILE=" + named + ": no such profile in " +
-                        (credentials.empty() ? "~/.aws/credentials" : credentials) +
-                        " or " + (config.empty() ? "~/.aws/config" : config));
-    looked.push_back("profile " + profile + " (not in " +
-                     (credentials.empty() ? "~/.aws/credentials" : credentials) + " or " +
-                     (config.empty() ? "~/.aws/config" : config) + ")");
+      throw ConfigError("AWS_PROFILE=" + named + ": no such profile in " + files);
+    looked.push_back("profile " + profile + " (not in " + files + ")");
     return std::nullopt;
   }
-  for (const char* unsupported :
-       {"role_arn", "credential_process", "sso_session", "sso_start_url"}) {
-    if (keys->count(unsupported) || (settings && settings->count(unsupported)))
-      throw ConfigError("profile " + profile + " uses " + unsupported +
-                        ", which seedloader does not support: give the credentials it "
-                        "yields in AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
-                        "AWS_SESSION_TOKEN, or a profile with aws_access_key_id");
+  for (const auto* section : {&keys, &settings}) {
+    if (!*section) continue;
+    for (const char* unsupported :
+         {"role_arn", "credential_process", "sso_session", "sso_start_url"}) {
+      if ((*section)->count(unsupported))
+        throw ConfigError("profile " + profile + " uses " + unsupported +
+                          ", which seedloader does not support: give the credentials it "
+                          "yields in AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
+                          "AWS_SESSION_TOKEN, or a profile with aws_access_key_id");
+    }
+  }
+  // The credentials file's keys, else the config file's.
+  std::string where = credentials;
+  std::map<std::string, std::string> found =
+      keys ? *keys : std::map<std::string, std::string>{};
+  if (!found.count("aws_access_key_id") && settings &&
+      settings->count("aws_access_key_id")) {
+    found = *settings;
+    where = config;
+  }
+  if (!found.count("aws_access_key_id")) {
+    // A profile that sets a region or the like: the chain goes on, as the CLI's.
+    looked.push_back("profile " + profile + " (in " + files +
+                     ", without aws_access_key_id)");
+    return std::nullopt;
   }
   AwsCredentials c;
-  c.access_key = (*keys)["aws_access_key_id"];
-  c.secret_key = (*keys)["aws_secret_access_key"];
-  c.session_token = (*keys)["aws_session_token"];
+  c.access_key = found["aws_access_key_id"];
+  c.secret_key = found["aws_secret_access_key"];
+  c.session_token = found["aws_session_token"];
   if (c.access_key.empty() || c.secret_key.empty())
     throw ConfigError("profile " + profile + " in " + where +
                       " lacks aws_access_key_id or aws_secret_access_key");
@@ -262,8 +287,9 @@ std::optional<AwsCredentials> from_profile(std::vector<std::string>& looked) {
   return c;
 }
 
-// A host that container credentials may be asked for over plain http.
-bool container_host_allowed(const std::string& url) {
+}  // namespace
+
+bool plain_http_allowed(const std::string& url, bool container_agents) {
   std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), &curl_url_cleanup);
   if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
     return false;
@@ -271,14 +297,31 @@ bool container_host_allowed(const std::string& url) {
   char* host = nullptr;
   curl_url_get(u.get(), CURLUPART_SCHEME, &scheme, 0);
   curl_url_get(u.get(), CURLUPART_HOST, &host, 0);
-  const std::string s = scheme ? scheme : "", h = host ? host : "";
+  const std::string s = scheme ? scheme : "";
+  std::string h = host ? host : "";
   curl_free(scheme);
   curl_free(host);
   if (s == "https") return true;
-  return s == "http" &&
-         (h == "127.0.0.1" || h == "localhost" || h == "[::1]" || h == "169.254.170.2" ||
-          h == "169.254.170.23" || h == "[fd00:ec2::23]" || h.rfind("127.", 0) == 0);
+  if (s != "http") return false;
+  if (h == "localhost") return true;
+  // Address literals only: a name such as 127.0.0.1.example.com resolves anywhere.
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') {
+    in6_addr a6{};
+    if (::inet_pton(AF_INET6, h.substr(1, h.size() - 2).c_str(), &a6) != 1) return false;
+    if (IN6_IS_ADDR_LOOPBACK(&a6)) return true;
+    in6_addr eks{};
+    ::inet_pton(AF_INET6, "fd00:ec2::23", &eks);
+    return container_agents && std::memcmp(&a6, &eks, sizeof a6) == 0;
+  }
+  in_addr a4{};
+  if (::inet_pton(AF_INET, h.c_str(), &a4) != 1) return false;
+  const std::uint32_t ip = ntohl(a4.s_addr);
+  if ((ip >> 24) == 127) return true;
+  return container_agents &&
+         (ip == 0xA9FEAA02u || ip == 0xA9FEAA17u);  // 169.254.170.2/.23
 }
+
+namespace {
 
 std::optional<AwsCredentials> from_container(std::vector<std::string>& looked) {
   const std::string relative = aws_env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
@@ -290,11 +333,14 @@ std::optional<AwsCredentials> from_container(std::vector<std::string>& looked) {
         "unset)");
     return std::nullopt;
   }
-  const std::string source = "container credentials at " + url;
-  if (!container_host_allowed(url))
-    throw ConfigError("AWS_CONTAINER_CREDENTIALS_FULL_URI=" + url +
-                      ": plain http only to a loopback address or the ECS and EKS "
-                      "credential addresses; use https");
+  const std::string variable = relative.empty()
+                                   ? "AWS_CONTAINER_CREDENTIALS_FULL_URI"
+                                   : "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI";
+  const std::string source = "container credentials at " + url + " (" + variable + ")";
+  if (!plain_http_allowed(url, true))
+    throw ConfigError(variable + "=" + url +
+                      ": plain http only to a loopback address literal or the ECS and "
+                      "EKS credential addresses; use https");
   std::vector<std::string> headers;
   const std::string token_file = aws_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
   std::string token = aws_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
@@ -314,14 +360,24 @@ std::optional<AwsCredentials> from_instance(std::vector<std::string>& looked) {
     return std::nullopt;
   }
   std::string endpoint = aws_env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  const bool chosen = !endpoint.empty();  // unreachable then is an error, not "not EC2"
   if (endpoint.empty()) endpoint = "http://169.254.169.254";
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
-  double timeout = 1;
-  int attempts = 1;
-  if (const std::string t = aws_env("AWS_METADATA_SERVICE_TIMEOUT"); !t.empty())
-    timeout = std::max(0.1, std::atof(t.c_str()));
-  if (const std::string n = aws_env("AWS_METADATA_SERVICE_NUM_ATTEMPTS"); !n.empty())
-    attempts = std::max(1, std::atoi(n.c_str()));
+  const auto number = [](const char* name, double fallback, double low, double high) {
+    const std::string text = aws_env(name);
+    if (text.empty()) return fallback;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || !(v >= low && v <= high)) {
+      char range[64];
+      std::snprintf(range, sizeof range, "%g to %g", low, high);
+      throw ConfigError(std::string(name) + "=" + text + ": not a number from " + range);
+    }
+    return v;
+  };
+  const double timeout = number("AWS_METADATA_SERVICE_TIMEOUT", 1, 0.1, 3600);
+  const int attempts =
+      static_cast<int>(number("AWS_METADATA_SERVICE_NUM_ATTEMPTS", 1, 1, 100));
   const std::string source = "the instance metadata service at " + endpoint;
   CredentialReply token;
   for (int a = 0; a < attempts; ++a) {
@@ -329,9 +385,13 @@ std::optional<AwsCredentials> from_instance(std::vector<std::string>& looked) {
                  {"X-aws-ec2-metadata-token-ttl-seconds: 21600"}, timeout, true);
     if (token.error.empty() && token.status < 500) break;
   }
-  if (!token.error.empty()) {
-    // No metadata service: not on EC2 (the CLI goes on the same way).
-    looked.push_back(source + " (" + token.error + ")");
+  if (!token.error.empty() && chosen)
+    throw ConfigError(source + " (AWS_EC2_METADATA_SERVICE_ENDPOINT): " + token.error);
+  // No metadata service (not on EC2), or another cloud's at the same address: the
+  // chain ends there, as the CLI's.
+  if (!token.error.empty() || token.status == 403 || token.status == 404 ||
+      token.status == 405) {
+    looked.push_back(source + " (" + reply_text(token) + ")");
     return std::nullopt;
   }
   if (token.status != 200)
@@ -368,6 +428,9 @@ std::optional<Clock::time_point> parse_aws_time(const std::string& text) {
     rest = digits == std::string::npos ? "" : rest.substr(digits);
   }
   if (rest != "Z" && rest != "+00:00" && rest != "z") return std::nullopt;
+  if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
+      tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970)
+    return std::nullopt;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   const std::time_t t = ::timegm(&tm);

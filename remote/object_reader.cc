@@ -197,6 +197,7 @@ struct ObjectReader::Impl {
   std::mutex mutex;
   // Read on the first s3:// request, and again before temporary credentials
   // expire (in each process: a forked worker refreshes its own copy).
+  std::mutex s3_mutex;
   std::shared_ptr<const S3Config> s3;
   std::vector<CURL*> idle;  // handles of process `owner`, their connections open
   pid_t owner = ::getpid();
@@ -227,13 +228,20 @@ struct ObjectReader::Impl {
     }  // else: acquired before a fork in another thread; see acquire()
   }
   std::shared_ptr<const S3Config> s3_config() {
-    std::lock_guard<std::mutex> lock(mutex);
-    // Five minutes ahead, as the AWS CLI refreshes: a request signed now may
-    // still be retrying then. A failed refresh throws; it never goes unsigned.
-    const auto soon = std::chrono::system_clock::now() + std::chrono::minutes(5);
-    if (!s3 || s3->expires_before(soon))
-      s3 =
-          std::make_shared<const S3Config>(S3Config::from_environment(options.anonymous));
+    // Its own lock: finding credentials may take seconds, and the handle pool must
+    // not wait for it.
+    std::lock_guard<std::mutex> lock(s3_mutex);
+    const auto now = std::chrono::system_clock::now();
+    if (!s3 || s3->refresh_due(now)) {
+      try {
+        s3 = std::make_shared<const S3Config>(
+            S3Config::from_environment(options.anonymous));
+      } catch (...) {
+        // Credentials still valid stay in use; expired ones are never replaced by
+        // unsigned requests: the error goes to the request.
+        if (!s3 || s3->expired(now)) throw;
+      }
+    }
     return s3;
   }
 
@@ -262,6 +270,10 @@ Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
   const S3Config* s3 = config.get();
   std::string target = s3 ? s3->http_url(url) : url.display();
   const std::string origin = origin_of(target);
+  if (origin.empty() && (s3 ? s3->signed_requests() : !url.userinfo.empty()))
+    throw ConfigError("GET " + url.display() + ": " + target +
+                      " is not an absolute http(s) URL, so its credentials would not "
+                      "be sent");
   for (int hop = 0;; ++hop) {
     // Credentials go only where the URL the user named lives.
     const std::string here = origin_of(target);

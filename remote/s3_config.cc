@@ -41,6 +41,12 @@ S3Config S3Config::from_environment(bool anonymous) {
   c.endpoint = env("AWS_ENDPOINT_URL_S3");
   if (c.endpoint.empty()) c.endpoint = env("AWS_ENDPOINT_URL");
   while (!c.endpoint.empty() && c.endpoint.back() == '/') c.endpoint.pop_back();
+  // Without a scheme curl would guess http and the request could not be matched to
+  // the origin its credentials belong to.
+  if (!c.endpoint.empty() && c.endpoint.rfind("http://", 0) != 0 &&
+      c.endpoint.rfind("https://", 0) != 0)
+    throw ConfigError("AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL '" + c.endpoint +
+                      "' is not an http:// or https:// URL");
 
   std::string unsigned_flag = env("AWS_NO_SIGN_REQUEST");
   for (char& ch : unsigned_flag)
@@ -52,6 +58,7 @@ S3Config S3Config::from_environment(bool anonymous) {
   c.session_token = std::move(found.session_token);
   c.credential_source = std::move(found.source);
   c.expiration = found.expiration;
+  c.found_at = std::chrono::system_clock::now();
   return c;
 }
 

@@ -28,8 +28,10 @@ struct S3Config {
   std::string region = "us-east-1";
   std::string endpoint;  // "scheme://host[:port]" without a trailing '/'; empty: AWS
   std::string credential_source;  // where the credentials came from; empty: unsigned
-  // When temporary credentials expire (unset: they do not).
+  // When temporary credentials expire (unset: they do not), and when they were
+  // found.
   std::optional<std::chrono::system_clock::time_point> expiration;
+  std::chrono::system_clock::time_point found_at;
 
   // Reads the environment and finds credentials unless `anonymous` (or
   // AWS_NO_SIGN_REQUEST=true). Throws ConfigError naming the source and what is
@@ -37,10 +39,17 @@ struct S3Config {
   static S3Config from_environment(bool anonymous = false);
 
   bool signed_requests() const { return !access_key.empty(); }
-  // Temporary credentials that expire before `when`: refreshed before they are
-  // used then.
-  bool expires_before(std::chrono::system_clock::time_point when) const {
-    return expiration && *expiration <= when;
+  // Temporary credentials are found again from five minutes before they expire
+  // (from half their lifetime, for shorter ones); until they expire, a failure to
+  // find them again leaves them in use.
+  bool refresh_due(std::chrono::system_clock::time_point now) const {
+    if (!expiration) return false;
+    const auto margin = std::min<std::chrono::system_clock::duration>(
+        std::chrono::minutes(5), (*expiration - found_at) / 2);
+    return now >= *expiration - margin;
+  }
+  bool expired(std::chrono::system_clock::time_point now) const {
+    return expiration && now >= *expiration;
   }
   // The http(s) URL of the object s3://bucket/key: path-style on a configured
   // endpoint, virtual-hosted on AWS (path-style for a bucket name with a dot). Key bytes

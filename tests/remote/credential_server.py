@@ -10,14 +10,17 @@ time, expiring TTL seconds on, from:
   GET /latest/meta-data/iam/security-credentials/test-role   its credentials (JSON)
       (both need X-aws-ec2-metadata-token: imds-session, else 401)
   GET /container                               container credentials (JSON; needs
-                                               Authorization: container-auth, else 401)
-  GET /?Action=AssumeRoleWithWebIdentity&...   STS (XML; needs WebIdentityToken
-                                               web-identity-jwt, else 403 AccessDenied)
+                                               Authorization: container-auth, else 401;
+                                               500 while the file LOG.fail exists)
+  POST / Action=AssumeRoleWithWebIdentity&...  STS, the form in the body (XML; needs
+                                               WebIdentityToken web-identity-jwt, else
+                                               403 AccessDenied)
 Appends one line per credential handed out to LOG: "imds", "container" or "sts".
 """
 import datetime
 import http.server
 import json
+import os
 import socketserver
 import sys
 import threading
@@ -62,6 +65,26 @@ def main():
             else:
                 self.answer(400, "", "text/plain")
 
+        def do_POST(self):
+            length = int(self.headers.get("Content-Length", "0"))
+            query = urllib.parse.parse_qs(self.rfile.read(length).decode())
+            if self.path != "/" or query.get("Action") != ["AssumeRoleWithWebIdentity"] or \
+                    query.get("WebIdentityToken") != ["web-identity-jwt"]:
+                self.answer(403, "<ErrorResponse><Error><Code>AccessDenied</Code>"
+                            "<Message>Not authorized to perform "
+                            "sts:AssumeRoleWithWebIdentity</Message></Error>"
+                            "</ErrorResponse>", "text/xml")
+                return
+            c = credentials("sts")
+            self.answer(200, (
+                "<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult>"
+                "<Credentials><AccessKeyId>%s</AccessKeyId>"
+                "<SecretAccessKey>%s</SecretAccessKey><SessionToken>%s</SessionToken>"
+                "<Expiration>%s</Expiration></Credentials>"
+                "</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>"
+            ) % (c["AccessKeyId"], c["SecretAccessKey"], c["Token"], c["Expiration"]),
+                "text/xml")
+
         def do_GET(self):
             url = urllib.parse.urlsplit(self.path)
             base = "/latest/meta-data/iam/security-credentials/"
@@ -77,28 +100,12 @@ def main():
                 else:
                     self.answer(404, "", "text/plain")
             elif url.path == "/container":
-                if self.headers.get("Authorization") != "container-auth":
+                if os.path.exists(log_path + ".fail"):
+                    self.answer(500, '{"message": "agent down"}')
+                elif self.headers.get("Authorization") != "container-auth":
                     self.answer(401, '{"message": "not authorized"}')
                 else:
                     self.answer(200, json.dumps(credentials("container")))
-            elif url.path == "/":
-                query = urllib.parse.parse_qs(url.query)
-                if query.get("Action") != ["AssumeRoleWithWebIdentity"] or \
-                        query.get("WebIdentityToken") != ["web-identity-jwt"]:
-                    self.answer(403, "<ErrorResponse><Error><Code>AccessDenied</Code>"
-                                "<Message>Not authorized to perform "
-                                "sts:AssumeRoleWithWebIdentity</Message></Error>"
-                                "</ErrorResponse>", "text/xml")
-                    return
-                c = credentials("sts")
-                self.answer(200, (
-                    "<AssumeRoleWithWebIdentityResponse><AssumeRoleWithWebIdentityResult>"
-                    "<Credentials><AccessKeyId>%s</AccessKeyId>"
-                    "<SecretAccessKey>%s</SecretAccessKey><SessionToken>%s</SessionToken>"
-                    "<Expiration>%s</Expiration></Credentials>"
-                    "</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>"
-                ) % (c["AccessKeyId"], c["SecretAccessKey"], c["Token"], c["Expiration"]),
-                    "text/xml")
             else:
                 self.answer(404, "", "text/plain")
 

@@ -102,15 +102,20 @@ class AwsEnvironment {
     }
     // Never the real instance metadata service.
     ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-    for (const auto& [k, v] : values) ::setenv(k.c_str(), v.c_str(), 1);
+    set_.push_back("AWS_EC2_METADATA_DISABLED");
+    for (const auto& [k, v] : values) {
+      ::setenv(k.c_str(), v.c_str(), 1);
+      set_.push_back(k);
+    }
   }
   ~AwsEnvironment() {
-    ::unsetenv("AWS_EC2_METADATA_DISABLED");
+    for (const std::string& name : set_) ::unsetenv(name.c_str());
     for (const auto& [k, v] : saved_) ::setenv(k.c_str(), v.c_str(), 1);
   }
 
  private:
   std::map<std::string, std::string> saved_;
+  std::vector<std::string> set_;
 };
 
 TEST(S3ConfigTest, VariablesWinAndTheEndpointMakesRequestsPathStyle) {

@@ -804,6 +804,7 @@ class S3ShardsTest : public RemoteShardsTest {
     RemoteShardsTest::SetUp();
     s3_ = std::make_unique<RcloneS3>(root_.path(), root_ / "rclone", "AKIDTEST",
                                      "s3cr3t-key");
+    ::unsetenv("AWS_ENDPOINT_URL_S3");  // it would win over the local server
     ::setenv("AWS_ENDPOINT_URL", s3_->endpoint().c_str(), 1);
     ::setenv("AWS_REGION", "us-east-1", 1);
     ::setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
@@ -845,8 +846,8 @@ TEST_F(S3ShardsTest, WrongCredentialsAreA403NamingTheUrlNotTheSecret) {
 // Credentials found the way cloud jobs get them (remote/aws_credentials.h), from
 // tests/remote/credential_server.py on 127.0.0.1: it hands out the S3 server's key
 // with a new session token each time. Every other variable the chain reads is
-// cleared, HOME points at an empty folder, and the metadata service at a port
-// nothing listens on unless a test says otherwise, so no request leaves 127.0.0.1.
+// cleared, HOME points at an empty folder, and the metadata service is disabled
+// unless a test points it at the server, so no request leaves 127.0.0.1.
 class S3CredentialsTest : public S3ShardsTest {
  protected:
   static constexpr const char* kVariables[] = {"AWS_ACCESS_KEY_ID",
@@ -866,6 +867,8 @@ class S3CredentialsTest : public S3ShardsTest {
                                                "AWS_EC2_METADATA_DISABLED",
                                                "AWS_EC2_METADATA_SERVICE_ENDPOINT",
                                                "AWS_NO_SIGN_REQUEST",
+                                               "AWS_ENDPOINT_URL_S3",
+                                               "AWS_METADATA_SERVICE_TIMEOUT",
                                                "HOME"};
 
   void SetUp() override {
@@ -875,9 +878,7 @@ class S3CredentialsTest : public S3ShardsTest {
     for (const char* v : kVariables) ::unsetenv(v);
     std::filesystem::create_directories(root_ / "home");
     ::setenv("HOME", (root_ / "home").c_str(), 1);
-    ::setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT",
-             ("http://127.0.0.1:" + std::to_string(testing_util::free_port())).c_str(),
-             1);
+    ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
   }
   void TearDown() override {
     for (const char* v : kVariables) ::unsetenv(v);
@@ -941,31 +942,78 @@ TEST_F(S3CredentialsTest, EachPlaceCloudJobsGetCredentialsFromSignsTheRequests) 
           {"container",
            {{"AWS_CONTAINER_CREDENTIALS_FULL_URI", stub_url_ + "/container"},
             {"AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", root_ / "auth"}}},
-          {"imds", {{"AWS_EC2_METADATA_SERVICE_ENDPOINT", stub_url_}}},
+          {"imds",
+           {{"AWS_EC2_METADATA_SERVICE_ENDPOINT", stub_url_},
+            {"AWS_EC2_METADATA_DISABLED", ""}}},
       };
   for (const auto& [kind, variables] : sources) {
     for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
     const TarShards remote("s3://data/", parse_transform_spec(kTransform),
                            cached_in(root_ / ("cache-" + kind)));
     EXPECT_TRUE(run_epoch(remote, 0, 0) == want) << kind;
-    if (kind != "profile") EXPECT_GE(issued(kind), 1) << kind;
+    // An hour to live: found once for the index and every shard after it.
+    if (kind != "profile") EXPECT_EQ(issued(kind), 1) << kind;
     for (const auto& [name, value] : variables) ::unsetenv(name.c_str());
+    ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
   }
+  // All of them at once: the first in the AWS CLI's order, web identity, is used.
+  for (const auto& [kind, variables] : sources)
+    for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
+  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache-all"));
+  EXPECT_TRUE(run_epoch(remote, 0, 0) == want);
+  EXPECT_EQ(issued("sts"), 2);
+  EXPECT_EQ(issued("container") + issued("imds"), 2);  // the two runs above only
+}
+
+TEST_F(S3CredentialsTest, AProfileThatOnlySetsARegionLeavesTheChainGoingOn) {
+  start_credentials();
+  write_file("config", "[default]\nregion = us-east-1\n");
+  ::setenv("AWS_CONFIG_FILE", (root_ / "config").c_str(), 1);
+  write_file("auth", "container-auth");
+  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
+  ::setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (root_ / "auth").c_str(), 1);
+  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  EXPECT_EQ(remote.size(), 40u);
+  EXPECT_EQ(issued("container"), 1);
 }
 
 TEST_F(S3CredentialsTest, CredentialsAboutToExpireAreFetchedAgainInEveryWorker) {
-  // Two minutes left when handed out: inside the five-minute margin, so every
-  // request fetches them again, in the main process and in each worker.
-  start_credentials(120);
+  // Two seconds to live: due again after one (half their life), in the process
+  // that built the data set and in each worker forked after it.
+  start_credentials(2);
   write_file("auth", "container-auth");
   ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
   ::setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (root_ / "auth").c_str(), 1);
   const TarShards local(root_ / "data", parse_transform_spec(kTransform));
   const TarShards remote("s3://data/", parse_transform_spec(kTransform),
                          cached_in(root_ / "cache"));
+  EXPECT_EQ(issued("container"), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   EXPECT_TRUE(run_epoch(remote, 2, 0) == run_epoch(local, 0, 0));
-  // The index, then every shard in the workers: a fetch each.
-  EXPECT_GT(issued("container"), 3);
+  EXPECT_GE(issued("container"), 3);  // each worker found them again
+}
+
+TEST_F(S3CredentialsTest, ValidCredentialsOutliveAFailedRefreshAndExpiredOnesNever) {
+  start_credentials(4);  // due after 2 s, expired after 4
+  write_file("auth", "container-auth");
+  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
+  ::setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (root_ / "auth").c_str(), 1);
+  const remote::ObjectReader reader;
+  const auto index = *remote::ObjectUrl::parse("s3://data/index.json");
+  std::vector<std::uint8_t> out;
+  reader.read(index, out, 1 << 20);
+  write_file("issued.log.fail", "");  // the agent goes down
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  reader.read(index, out, 1 << 20);  // the refresh fails; the old ones still sign
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  const std::string e = error_of([&] { reader.read(index, out, 1 << 20); });
+  EXPECT_NE(e.find("container credentials at " + stub_url_ + "/container"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("HTTP 500"), std::string::npos) << e;
+  EXPECT_EQ(issued("container"), 1);
 }
 
 TEST_F(S3CredentialsTest, NoCredentialsAnywhereListsEveryPlaceLooked) {
@@ -975,12 +1023,20 @@ TEST_F(S3CredentialsTest, NoCredentialsAnywhereListsEveryPlaceLooked) {
         "the environment (AWS_ACCESS_KEY_ID unset)",
         "web identity (AWS_WEB_IDENTITY_TOKEN_FILE", "profile default (not in ",
         "container credentials (AWS_CONTAINER_CREDENTIALS_",
-        "the instance metadata service at http://127.0.0.1:", "AWS_NO_SIGN_REQUEST=true"})
+        "the instance metadata service (AWS_EC2_METADATA_DISABLED=true)",
+        "AWS_NO_SIGN_REQUEST=true"})
     EXPECT_NE(e.find(place), std::string::npos) << place << "\n" << e;
-  ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-  EXPECT_NE(
-      read_error().find("the instance metadata service (AWS_EC2_METADATA_DISABLED=true)"),
-      std::string::npos);
+  // A metadata endpoint that was named but does not answer is an error of its own.
+  ::unsetenv("AWS_EC2_METADATA_DISABLED");
+  const std::string closed =
+      "http://127.0.0.1:" + std::to_string(testing_util::free_port());
+  ::setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", closed.c_str(), 1);
+  EXPECT_NE(read_error().find("the instance metadata service at " + closed +
+                              " (AWS_EC2_METADATA_SERVICE_ENDPOINT): "),
+            std::string::npos);
+  ::setenv("AWS_METADATA_SERVICE_TIMEOUT", "soon", 1);
+  EXPECT_NE(read_error().find("AWS_METADATA_SERVICE_TIMEOUT=soon: not a number"),
+            std::string::npos);
 }
 
 TEST_F(S3CredentialsTest, ASourceThatFailsIsNamedAndNothingGoesUnsigned) {
@@ -1005,12 +1061,13 @@ TEST_F(S3CredentialsTest, ASourceThatFailsIsNamedAndNothingGoesUnsigned) {
   // The container endpoint without its token.
   ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
   e = read_error();
-  EXPECT_NE(e.find("container credentials at " + stub_url_ + "/container: HTTP 401"),
+  EXPECT_NE(e.find("container credentials at " + stub_url_ +
+                   "/container (AWS_CONTAINER_CREDENTIALS_FULL_URI): HTTP 401"),
             std::string::npos)
       << e;
   // Plain http to an address that is not the container agent's is not asked.
   ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://10.1.2.3/creds", 1);
-  EXPECT_NE(read_error().find("plain http only to a loopback address"),
+  EXPECT_NE(read_error().find("plain http only to a loopback address literal"),
             std::string::npos);
   ::unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
   // A profile that assumes a role: not supported, said so.
@@ -1043,6 +1100,22 @@ TEST_F(S3CredentialsTest, UnsignedRequestsOnlyWhenAskedFor) {
   EXPECT_NE(a.find("GET s3://data/index.json: HTTP 400"), std::string::npos) << a;
 }
 
+TEST(AwsTimeTest, PlainHttpGoesOnlyToLoopbackLiteralsAndTheContainerAgents) {
+  for (const char* url : {"https://sts.example.com/", "http://127.0.0.1:8080/x",
+                          "http://127.1.2.3/", "http://localhost/", "http://[::1]:9/"})
+    EXPECT_TRUE(remote::plain_http_allowed(url, false)) << url;
+  for (const char* url : {"http://169.254.170.2/v2/credentials",
+                          "http://169.254.170.23/v1", "http://[fd00:ec2::23]/v1"}) {
+    EXPECT_TRUE(remote::plain_http_allowed(url, true)) << url;
+    EXPECT_FALSE(remote::plain_http_allowed(url, false)) << url;
+  }
+  for (const char* url :
+       {"http://127.0.0.1.evil.example/", "http://127.x.example/", "http://10.1.2.3/",
+        "http://user@evil.example/", "http://[fd00::1]/", "ftp://127.0.0.1/", "127.0.0.1",
+        "http://169.254.169.254/"})
+    EXPECT_FALSE(remote::plain_http_allowed(url, true)) << url;
+}
+
 TEST(AwsTimeTest, TheFormsAwsWritesParse) {
   const auto t = remote::parse_aws_time("2026-12-04T17:00:00Z");
   ASSERT_TRUE(t.has_value());
@@ -1052,6 +1125,8 @@ TEST(AwsTimeTest, TheFormsAwsWritesParse) {
   EXPECT_FALSE(remote::parse_aws_time("2026-12-04 17:00:00"));
   EXPECT_FALSE(remote::parse_aws_time("2026-12-04T17:00:00+02:00"));
   EXPECT_FALSE(remote::parse_aws_time(""));
+  EXPECT_FALSE(remote::parse_aws_time("2026-13-04T17:00:00Z"));
+  EXPECT_FALSE(remote::parse_aws_time("2026-12-04T25:00:00Z"));
 }
 
 }  // namespace
