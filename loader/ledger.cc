@@ -83,6 +83,7 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
         e.index = batch[slot];
         e.skipped = step_skipped || gone(e.index);
         e.slot = e.skipped ? slot : delivered++;
+        if (q.skipped_only && !e.skipped) continue;
         if (per_sample) {
           e.stream = sample_key(q.epoch, e.index);
           e.fingerprint = sample_stream(q.seed, q.epoch, e.index).fingerprint();

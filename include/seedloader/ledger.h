@@ -38,6 +38,9 @@ struct LedgerQuery {
   std::uint64_t end_step = 1;         // steps [first_step, end_step)
   std::optional<std::uint64_t> rank;  // unset: every rank
   std::optional<int> worker;          // unset: every worker
+  // Only the entries declared skipped: a run's declared skips over many steps in
+  // one query (its cost the epoch's order per rank, its memory the skipped).
+  bool skipped_only = false;
 };
 
 struct LedgerEntry {

@@ -743,7 +743,7 @@ class DataLoader:
         self._collated = (epoch, drawn)
         return [[k] for k in range(len(drawn))]
 
-    def ledger(self, step, epoch=None, rank=None):
+    def ledger(self, step, epoch=None, rank=None, skipped_only=False):
         """The samples global step `step` of `epoch` (default: self.epoch) trains on,
         computed from this loader's configuration alone: nothing is read, nothing
         replayed, and the cost does not grow with the step (seedloader's ledger, as
@@ -755,8 +755,9 @@ class DataLoader:
         of its random stream) and fingerprint (that stream's state before the
         sample, under seeding="sample"; None under "worker", where it depends on the
         worker's earlier draws) and skipped (declared with skip(): not delivered;
-        slot is then the place it had). A sampler or batch_sampler of your own has
-        its own order, which this does not know: a ConfigError."""
+        slot is then the place it had); skipped_only=True returns those alone (the
+        declared skips of many steps at the cost of one). A sampler or batch_sampler
+        of your own has its own order, which this does not know: a ConfigError."""
         if self._sampler is not None or self._batch_sampler is not None:
             raise ConfigError("DataLoader.ledger: this loader's order comes from its own "
                               "sampler or batch_sampler, which the ledger cannot compute")
@@ -781,7 +782,8 @@ class DataLoader:
             options, len(self.dataset), epoch,
             _checks.integer(steps.start, "DataLoader.ledger: step"),
             _checks.integer(steps.stop, "DataLoader.ledger: step"),
-            None if rank is None else _checks.integer(rank, "DataLoader.ledger: rank"))]
+            None if rank is None else _checks.integer(rank, "DataLoader.ledger: rank"),
+            bool(skipped_only))]
 
     def skip(self, steps=(), samples=()):
         """Declares steps and samples not to deliver, say the batches around a loss

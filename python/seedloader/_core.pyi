@@ -119,9 +119,9 @@ def epoch_order(options: LoaderOptions, size: int, epoch: int) -> Annotated[NDAr
     This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size, partition, and batch_size and drop_last for the elastic partition), before batching.
     """
 
-def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None) -> list[tuple[int, int, int, int, int, int, list[int], int | None, bool]]:
+def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None, skipped_only: bool = False) -> list[tuple[int, int, int, int, int, int, list[int], int | None, bool]]:
     """
-    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None, skipped) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers.
+    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None, skipped) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers; skipped_only: only those declared skipped.
     """
 
 class SeedScope(enum.Enum):

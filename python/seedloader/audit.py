@@ -26,11 +26,6 @@ from seedloader._trace import TraceRecorder
 
 __all__ = ["LoaderTrace", "TraceRecorder", "check", "trace"]
 
-# Entries a ledger query for declared skips returns at most (the query computes the
-# epoch's order once, whatever its steps).
-_LEDGER_CHUNK = 1 << 16
-
-
 def trace(loader, path, rank=None, generators=(), record_content=False, run=None):
     """`loader` as a loader that appends one line per sample to `path`.
 
@@ -80,16 +75,19 @@ class LoaderTrace:
         return len(self.loader)
 
     def __getattr__(self, name):
+        if name == "loader":  # not set yet (a copy being made): no loader to ask
+            raise AttributeError(name)
         return getattr(self.loader, name)
 
     def __iter__(self):
         loader = self.loader
+        loader._place()
+        self._check_rank(loader.rank)
         batches = iter(loader)
         declared, written, started = [], 0, None
         for batch in batches:
             if started is None:
                 started = loader._pass
-                self._check_rank(loader.rank)
                 declared = self._declared(loader, started.first)
             step = started.yielded - 1
             lines = []  # the skipped samples of the steps up to this one, then its own
@@ -103,6 +101,10 @@ class LoaderTrace:
                                         index=index, rng="%016x" % rng))
             self._append(lines)
             yield batch
+        if started is None and loader._pass is not None:
+            # A pass whose every step left was skipped: it delivered nothing.
+            started = loader._pass
+            declared = self._declared(loader, started.first)
         # The steps skipped at the epoch's end (a pass that ends by running out).
         self._append([text for _, text in declared[written:]])
 
@@ -118,26 +120,15 @@ class LoaderTrace:
 
     def _declared(self, loader, first):
         """[(step, line)]: the samples of this rank that the epoch's declared skips
-        leave out, from step `first` on."""
-        if not loader._skip_steps and not loader._skip_samples:
+        leave out, from step `first` on (one ledger query, its skipped entries)."""
+        end = len(loader)
+        if (not loader._skip_steps and not loader._skip_samples) or first >= end:
             return []
-        epoch, rank, end = loader.epoch, loader.rank, len(loader)
-        if loader._skip_samples:
-            steps = range(first, end)
-        else:  # whole steps only: ask for those alone
-            steps = sorted({k for e, a, b in loader._skip_steps if e == epoch
-                            for k in range(max(a, first), min(b, end))})
-        chunk = max(1, _LEDGER_CHUNK // (loader.batch_size or 1))
-        out = []
-        for a, b in _runs(steps):
-            for at in range(a, b, chunk):
-                for e in loader.ledger(range(at, min(b, at + chunk)), epoch=epoch,
-                                       rank=rank):
-                    if e["skipped"]:
-                        out.append((e["step"], self._line(
-                            rank=rank, epoch=epoch, batch=e["step"], index=e["index"],
-                            skipped=True)))
-        return out
+        epoch, rank = loader.epoch, loader.rank
+        return [(e["step"], self._line(rank=rank, epoch=epoch, batch=e["step"],
+                                       index=e["index"], skipped=True))
+                for e in loader.ledger(range(first, end), epoch=epoch, rank=rank,
+                                       skipped_only=True)]
 
     def _append(self, lines):
         if not lines:
@@ -149,17 +140,6 @@ class LoaderTrace:
                 data = data[os.write(fd, data):]
         finally:
             os.close(fd)
-
-
-def _runs(steps):
-    """[(a, b)]: the sorted steps as runs of consecutive ones, b past each run's end."""
-    out = []
-    for k in steps:
-        if out and out[-1][1] == k:
-            out[-1][1] = k + 1
-        else:
-            out.append([k, k + 1])
-    return [tuple(r) for r in out]
 
 
 def _uint64s(raw):

@@ -588,7 +588,7 @@ void bind_loader(nb::module_& m) {
       "ledger",
       [](const LoaderOptions& options, std::uint64_t size, std::uint64_t epoch,
          std::uint64_t first_step, std::uint64_t end_step,
-         std::optional<std::uint64_t> rank) {
+         std::optional<std::uint64_t> rank, bool skipped_only) {
         if (!options.seed) throw ConfigError("ledger: options.seed is not set");
         LedgerQuery q;
         q.options = options;
@@ -598,6 +598,7 @@ void bind_loader(nb::module_& m) {
         q.first_step = first_step;
         q.end_step = end_step;
         q.rank = rank;
+        q.skipped_only = skipped_only;
         std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, int,
                                std::uint64_t, std::uint64_t, std::vector<std::uint64_t>,
                                std::optional<std::uint64_t>, bool>>
@@ -609,9 +610,11 @@ void bind_loader(nb::module_& m) {
       },
       nb::arg("options"), nb::arg("size"), nb::arg("epoch"), nb::arg("first_step"),
       nb::arg("end_step"), nb::arg("rank").none() = nb::none(),
+      nb::arg("skipped_only") = false,
       "seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, "
       "fingerprint or None, skipped) for each sample of steps [first_step, end_step) of "
-      "`epoch`, every rank or `rank`, under the built-in samplers.");
+      "`epoch`, every rank or `rank`, under the built-in samplers; skipped_only: only "
+      "those declared skipped.");
 
   nb::enum_<SeedScope>(m, "SeedScope")
       .value("worker", SeedScope::kWorker)

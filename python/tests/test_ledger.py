@@ -222,8 +222,10 @@ def test_a_traced_run_resumed_at_another_world_size_audits_its_skips_as_declared
         assert ledger[(x["epoch"], x["batch"], x["index"])]["skipped"], x
         assert "rng" not in x and "worker" not in x
     assert {x["run"] for x in skipped} == {0, 1}
-    want_skipped = {(k[0], k[2]) for k, e in ledger.items() if e["skipped"]}
-    assert {(x["epoch"], x["index"]) for x in skipped} == want_skipped
+    # Every skipped entry exactly once: (epoch, step, index) as the ledger has them.
+    assert sorted((x["epoch"], x["batch"], x["index"]) for x in skipped) == \
+        sorted((e["epoch"], e["step"], e["index"]) for e in entries if e["skipped"])
+    want_skipped = {(e["epoch"], e["index"]) for e in entries if e["skipped"]}
     # The two runs trained every step of epochs 0 and 1 once, padding included.
     assert sorted((x["epoch"], x["batch"], x["index"]) for x in trained) == \
         sorted((e["epoch"], e["step"], e["index"]) for e in entries if not e["skipped"])
@@ -253,3 +255,21 @@ def test_a_traced_loader_is_refused_what_it_cannot_record(tmp_path):
     own.skip(steps=[(1, 2)])
     with pytest.raises(sl.ConfigError, match="its own sampler"):
         next(iter(sl.audit.trace(own, tmp_path / "t.jsonl")))
+
+
+def test_a_traced_pass_whose_remaining_steps_are_all_skipped_still_declares_them(tmp_path,
+                                                                                read_trace):
+    path = tmp_path / "t.jsonl"
+    loader = _elastic(0, 1, 8, workers=0)  # 5 steps an epoch
+    for step, _ in enumerate(sl.audit.trace(loader, path, run=0)):
+        if step == 2:
+            break
+    resumed = _elastic(0, 1, 8, workers=0)
+    resumed.load_state_dict(loader.state_dict())
+    resumed.skip(steps=[(3, 5)])  # the rest of epoch 0
+    assert list(sl.audit.trace(resumed, path, run=1)) == []
+    skipped = [(x["batch"], x["index"]) for x in read_trace(path) if x.get("skipped")]
+    assert sorted(skipped) == sorted((e["step"], e["index"]) for e in resumed.ledger(
+        range(3, 5), epoch=0, rank=0))
+    report = sl.audit.check(path, dataset_size=37, global_batch=8)
+    assert report["verdict"] == "clean", report["findings"]

@@ -192,6 +192,25 @@ TEST(SeedAuditTraceCliTest, ExpectPassesTheRunsOwnConfigurationAndNamesWhatDiffe
                        "skips than the configuration"),
             std::string::npos)
       << r.out;
+  // Steps skipped at an epoch's end (90 samples in batches of 4: steps 0-22) that
+  // the run trained: named as such.
+  r = run_command(
+      audit("trace " + one + " --expect \"" + config + " --skip-steps 21:23\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("batch 21"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("declares the step skipped"), std::string::npos) << r.out;
+  // Declared sample skips: --skip-samples FILE says the configuration's.
+  std::vector<SampleRecord> without = recorded_run(1);
+  for (SampleRecord& s : without) s.skipped = s.index == 5 || s.index == 17;
+  const std::string samples = write_trace("samples.jsonl", without);
+  const std::string list = testing_util::process_temp_dir() + "skipped.txt";
+  std::ofstream(list) << "5\n# a comment\n17\n";
+  r = run_command(audit("trace " + samples + " --expect \"" + config +
+                        " --skip-samples " + list + "\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = run_command(audit("trace " + samples + " --expect \"" + config + "\" 2>&1"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--skip-samples FILE"), std::string::npos) << r.out;
   // Flags that are not a configuration: exit 2 naming --expect.
   r = run_command(audit("trace " + two + " --expect \"--size 90 --batch-size 4\" 2>&1"));
   EXPECT_EQ(r.exit_code, 2) << r.out;

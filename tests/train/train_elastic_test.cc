@@ -198,6 +198,31 @@ TEST_F(TrainElastic, DeclaredSkipsLeaveEveryOtherStepAsItWasAcrossAResume) {
   EXPECT_NE(gap.out.find("resume_gap: 24 samples"), std::string::npos) << gap.out;
 }
 
+// --skip-samples: the trace declares each skipped sample in the step it would have
+// been in, every epoch, and the audit is clean.
+TEST_F(TrainElastic, SkippedSamplesAreDeclaredInTheTraceEveryEpoch) {
+  std::ofstream(path("skip.txt")) << "5\n17\n";
+  ASSERT_EQ(
+      run(2, "8",
+          "--steps 10 --skip-samples " + path("skip.txt") + " --trace " + path("t.trace"))
+          .exit_code,
+      0);
+  const std::vector<TracedSample> declared = read_trace(path("t.trace"), true);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seen;  // (epoch, index)
+  for (const TracedSample& t : declared) seen.emplace_back(t.epoch, t.index);
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::pair<std::uint64_t, std::uint64_t>>{
+                      {0, 5}, {0, 17}, {1, 5}, {1, 17}}));
+  for (const TracedSample& t : read_trace(path("t.trace")))
+    EXPECT_TRUE(t.index != 5 && t.index != 17) << "step " << t.step;
+  const auto report =
+      launch(std::string(SEEDLOADER_AUDIT) +
+                 " trace --dataset-size 40 --global-batch 8 " + path("t.trace"),
+             0);
+  EXPECT_EQ(report.exit_code, 0) << report.out;
+  EXPECT_NE(report.out.find("declared_skip: 4 samples"), std::string::npos) << report.out;
+}
+
 // --canonical-nodes C: the same global batches at 4 and 2 ranks, another order
 // than without the split, and a checkpoint keeps C.
 TEST_F(TrainElastic, CanonicalNodesTrainTheSameStepsAtAnyWorldSizeAndAreKept) {

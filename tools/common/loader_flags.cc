@@ -1,9 +1,10 @@
 #include "tools/common/loader_flags.h"
 
-#include <cstdlib>
-
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cstdlib>
+#include <fstream>
 #include <string_view>
 
 #include "seedloader/error.h"
@@ -125,6 +126,30 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> parse_skip_steps(
       throw ConfigError("--skip-steps " + text +
                         ": expected A:B, global steps with A < B");
     out.push_back(*range);
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> read_sample_list(const std::string& flag,
+                                            const std::string& path) {
+  std::vector<std::uint64_t> out;
+  std::ifstream in(path);
+  if (!in) throw ConfigError(flag + " " + path + ": cannot be read");
+  std::string line;
+  for (std::uint64_t n = 1; std::getline(in, line); ++n) {
+    std::string_view text(line);
+    text = text.substr(0, text.find('#'));
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
+      text.remove_prefix(1);
+    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+      text.remove_suffix(1);
+    if (text.empty()) continue;
+    std::uint64_t v = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size())
+      throw ConfigError(flag + " " + path + ":" + std::to_string(n) + ": '" +
+                        std::string(text) + "' is not a sample index");
+    out.push_back(v);
   }
   return out;
 }

@@ -1,9 +1,5 @@
 #include "tools/ddp_train/train_options.h"
 
-#include <cctype>
-#include <charconv>
-#include <fstream>
-#include <string_view>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -136,27 +132,8 @@ void add_train_options(CLI::App& app, TrainOptions& o) {
 }
 
 std::vector<std::uint64_t> skip_sample_indices(const TrainOptions& o) {
-  std::vector<std::uint64_t> out;
-  if (o.skip_samples.empty()) return out;
-  std::ifstream in(o.skip_samples);
-  if (!in) throw ConfigError("--skip-samples " + o.skip_samples + ": cannot be read");
-  std::string line;
-  for (std::uint64_t n = 1; std::getline(in, line); ++n) {
-    std::string_view text(line);
-    text = text.substr(0, text.find('#'));
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
-      text.remove_prefix(1);
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
-      text.remove_suffix(1);
-    if (text.empty()) continue;
-    std::uint64_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size())
-      throw ConfigError("--skip-samples " + o.skip_samples + ":" + std::to_string(n) +
-                        ": '" + std::string(text) + "' is not a sample index");
-    out.push_back(v);
-  }
-  return out;
+  if (o.skip_samples.empty()) return {};
+  return tools::read_sample_list("--skip-samples", o.skip_samples);
 }
 
 void validate(const TrainOptions& o) {

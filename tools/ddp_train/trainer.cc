@@ -577,21 +577,12 @@ std::vector<LedgerEntry> Run::declared_entries(std::uint64_t epoch,
   q.seed = seed_;
   q.shard_sizes = data_->shard_sizes();
   q.epoch = epoch;
-  // Each query computes the epoch's order once: steps go in chunks of about 64K
-  // entries, so memory stays small whatever the epoch's size.
-  const std::uint64_t per_step = batch_ * static_cast<std::uint64_t>(mpi_.size());
-  const std::uint64_t chunk =
-      std::max<std::uint64_t>(1, (std::uint64_t{1} << 16) / per_step);
-  for (std::uint64_t first = from; first < num_batches_; first += chunk) {
-    if (skip_.samples.empty()) {  // only whole steps: ask for those alone
-      while (first < num_batches_ && !skip_.step(epoch, first)) ++first;
-      if (first == num_batches_) break;
-    }
-    q.first_step = first;
-    q.end_step = std::min(num_batches_, first + chunk);
-    for (LedgerEntry& e : ledger(q))
-      if (e.skipped) out.push_back(std::move(e));
-  }
+  // One query over the rest of the epoch, keeping only the skipped entries: the
+  // epoch's order once per rank, memory for the skipped alone.
+  q.first_step = from;
+  q.end_step = num_batches_;
+  q.skipped_only = true;
+  if (from < num_batches_) out = ledger(q);
   return out;
 }
 

@@ -53,17 +53,18 @@ class EpochOrders {
     const auto key = std::make_pair(epoch, q.options.world_size);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    Steps steps{RankSteps(q.options.world_size), RankSteps(q.options.world_size)};
     q.epoch = epoch;
     q.first_step = 0;
     q.end_step = ledger_steps(q);
     q.rank.reset();
     q.worker.reset();
+    // Every step of every rank, a skipped one empty among the trained.
+    const std::vector<Indices> none(q.end_step);
+    Steps steps{RankSteps(q.options.world_size, none),
+                RankSteps(q.options.world_size, none)};
     for (const LedgerEntry& e : ledger(q)) {
       // Declared: the run does not train it, and says so.
-      auto& rank = (e.skipped ? steps.skipped : steps.trained)[e.rank];
-      if (rank.size() <= e.step) rank.resize(e.step + 1);
-      rank[e.step].push_back(e.index);
+      (e.skipped ? steps.skipped : steps.trained)[e.rank][e.step].push_back(e.index);
     }
     return cache_.emplace(key, std::move(steps)).first->second;
   }
@@ -162,7 +163,7 @@ std::optional<Finding> check_expected_order(const std::string& path,
     const auto& mine = orders.of(epoch);
     if (rank >= mine.size()) {
       const Indices& any = got.empty() ? recorded.declared : got;
-      example(any.size(), key, any.front(),
+      example(got.size() + recorded.declared.size(), key, any.front(),
               "rank " + std::to_string(rank) +
                   " is outside the configuration's world of " +
                   std::to_string(mine.size()));
@@ -180,7 +181,7 @@ std::optional<Finding> check_expected_order(const std::string& path,
                 "the trace declares " + list_text(recorded.declared) +
                     " skipped where the configuration skips " + list_text(want) +
                     ": the run declared other skips than the configuration (give the "
-                    "run's, --skip-steps A:B)");
+                    "run's: --skip-steps A:B, --skip-samples FILE)");
       }
     }
     if (got.empty()) continue;

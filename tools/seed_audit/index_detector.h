@@ -17,9 +17,10 @@
 //     [0, N) missing from an epoch beyond `allowed_missing`.
 //   resume_gap (with N, in a trace of more than one run): indices of [0, N)
 //     missing from an epoch beyond `allowed_missing`.
-// Samples a run declared skipped (SampleRecord::skipped) are neither missing nor
-// visited: they are reported as declared_skip (information), once per epoch and
-// index, and an epoch's missing count leaves them out.
+// Samples a run declared skipped (SampleRecord::skipped) are reported as
+// declared_skip (information), once per epoch and index, whether or not the epoch
+// also trains that index elsewhere (padding); an epoch's missing count leaves out
+// the declared indices it did not train.
 // With one run and no pad_multiple this is exactly the single-run audit.
 // Memory: per epoch, 2 bytes per index (the first (run, rank) pair to visit it),
 // in pages of 4096 indices allocated when first touched, so dense dataset indices

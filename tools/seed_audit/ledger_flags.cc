@@ -45,6 +45,9 @@ void add_ledger_flags(CLI::App& app, LedgerFlags& f, const std::string& epoch_he
                  "a global step being epoch x steps per epoch + the step")
       ->type_name("A:B")
       ->take_all();
+  app.add_option("--skip-samples", f.skip_samples,
+                 "The run's declared sample skips: a file of sample indices, one a line "
+                 "('#' starts a comment; needs --seeding sample)");
   if (!epoch_help.empty()) {
     app.add_option("--epoch", f.epoch, epoch_help)
         ->check(tools::non_negative_integer())
@@ -74,6 +77,8 @@ LedgerQuery ledger_query(const LedgerFlags& f, std::string& what) {
   for (const StepRange& r :
        tools::epoch_step_ranges(tools::parse_skip_steps(f.skip_steps), ledger_steps(q)))
     q.options.skip.steps.push_back(r);
+  if (!f.skip_samples.empty())
+    q.options.skip.samples = tools::read_sample_list("--skip-samples", f.skip_samples);
   return q;
 }
 

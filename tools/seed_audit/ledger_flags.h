@@ -20,6 +20,7 @@ struct LedgerFlags {
   LoaderOptions options;
   std::uint64_t epoch = 0;
   std::vector<std::string> skip_steps;  // "A:B", global steps A to B-1
+  std::string skip_samples;             // a file of sample indices, one a line
   CLI::Option* data_option = nullptr;
   CLI::Option* size_option = nullptr;
 };

@@ -12,6 +12,8 @@ Report audit_trace_file(const std::string& path, const AuditOptions& options) {
   Auditor auditor(options);
   std::uint64_t n = read_trace(path, [&](const SampleRecord& r) { auditor.add(r); });
   if (n == 0) throw DataError("trace " + path + " holds no samples");
+  if (auditor.samples() == 0)
+    throw DataError("trace " + path + " holds no trained samples, only declared skips");
   return auditor.report();
 }
 
