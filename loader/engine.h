@@ -1,6 +1,7 @@
 // Engine: the main-process side of a DataLoader. It owns the shared region,
 // the worker pool and the epoch's bookkeeping, and implements the protocol:
-//   - batch k goes to worker w = k % W, into the slot SlotRing names (each
+//   - batch k of an epoch begun at batch f goes to worker w = (k - f) % W, into
+//     the slot SlotRing names (each
 //     worker's slots form a ring that it serves in order); a task (epoch,
 //     generation, batch, count, indices) is written into the slot and
 //     published with kTask;
@@ -9,8 +10,9 @@
 //   - every wait is a series of short futex sleeps; between them the engine
 //     reaps the awaited worker if it died (waitpid WNOHANG) and enforces the
 //     timeout, so a wait never hangs;
-//   - abandoning an epoch bumps the shared generation: workers give up stale
-//     tasks between samples, and the engine collects every slot back.
+//   - beginning an epoch, and so abandoning the one before, bumps the shared
+//     generation: workers give up stale tasks between samples, and the engine
+//     collects every slot back.
 // With num_workers = 0 the same slots are filled in the calling thread, when
 // the consumer asks for each batch, with the same seeding. The two ways differ
 // only behind Engine::Mode (InThreadMode, ForkedMode in engine.cc); the rest

@@ -2,7 +2,9 @@
 // http://host[:port]/path, https://… or s3://bucket/key. Parsing is strict; a
 // string with no "scheme://" is not a URL (a local path). display() is the only
 // form any message, trace or checkpoint shows: it drops the user:password an
-// http(s) URL may carry, so no secret is ever printed. A value type.
+// http(s) URL may carry, so no secret is ever printed. It is also the request URL
+// of an http(s) object (the user and password go to curl on their own, to the
+// URL's origin only). A value type.
 #pragma once
 
 #include <optional>

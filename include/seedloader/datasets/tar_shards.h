@@ -21,14 +21,17 @@
 // packed folder or its index.json) is read the same way, through a shard cache
 // on local disk: each shard is downloaded whole into cache_dir (shared safely by
 // every worker, rank and loader on a node; see remote/shard_cache.h), checked
-// against the index, and read from there. S3 credentials, region and endpoint
-// come from the AWS variables and files (remote/s3_config.h). A URL without an
+// against the index, and read from there. S3's region and endpoint come from the
+// AWS variables, its credentials from where the AWS CLI finds them
+// (remote/s3_config.h, remote/aws_credentials.h). A URL without an
 // index.json is a DataError that names seedloader-pack.
 // Fields: "image" [C, H, W] from the transform chain (which must fix the size),
 // "label" int64 (the label member's text, a decimal integer).
 // Owns its index and transform chain (in a State defined in tar_shards.cc).
-// Immutable after construction apart from the lazily read shards of an indexed
-// folder (under a mutex); get() is safe across threads and processes.
+// The index and the transform chain are fixed at construction; what changes, per
+// process and under a mutex, is the lazily read shard headers of an indexed folder
+// and, for a URL, the pins and downloads ahead that will_read() asks for. get() is
+// safe across threads and processes.
 #pragma once
 
 #include <cstdint>
