@@ -325,6 +325,7 @@ class DataLoader:
         self._resume = None      # (epoch, batch) the next pass starts at
         self._yielded = 0        # batches of the epoch consumed before any pass started
         self._pass = None        # the newest started pass (_core.Batches): its position
+        self._record_fingerprints = False  # passes export stream fingerprints (a trace)
         self._done_epoch = None  # the epoch a loaded state finished, while it is next
         self._pinned = None
         self._warned_padding = False  # _last_batch_samples warned once
@@ -478,6 +479,7 @@ class DataLoader:
             core.set_epoch(self._epoch)
             replay = first  # worker streams must advance as they did: load, discard
         self._pass = batches
+        batches.record_fingerprints = self._record_fingerprints
         layout = self._layout
         if self._unbatched and self._collate is None:
             layout = _Unbatch(layout)

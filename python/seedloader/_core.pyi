@@ -94,7 +94,18 @@ class Batches:
 
     @property
     def last_fingerprints(self) -> object:
-        """the last batch's stream fingerprints as native uint64 bytes, or None"""
+        """
+        the last batch's stream fingerprints as native uint64 bytes, or None (until record_fingerprints is set)
+        """
+
+    @property
+    def record_fingerprints(self) -> bool:
+        """
+        export each batch's stream fingerprints (last_fingerprints), for a trace
+        """
+
+    @record_fingerprints.setter
+    def record_fingerprints(self, arg: bool, /) -> None: ...
 
     @property
     def last_worker(self) -> int:

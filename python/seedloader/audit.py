@@ -83,6 +83,7 @@ class LoaderTrace:
         loader = self.loader
         loader._place()
         self._check_rank(loader.rank)
+        loader._record_fingerprints = True  # the engine's, exported from now on
         batches = iter(loader)
         declared, written, started = [], 0, None
         for batch in batches:

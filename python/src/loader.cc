@@ -112,7 +112,7 @@ struct Exported {
   nb::dict fields;           // {field name: tensor}
   nb::object indices;        // the sample indices, native uint64 bytes
   nb::object lengths;        // {variable field: [elements per sample]}, or None
-  nb::object fingerprints;   // each sample's stream state fingerprint, uint64 bytes
+  nb::object fingerprints;   // each sample's stream fingerprint, uint64 bytes, or None
   int worker = 0;            // the worker that filled it (0 with no workers)
 };
 
@@ -172,8 +172,9 @@ class Loader {
 
   // The next batch of the epoch as its {field: tensor} dict, its sample indices
   // as native uint64 bytes and {variable field: [elements per sample]} (None
-  // when the batch has no variable field); nullopt after the last.
-  std::optional<Exported> next(nb::handle self) {
+  // when the batch has no variable field), and its stream fingerprints when
+  // `fingerprints` (a traced pass; None otherwise); nullopt after the last.
+  std::optional<Exported> next(nb::handle self, bool fingerprints) {
     const Claim waiting(busy_);
     returned_.clear();  // hands back the slots of batches Python has freed
     DataLoader& l = loader();
@@ -188,7 +189,7 @@ class Loader {
       current_.reset();
       return std::nullopt;
     }
-    return export_batch(self, current_->take());
+    return export_batch(self, current_->take(), fingerprints);
   }
 
   // Whether a thread is waiting in next() (with the GIL released).
@@ -240,7 +241,7 @@ class Loader {
     loader_.reset();
   }
 
-  Exported export_batch(nb::handle self, Batch batch) {
+  Exported export_batch(nb::handle self, Batch batch, bool fingerprints) {
     auto* holder = new BatchHolder(std::move(batch), this);
     holder->loader_ref = nb::borrow(self);
     nb::object owner = nb::cast(holder, nb::rv_policy::take_ownership);
@@ -270,8 +271,10 @@ class Loader {
     // the caller asks for it (a loop that never looks pays one copy).
     std::span<const Index> indices = b.indices();
     out.indices = nb::bytes(indices.data(), indices.size_bytes());
-    std::span<const std::uint64_t> fingerprints = b.fingerprints();
-    out.fingerprints = nb::bytes(fingerprints.data(), fingerprints.size_bytes());
+    if (fingerprints) {
+      std::span<const std::uint64_t> f = b.fingerprints();
+      out.fingerprints = nb::bytes(f.data(), f.size_bytes());
+    }
     out.number = b.number();
     return out;
   }
@@ -337,7 +340,7 @@ class Batches {
       std::optional<Exported> batch;
       std::exception_ptr error;
       try {
-        batch = loader.next(core_);
+        batch = loader.next(core_, record_fingerprints_);
       } catch (...) {
         error = std::current_exception();
       }
@@ -374,8 +377,12 @@ class Batches {
   std::uint64_t yielded() const { return yielded_; }
   // The last delivered batch's sample indices as native uint64 bytes, or None.
   nb::object last_indices() const { return last_indices_; }
-  // Its samples' stream fingerprints (Batch::fingerprints()) likewise, and its worker.
+  // Its samples' stream fingerprints (Batch::fingerprints()) likewise, once
+  // record_fingerprints is set (None before: no batch pays for them untraced), and
+  // its worker.
   nb::object last_fingerprints() const { return last_fingerprints_; }
+  bool record_fingerprints() const { return record_fingerprints_; }
+  void set_record_fingerprints(bool on) { record_fingerprints_ = on; }
   int last_worker() const { return last_worker_; }
   // The epoch's batch the pass began at (0 until its first next()).
   std::uint64_t first() const { return first_; }
@@ -501,6 +508,7 @@ class Batches {
   nb::object build_;  // layout.build, or unset
   nb::object last_indices_ = nb::none();
   nb::object last_fingerprints_ = nb::none();
+  bool record_fingerprints_ = false;
   int last_worker_ = 0;
   std::uint64_t first_ = 0;
   bool done_ = false;     // exhausted, failed, closed or stale
@@ -546,7 +554,12 @@ void bind_loader(nb::module_& m) {
       .def_prop_ro("last_indices", &Batches::last_indices,
                    "the last batch's sample indices as native uint64 bytes, or None")
       .def_prop_ro("last_fingerprints", &Batches::last_fingerprints,
-                   "the last batch's stream fingerprints as native uint64 bytes, or None")
+                   "the last batch's stream fingerprints as native uint64 bytes, or None "
+                   "(until record_fingerprints is set)")
+      .def_prop_rw("record_fingerprints", &Batches::record_fingerprints,
+                   &Batches::set_record_fingerprints,
+                   "export each batch's stream fingerprints (last_fingerprints), for a "
+                   "trace")
       .def_prop_ro("last_worker", &Batches::last_worker,
                    "the worker that filled the last batch (0 with no workers)")
       .def_prop_ro("first", &Batches::first,
