@@ -17,49 +17,14 @@ Usage: build/venv/bin/python bench/node_locality.py [--build build/default]
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-NGINX = "/usr/sbin/nginx"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_nginx(root, work):
-    """nginx serving `root`, logging "USER BYTES URI" per request; (process, port, log)."""
-    port = free_port()
-    conf = os.path.join(work, "nginx")
-    os.makedirs(os.path.join(conf, "tmp"))
-    log = os.path.join(conf, "access.log")
-    temp = "".join("  %s_temp_path %s/tmp;\n" % (k, conf)
-                   for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    with open(os.path.join(conf, "nginx.conf"), "w") as f:
-        f.write("daemon off;\nmaster_process off;\nerror_log %s/error.log;\n"
-                "pid %s/nginx.pid;\nevents { worker_connections 256; }\nhttp {\n"
-                "  log_format bytes '$remote_user $body_bytes_sent $request_uri';\n"
-                "  access_log %s bytes;\n%s  server { listen 127.0.0.1:%d; root %s; }\n}\n"
-                % (conf, conf, log, temp, port, root))
-    proc = subprocess.Popen([NGINX, "-p", conf, "-c", os.path.join(conf, "nginx.conf"),
-                             "-e", os.path.join(conf, "error.log")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, port, log
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("nginx did not start on port %d" % port)
-            time.sleep(0.05)
+sys.path.insert(0, HERE)
+from remote_bench import NGINX, start_nginx  # noqa: E402
 
 
 def served(log, user):
@@ -102,7 +67,9 @@ def main():
             shards = json.load(f)["shards"]
         total = sum(s["bytes"] for s in shards)
         largest = max(s["bytes"] for s in shards)
-        nginx, port, log = start_nginx(os.path.join(work, "www"), work)
+        log = os.path.join(work, "access.log")
+        nginx, base = start_nginx(os.path.join(work, "www"), work, access_log=log)
+        port = int(base.rsplit(":", 1)[1])
         try:
             print("%d samples in %d shards (%.1f MB); %d nodes of %d ranks; a cache of %d "
                   "shards per node; global batch %d, order shards, partition elastic\n"

@@ -64,17 +64,21 @@ def start(argv, port, what, env=None, log=None):
     return proc
 
 
-def start_nginx(root, work):
+def start_nginx(root, work, access_log=None):
+    """nginx serving `root` on 127.0.0.1: (process, base URL). access_log: a path
+    to log "USER BYTES URI" per request to; None logs nothing."""
     port = free_port()
     conf = os.path.join(work, "nginx")
     os.makedirs(os.path.join(conf, "tmp"))
     temp = "".join("  %s_temp_path %s/tmp;\n" % (k, conf)
                    for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    log = ("  log_format bytes '$remote_user $body_bytes_sent $request_uri';\n"
+           "  access_log %s bytes;\n" % access_log) if access_log else "  access_log off;\n"
     with open(os.path.join(conf, "nginx.conf"), "w") as f:
         f.write("daemon off;\nmaster_process off;\nerror_log %s/error.log;\n"
                 "pid %s/nginx.pid;\nevents { worker_connections 256; }\nhttp {\n"
-                "  access_log off;\n%s  server { listen 127.0.0.1:%d; root %s; }\n}\n"
-                % (conf, conf, temp, port, root))
+                "%s%s  server { listen 127.0.0.1:%d; root %s; }\n}\n"
+                % (conf, conf, log, temp, port, root))
     proc = start([NGINX, "-p", conf, "-c", os.path.join(conf, "nginx.conf"),
                   "-e", os.path.join(conf, "error.log")], port, "nginx")
     return proc, "http://127.0.0.1:%d" % port
