@@ -22,17 +22,6 @@ namespace {
 
 using Clock = std::chrono::system_clock;
 
-std::string aws_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-bool aws_env_true(const char* name) {
-  std::string v = aws_env(name);
-  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return v == "true" || v == "1";
-}
-
 std::string trim_blank(const std::string& s) {
   const std::size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
@@ -40,8 +29,9 @@ std::string trim_blank(const std::string& s) {
 }
 
 std::string home_file(const char* variable, const char* under_home) {
-  std::string file = aws_env(variable);
-  if (file.empty() && !aws_env("HOME").empty()) file = aws_env("HOME") + under_home;
+  std::string file = aws_variable(variable);
+  if (file.empty() && !aws_variable("HOME").empty())
+    file = aws_variable("HOME") + under_home;
   return file;
 }
 
@@ -181,8 +171,8 @@ AwsCredentials from_json(const std::string& body, const std::string& source) {
 
 std::optional<AwsCredentials> from_web_identity(const std::string& region,
                                                 std::vector<std::string>& looked) {
-  const std::string token_file = aws_env("AWS_WEB_IDENTITY_TOKEN_FILE");
-  const std::string role = aws_env("AWS_ROLE_ARN");
+  const std::string token_file = aws_variable("AWS_WEB_IDENTITY_TOKEN_FILE");
+  const std::string role = aws_variable("AWS_ROLE_ARN");
   if (token_file.empty() || role.empty()) {
     looked.push_back("web identity (AWS_WEB_IDENTITY_TOKEN_FILE and AWS_ROLE_ARN unset)");
     return std::nullopt;
@@ -190,14 +180,14 @@ std::optional<AwsCredentials> from_web_identity(const std::string& region,
   const std::string token = read_token_file(token_file, "AWS_WEB_IDENTITY_TOKEN_FILE");
   // Not AWS_ENDPOINT_URL: here it names the S3-compatible store, which must not
   // receive the pod's identity token.
-  std::string endpoint = aws_env("AWS_ENDPOINT_URL_STS");
+  std::string endpoint = aws_variable("AWS_ENDPOINT_URL_STS");
   if (endpoint.empty()) endpoint = "https://sts." + region + ".amazonaws.com";
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   if (!plain_http_allowed(endpoint, false))
     throw ConfigError("AWS_ENDPOINT_URL_STS=" + endpoint +
                       ": the identity token goes only over https (or http to a "
                       "loopback address)");
-  std::string session = aws_env("AWS_ROLE_SESSION_NAME");
+  std::string session = aws_variable("AWS_ROLE_SESSION_NAME");
   if (session.empty()) session = "seedloader-" + std::to_string(::time(nullptr));
   // In the body, not the URL: a URL's query reaches proxies' and servers' logs.
   const std::string form =
@@ -231,7 +221,7 @@ std::optional<AwsCredentials> from_web_identity(const std::string& region,
 }
 
 std::optional<AwsCredentials> from_profile(std::vector<std::string>& looked) {
-  const std::string named = aws_env("AWS_PROFILE");
+  const std::string named = aws_variable("AWS_PROFILE");
   const std::string profile = named.empty() ? "default" : named;
   const std::string credentials =
       home_file("AWS_SHARED_CREDENTIALS_FILE", "/.aws/credentials");
@@ -289,6 +279,17 @@ std::optional<AwsCredentials> from_profile(std::vector<std::string>& looked) {
 
 }  // namespace
 
+std::string aws_variable(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+bool aws_flag(const char* name) {
+  std::string v = aws_variable(name);
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return v == "true" || v == "1";
+}
+
 bool plain_http_allowed(const std::string& url, bool container_agents) {
   std::unique_ptr<CURLU, void (*)(CURLU*)> u(curl_url(), &curl_url_cleanup);
   if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK)
@@ -324,8 +325,8 @@ bool plain_http_allowed(const std::string& url, bool container_agents) {
 namespace {
 
 std::optional<AwsCredentials> from_container(std::vector<std::string>& looked) {
-  const std::string relative = aws_env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
-  std::string url = aws_env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
+  const std::string relative = aws_variable("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
+  std::string url = aws_variable("AWS_CONTAINER_CREDENTIALS_FULL_URI");
   if (!relative.empty()) url = "http://169.254.170.2" + relative;
   if (url.empty()) {
     looked.push_back(
@@ -342,8 +343,8 @@ std::optional<AwsCredentials> from_container(std::vector<std::string>& looked) {
                       ": plain http only to a loopback address literal or the ECS and "
                       "EKS credential addresses; use https");
   std::vector<std::string> headers;
-  const std::string token_file = aws_env("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
-  std::string token = aws_env("AWS_CONTAINER_AUTHORIZATION_TOKEN");
+  const std::string token_file = aws_variable("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+  std::string token = aws_variable("AWS_CONTAINER_AUTHORIZATION_TOKEN");
   if (!token_file.empty())
     token = read_token_file(token_file, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
   if (token.find_first_of("\r\n") != std::string::npos)
@@ -355,16 +356,16 @@ std::optional<AwsCredentials> from_container(std::vector<std::string>& looked) {
 }
 
 std::optional<AwsCredentials> from_instance(std::vector<std::string>& looked) {
-  if (aws_env_true("AWS_EC2_METADATA_DISABLED")) {
+  if (aws_flag("AWS_EC2_METADATA_DISABLED")) {
     looked.push_back("the instance metadata service (AWS_EC2_METADATA_DISABLED=true)");
     return std::nullopt;
   }
-  std::string endpoint = aws_env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
+  std::string endpoint = aws_variable("AWS_EC2_METADATA_SERVICE_ENDPOINT");
   const bool chosen = !endpoint.empty();  // unreachable then is an error, not "not EC2"
   if (endpoint.empty()) endpoint = "http://169.254.169.254";
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
   const auto number = [](const char* name, double fallback, double low, double high) {
-    const std::string text = aws_env(name);
+    const std::string text = aws_variable(name);
     if (text.empty()) return fallback;
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
@@ -440,12 +441,12 @@ std::optional<Clock::time_point> parse_aws_time(const std::string& text) {
 
 AwsCredentials find_aws_credentials(const std::string& region) {
   std::vector<std::string> looked;
-  const std::string key = aws_env("AWS_ACCESS_KEY_ID");
+  const std::string key = aws_variable("AWS_ACCESS_KEY_ID");
   if (!key.empty()) {
     AwsCredentials c;
     c.access_key = key;
-    c.secret_key = aws_env("AWS_SECRET_ACCESS_KEY");
-    c.session_token = aws_env("AWS_SESSION_TOKEN");
+    c.secret_key = aws_variable("AWS_SECRET_ACCESS_KEY");
+    c.session_token = aws_variable("AWS_SESSION_TOKEN");
     c.source = "the environment (AWS_ACCESS_KEY_ID)";
     if (c.secret_key.empty())
       throw ConfigError("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");

@@ -50,6 +50,11 @@ struct AwsCredentials {
 // Finds credentials (see above) for requests in `region`. Throws ConfigError.
 AwsCredentials find_aws_credentials(const std::string& region);
 
+// The variable `name`'s value ("" when unset), and whether it says "true" or "1"
+// (any case): how the AWS settings are read.
+std::string aws_variable(const char* name);
+bool aws_flag(const char* name);
+
 // Whether credentials may be sent to `url`: https anywhere; plain http only to
 // "localhost" or a loopback address literal (127.0.0.0/8, [::1]), and with
 // `container_agents` also to the ECS and EKS credential agents' addresses

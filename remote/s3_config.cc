@@ -9,11 +9,6 @@
 namespace seedloader::remote {
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
 std::string percent_encode(const std::string& key) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
@@ -33,13 +28,13 @@ std::string percent_encode(const std::string& key) {
 
 S3Config S3Config::from_environment(bool anonymous) {
   S3Config c;
-  if (const std::string r = env("AWS_REGION"); !r.empty()) {
+  if (const std::string r = aws_variable("AWS_REGION"); !r.empty()) {
     c.region = r;
-  } else if (const std::string d = env("AWS_DEFAULT_REGION"); !d.empty()) {
+  } else if (const std::string d = aws_variable("AWS_DEFAULT_REGION"); !d.empty()) {
     c.region = d;
   }
-  c.endpoint = env("AWS_ENDPOINT_URL_S3");
-  if (c.endpoint.empty()) c.endpoint = env("AWS_ENDPOINT_URL");
+  c.endpoint = aws_variable("AWS_ENDPOINT_URL_S3");
+  if (c.endpoint.empty()) c.endpoint = aws_variable("AWS_ENDPOINT_URL");
   while (!c.endpoint.empty() && c.endpoint.back() == '/') c.endpoint.pop_back();
   // Without a scheme curl would guess http and the request could not be matched to
   // the origin its credentials belong to.
@@ -48,10 +43,7 @@ S3Config S3Config::from_environment(bool anonymous) {
     throw ConfigError("AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL '" + c.endpoint +
                       "' is not an http:// or https:// URL");
 
-  std::string unsigned_flag = env("AWS_NO_SIGN_REQUEST");
-  for (char& ch : unsigned_flag)
-    ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (anonymous || unsigned_flag == "true") return c;
+  if (anonymous || aws_flag("AWS_NO_SIGN_REQUEST")) return c;
   AwsCredentials found = find_aws_credentials(c.region);
   c.access_key = std::move(found.access_key);
   c.secret_key = std::move(found.secret_key);

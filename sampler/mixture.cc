@@ -130,10 +130,6 @@ std::span<const std::uint64_t> MixtureSchedule::proportions(std::uint64_t step) 
   return units_[point_at(step)];
 }
 
-u128 MixtureSchedule::share(std::size_t s, std::uint64_t from, std::uint64_t to) const {
-  return integral(s, to) - integral(s, from);
-}
-
 u128 MixtureSchedule::integral(std::size_t s, std::uint64_t step) const {
   const std::size_t i = point_at(step);
   return cumulative_[i][s] + static_cast<u128>(step - points_[i].step) * units_[i][s];

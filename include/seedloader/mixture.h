@@ -68,9 +68,6 @@ class MixtureSchedule {
   }
   // sum over t in [0, step) of source s's proportion, in units.
   unsigned __int128 integral(std::size_t s, std::uint64_t step) const;
-  // sum over t in [from, to) of source s's proportion, in units of 1 / kMixtureUnit.
-  // REQUIRES: from <= to, s < num_sources().
-  unsigned __int128 share(std::size_t s, std::uint64_t from, std::uint64_t to) const;
 
  private:
   std::size_t point_at(std::uint64_t step) const;
