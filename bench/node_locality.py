@@ -24,6 +24,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+import pybench  # noqa: E402
 from remote_bench import NGINX, start_nginx  # noqa: E402
 
 
@@ -52,9 +53,7 @@ def main():
         args.samples, args.nodes = 256, 2
     import seedloader as sl
 
-    pack = os.path.join(args.build, "tools/seedloader_pack/seedloader-pack")
-    if not os.access(pack, os.X_OK):
-        raise SystemExit("%s is not built (bash scripts/build.sh default)" % pack)
+    pack, = pybench.built_tools(args.build, "seedloader-pack")
     if not os.access(NGINX, os.X_OK):
         raise SystemExit("nginx is not installed (scripts/setup.sh installs nginx-light)")
     world = args.nodes * args.ranks_per_node

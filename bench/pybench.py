@@ -36,6 +36,18 @@ def import_seedloader():
         return None, "not installed (%s)" % e
 
 
+def built_tools(build, *names):
+    """The paths of the named programs of the CMake build folder `build`
+    ("seedloader-bench", "seedloader-pack"), or SystemExit saying how to build them."""
+    paths = []
+    for name in names:
+        path = os.path.join(build, "tools", name.replace("-", "_"), name)
+        if not os.access(path, os.X_OK):
+            raise SystemExit("%s is not built (bash scripts/build.sh default)" % path)
+        paths.append(path)
+    return paths
+
+
 def add_run_options(parser, rounds, quick_help):
     """--rounds, --out and --quick, as every Python bench takes them."""
     parser.add_argument("--rounds", type=int, default=rounds,

@@ -84,6 +84,19 @@ def start_nginx(root, work, access_log=None):
     return proc, "http://127.0.0.1:%d" % port
 
 
+def packed_images(pack, work, images):
+    """`images` generated JPEGs of 320x240 packed by seedloader-pack into shards
+    of up to 1 MB, in WORK/www/data: (WORK/www, the number of shards)."""
+    folder = os.path.join(work, "images")
+    pybench.make_image_folder(folder, images)
+    www = os.path.join(work, "www")
+    subprocess.run([pack, "imagefolder:" + folder, os.path.join(www, "data"),
+                    "--shard-size", "1M", "--shuffle-seed", "1"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return www, len([f for f in os.listdir(os.path.join(www, "data"))
+                     if f.endswith(".tar")])
+
+
 def start_rclone(root, work):
     rclone = os.environ.get("SEEDLOADER_RCLONE") or os.path.join(ROOT, "build/venv/bin/rclone")
     if not os.access(rclone, os.X_OK):
@@ -132,11 +145,7 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.images, args.rounds = 64 * (WARMUP + 2), 1
-    bench = os.path.join(args.build, "tools/seedloader_bench/seedloader-bench")
-    pack = os.path.join(args.build, "tools/seedloader_pack/seedloader-pack")
-    for tool in (bench, pack):
-        if not os.access(tool, os.X_OK):
-            raise SystemExit("%s is not built (bash scripts/build.sh default)" % tool)
+    bench, pack = pybench.built_tools(args.build, "seedloader-bench", "seedloader-pack")
     if not os.access(NGINX, os.X_OK):
         raise SystemExit("nginx is not installed (scripts/setup.sh installs nginx-light)")
     batches = args.images // 64 - WARMUP
@@ -145,13 +154,7 @@ def main():
     work = tempfile.mkdtemp(prefix="seedloader-remote-bench-")
     servers = []
     try:
-        images = os.path.join(work, "images")
-        pybench.make_image_folder(images, args.images)
-        www = os.path.join(work, "www")
-        subprocess.run([pack, "imagefolder:" + images, os.path.join(www, "data"),
-                        "--shard-size", "1M", "--shuffle-seed", "1"], check=True,
-                       stdout=subprocess.DEVNULL)
-        shards = [f for f in os.listdir(os.path.join(www, "data")) if f.endswith(".tar")]
+        www, shards = packed_images(pack, work, args.images)
         nginx, http = start_nginx(www, work)
         servers.append(nginx)
         rclone, s3 = start_rclone(www, work)
@@ -188,7 +191,7 @@ def main():
         print("%d JPEGs of 320x240 in %d shards of up to 1 MB; rrc:224,hflip,"
               "normalize:imagenet, batch 64, --order shards; samples/s over the epoch "
               "after %d batches; median of %d rounds\n"
-              % (args.images, len(shards), WARMUP, args.rounds))
+              % (args.images, shards, WARMUP, args.rounds))
         print("| source | workers | cold cache samples/s | warm cache samples/s | "
               "cold / local | warm / local | first batch, cold |")
         print("| --- | --- | --- | --- | --- | --- | --- |")

@@ -62,11 +62,7 @@ def main():
     parser.add_argument("--data-dir", default=os.path.join(ROOT, "build/restart-bench"))
     pybench.add_run_options(parser, rounds=3, quick_help="1 round, 64 small images, 2 batches")
     args = parser.parse_args()
-    bench = os.path.join(args.build, "tools/seedloader_bench/seedloader-bench")
-    tool = os.path.join(args.build, "tools/seedloader_pack/seedloader-pack")
-    for t in (bench, tool):
-        if not os.access(t, os.X_OK):
-            raise SystemExit("%s is not built (bash scripts/build.sh default)" % t)
+    bench, tool = pybench.built_tools(args.build, "seedloader-bench", "seedloader-pack")
     sizes = [(320, 240, 192)] if args.quick else SIZES
     rounds = 1 if args.quick else args.rounds
     growth = {}

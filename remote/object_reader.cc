@@ -470,13 +470,6 @@ ObjectReader::~ObjectReader() {
   }
 }
 
-void ObjectReader::read(const ObjectUrl& url, std::vector<std::uint8_t>& out,
-                        std::uint64_t max_bytes) const {
-  if (!read_if_present(url, out, max_bytes)) {
-    throw DataError("GET " + url.display() + ": HTTP 404 (no such object)");
-  }
-}
-
 bool ObjectReader::read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out,
                                    std::uint64_t max_bytes) const {
   out.clear();

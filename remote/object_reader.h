@@ -54,12 +54,9 @@ class ObjectReader {
   ObjectReader(const ObjectReader&) = delete;
   ObjectReader& operator=(const ObjectReader&) = delete;
 
-  // The whole object into `out` (resized). An object longer than max_bytes is a
-  // DataError naming the URL and the limit, raised once max_bytes have arrived.
-  void read(const ObjectUrl& url, std::vector<std::uint8_t>& out,
-            std::uint64_t max_bytes) const;
-  // As read(), but false, not an error, when the server answers 404 (no such
-  // object).
+  // The whole object into `out` (resized); false, not an error, when the server
+  // answers 404 (no such object). An object longer than max_bytes is a DataError
+  // naming the URL and the limit, raised once max_bytes have arrived.
   bool read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out,
                        std::uint64_t max_bytes) const;
   // Appends the object's bytes [have, total) to the file open as `fd`, which holds

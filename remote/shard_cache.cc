@@ -19,31 +19,10 @@
 #include <vector>
 
 #include "seedloader/error.h"
+#include "shards/index_format.h"
 
 namespace seedloader::remote {
 namespace {
-
-// A descriptor this scope owns; closing it also drops any flock taken through it.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
-
-std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // flock that resumes after a signal.
 int lock(int fd, int op) {
@@ -85,41 +64,43 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
-// The cache directory's lock (flock on DIR itself), held while the returned Fd
+// The cache directory's lock (flock on DIR itself), held while the returned handle
 // lives. Whoever holds it never waits for another lock.
-Fd lock_dir(const std::string& dir) {
+FileHandle lock_dir(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || lock(fd, LOCK_EX) != 0) {
     const std::string why = std::strerror(errno);
     if (fd >= 0) ::close(fd);
     throw DataError("cache directory " + dir + ": cannot lock: " + why);
   }
-  return Fd(fd);
+  return FileHandle(fd, dir);
 }
 
 // Whether some download holds the part at `path` (its flock).
 bool live_part(const std::string& path) {
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  return fd.get() >= 0 && lock(fd.get(), LOCK_SH | LOCK_NB) != 0;
+  const FileHandle fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC), std::string());
+  return fd.fd() >= 0 && lock(fd.fd(), LOCK_SH | LOCK_NB) != 0;
 }
 
 // Marks `path` most recently used: its access time, which eviction sorts by. The
 // modification time stays what the download left, for the sidecar's check (the
 // change time moves too, so the check does not use it).
-void touch(const std::string& path) {
-  const struct timespec times[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
-  ::utimensat(AT_FDCWD, path.c_str(), times, 0);
-}
+constexpr struct timespec kUsedNow[2] = {{0, UTIME_NOW}, {0, UTIME_OMIT}};
+void touch(const std::string& path) { ::utimensat(AT_FDCWD, path.c_str(), kUsedNow, 0); }
+// The same through a descriptor open for reading: the file's owner may set its
+// times to now (this process created it, or another of the same user).
+void touch(int fd) { ::futimens(fd, kUsedNow); }
 
 std::string sidecar_of(const std::string& complete) { return complete + ".stat"; }
 
 // Reads the sidecar of the complete shard `complete`: "INO SIZE MTIME_S MTIME_NS\n".
 // Nothing when it is missing or does not parse.
 std::optional<ShardCache::Identity> read_sidecar(const std::string& complete) {
-  const Fd fd(::open(sidecar_of(complete).c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) return std::nullopt;
+  const FileHandle fd(::open(sidecar_of(complete).c_str(), O_RDONLY | O_CLOEXEC),
+                      std::string());
+  if (fd.fd() < 0) return std::nullopt;
   char text[128];
-  const ssize_t n = ::read(fd.get(), text, sizeof text - 1);
+  const ssize_t n = ::read(fd.fd(), text, sizeof text - 1);
   if (n <= 0) return std::nullopt;
   text[n] = '\0';
   unsigned long long ino = 0, size = 0;
@@ -140,8 +121,9 @@ void write_sidecar(const std::string& complete, const ShardCache::Identity& id) 
       text, sizeof text, "%llu %llu %lld %lld\n", static_cast<unsigned long long>(id.ino),
       static_cast<unsigned long long>(id.size), static_cast<long long>(id.mtime_s),
       static_cast<long long>(id.mtime_ns));
-  const Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0 || ::write(fd.get(), text, n) != n ||
+  const FileHandle fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644),
+                      std::string());
+  if (fd.fd() < 0 || ::write(fd.fd(), text, n) != n ||
       ::rename(tmp.c_str(), sidecar_of(complete).c_str()) != 0)
     ::unlink(tmp.c_str());
 }
@@ -210,10 +192,12 @@ bool evict(const std::vector<Entry>& entries, std::uint64_t& used, std::uint64_t
   for (const Entry& e : entries) {
     if (used + bytes <= limit) break;
     // (A write lock needs a descriptor open for writing.)
-    const Fd f(::open(e.path.c_str(), (e.is_part ? O_RDONLY : O_RDWR) | O_CLOEXEC));
-    if (f.get() < 0) continue;
-    if (e.is_part ? lock(f.get(), LOCK_EX | LOCK_NB) != 0
-                  : !try_pin_lock(f.get(), F_WRLCK)) {
+    const FileHandle f(
+        ::open(e.path.c_str(), (e.is_part ? O_RDONLY : O_RDWR) | O_CLOEXEC),
+        std::string());
+    if (f.fd() < 0) continue;
+    if (e.is_part ? lock(f.fd(), LOCK_EX | LOCK_NB) != 0
+                  : !try_pin_lock(f.fd(), F_WRLCK)) {
       if (!e.is_part) pinned.push_back(&e);
       continue;
     }
@@ -234,18 +218,6 @@ ShardCache::Identity identity_of(const struct stat& st) {
 
 }  // namespace
 
-ShardPin::~ShardPin() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-ShardPin& ShardPin::operator=(ShardPin&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
 std::string default_cache_dir() {
   if (const char* d = std::getenv("SEEDLOADER_CACHE_DIR"); d && *d) return d;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
@@ -265,7 +237,7 @@ ShardCache::ShardCache(ObjectUrl base, std::string dir, std::uint64_t limit,
       reader_(reader) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   const std::string id = base_.display();
-  folder_ = dir_ + "/" + hex16(XXH64(id.data(), id.size(), 0));
+  folder_ = dir_ + "/" + shards::hex64(XXH64(id.data(), id.size(), 0));
   std::error_code ec;
   std::filesystem::create_directories(folder_, ec);
   if (ec || ::access(folder_.c_str(), W_OK | X_OK) != 0) {
@@ -274,53 +246,55 @@ ShardCache::ShardCache(ObjectUrl base, std::string dir, std::uint64_t limit,
   }
 }
 
-std::string ShardCache::complete_path(const ShardInfo& shard) const {
-  return folder_ + "/" + shard.name + "." + hex16(shard.xxh64);
+std::string ShardCache::complete_path(const shards::ShardEntry& shard) const {
+  return folder_ + "/" + shard.name + "." + shards::hex64(shard.xxh64);
 }
 
-std::string ShardCache::part_path(const ShardInfo& shard) const {
+std::string ShardCache::part_path(const shards::ShardEntry& shard) const {
   return complete_path(shard) + "." + std::to_string(shard.bytes) + ".part";
 }
 
-bool ShardCache::has(const ShardInfo& shard) const {
-  struct stat st {};
-  return ::stat(complete_path(shard).c_str(), &st) == 0 &&
-         static_cast<std::uint64_t>(st.st_size) == shard.bytes;
+bool ShardCache::downloading(const shards::ShardEntry& shard) const {
+  const FileHandle fd(::open(part_path(shard).c_str(), O_RDONLY | O_CLOEXEC),
+                      std::string());
+  return fd.fd() >= 0 && lock(fd.fd(), LOCK_SH | LOCK_NB) != 0;
 }
 
-bool ShardCache::downloading(const ShardInfo& shard) const {
-  const Fd fd(::open(part_path(shard).c_str(), O_RDONLY | O_CLOEXEC));
-  return fd.get() >= 0 && lock(fd.get(), LOCK_SH | LOCK_NB) != 0;
-}
-
-ShardPin ShardCache::pin(const ShardInfo& shard) const {
+FileHandle ShardCache::pin(const shards::ShardEntry& shard) const {
   const std::string path = complete_path(shard);
-  ShardPin pin(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  FileHandle pin(::open(path.c_str(), O_RDONLY | O_CLOEXEC), path);
   if (!pin) return pin;
   struct stat mine {
   }, named{};
   // An eviction may hold the file's lock to delete it, or have deleted it between
   // the open and the lock: a pin on a deleted file protects nothing, so either
   // counts as not cached.
-  if (!try_pin_lock(pin.fd(), F_RDLCK) || ::fstat(pin.fd(), &mine) != 0 ||
-      ::stat(path.c_str(), &named) != 0 || mine.st_ino != named.st_ino ||
-      mine.st_dev != named.st_dev ||
+  if (!hold(pin) || ::fstat(pin.fd(), &mine) != 0 || ::stat(path.c_str(), &named) != 0 ||
+      mine.st_ino != named.st_ino || mine.st_dev != named.st_dev ||
       static_cast<std::uint64_t>(mine.st_size) != shard.bytes)
-    return ShardPin();
+    return FileHandle();
+  // Checked as a lookup checks it, since the pin's descriptor serves the reads: a
+  // changed shard is deleted and not pinned, and the read downloads it again.
+  if (!trusted(path, mine, shard) || !checked(path, identity_of(mine)))
+    return FileHandle();
+  touch(pin.fd());  // most recently used, once for all the reads it serves
   return pin;
 }
 
-std::string ShardCache::ensure(const ShardInfo& shard, Need need) const {
+bool ShardCache::hold(const FileHandle& file) { return try_pin_lock(file.fd(), F_RDLCK); }
+
+std::string ShardCache::ensure(const shards::ShardEntry& shard, Need need) const {
   return locate(shard, need, nullptr);
 }
 
-ShardCache::Opened ShardCache::open(const ShardInfo& shard) const {
-  Opened result;
-  result.path = locate(shard, Need::kNow, &result.fd);
-  return result;
+FileHandle ShardCache::open(const shards::ShardEntry& shard) const {
+  FileHandle file;
+  locate(shard, Need::kNow, &file);
+  return file;
 }
 
-std::string ShardCache::locate(const ShardInfo& shard, Need need, int* opened) const {
+std::string ShardCache::locate(const shards::ShardEntry& shard, Need need,
+                               FileHandle* opened) const {
   const std::string path = complete_path(shard);
   const std::string part = part_path(shard);
   const ObjectUrl url = base_.sibling(shard.name);
@@ -331,13 +305,18 @@ std::string ShardCache::locate(const ShardInfo& shard, Need need, int* opened) c
     struct stat st {};
     // With `opened`, the stat checked is the open descriptor's: the file handed
     // over is the one found trusted, whatever is renamed or deleted meanwhile.
-    Fd found(opened ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1);
-    const bool exists = opened ? found.get() >= 0 && ::fstat(found.get(), &st) == 0
+    FileHandle found(opened ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC) : -1, path);
+    const bool exists = opened ? found.fd() >= 0 && ::fstat(found.fd(), &st) == 0
                                : ::stat(path.c_str(), &st) == 0;
     if (exists && static_cast<std::uint64_t>(st.st_size) == shard.bytes) {
       if (trusted(path, st, shard) && (!opened || checked(path, identity_of(st)))) {
-        touch(path);  // most recently used
-        if (opened) *opened = found.release();
+        // Most recently used.
+        if (opened) {
+          touch(found.fd());
+          *opened = std::move(found);
+        } else {
+          touch(path);
+        }
         return path;
       }
       // Deleted as changed, or replaced meanwhile: look again.
@@ -345,17 +324,17 @@ std::string ShardCache::locate(const ShardInfo& shard, Need need, int* opened) c
       continue;
     }
     if (round > 100) throw fail("the cache file " + path + " keeps disappearing");
-    const Fd fd(reserve(shard.bytes, part, need));
-    if (fd.get() < 0 && need == Need::kAhead && errno == ENOSPC) return {};
-    if (fd.get() < 0) throw fail("cannot create " + part + ": " + std::strerror(errno));
-    if (lock(fd.get(), LOCK_EX) != 0) throw fail("cannot lock " + part);
+    const FileHandle fd(reserve(shard.bytes, part, need), part);
+    if (fd.fd() < 0 && need == Need::kAhead && errno == ENOSPC) return {};
+    if (fd.fd() < 0) throw fail("cannot create " + part + ": " + std::strerror(errno));
+    if (lock(fd.fd(), LOCK_EX) != 0) throw fail("cannot lock " + part);
     // Holding the lock. Someone may have finished the download meanwhile (the file
     // this descriptor names is then the complete shard, or a part just created).
     if (::stat(path.c_str(), &st) == 0 &&
         static_cast<std::uint64_t>(st.st_size) == shard.bytes) {
       struct stat mine {
       }, named{};
-      if (::fstat(fd.get(), &mine) == 0 && ::stat(part.c_str(), &named) == 0 &&
+      if (::fstat(fd.fd(), &mine) == 0 && ::stat(part.c_str(), &named) == 0 &&
           mine.st_ino == named.st_ino && mine.st_size == 0) {
         ::unlink(part.c_str());  // the empty part this call created
       }
@@ -365,40 +344,41 @@ std::string ShardCache::locate(const ShardInfo& shard, Need need, int* opened) c
     // descriptor is not the file named `part`, and the round starts again.
     struct stat mine {
     }, named{};
-    if (::fstat(fd.get(), &mine) != 0 || ::stat(part.c_str(), &named) != 0 ||
+    if (::fstat(fd.fd(), &mine) != 0 || ::stat(part.c_str(), &named) != 0 ||
         mine.st_ino != named.st_ino || mine.st_dev != named.st_dev)
       continue;
     std::uint64_t have = static_cast<std::uint64_t>(mine.st_size);
     if (have > shard.bytes) {
-      if (::ftruncate(fd.get(), 0) != 0) throw fail("cannot truncate " + part);
+      if (::ftruncate(fd.fd(), 0) != 0) throw fail("cannot truncate " + part);
       have = 0;
     }
     try {
-      reader_.download(url, fd.get(), have, shard.bytes);
+      reader_.download(url, fd.fd(), have, shard.bytes);
     } catch (...) {
       // A part with bytes in it is kept for the next attempt to continue; an
       // empty one (the object is missing, the server refused) is not left behind.
       struct stat now {};
-      if (::fstat(fd.get(), &now) == 0 && now.st_size == 0) ::unlink(part.c_str());
+      if (::fstat(fd.fd(), &now) == 0 && now.st_size == 0) ::unlink(part.c_str());
       throw;
     }
-    const std::uint64_t got = file_xxh64(fd.get(), shard.bytes, "shard " + url.display());
+    const std::uint64_t got =
+        shards::file_xxh64(fd.fd(), shard.bytes, "shard " + url.display());
     if (got != shard.xxh64) {
       ::unlink(part.c_str());
-      throw fail("its XXH64 " + hex16(got) + " differs from the index's " +
-                 hex16(shard.xxh64) +
+      throw fail("its XXH64 " + shards::hex64(got) + " differs from the index's " +
+                 shards::hex64(shard.xxh64) +
                  " (the shard changed after packing, or is damaged)");
     }
     // Durable before it is named complete: after a crash, a complete name never
     // holds bytes that did not reach the disk.
-    if (::fdatasync(fd.get()) != 0) throw fail("cannot sync " + part);
+    if (::fdatasync(fd.fd()) != 0) throw fail("cannot sync " + part);
     struct stat done {};
-    if (::fstat(fd.get(), &done) != 0) throw fail("cannot stat " + part);
+    if (::fstat(fd.fd(), &done) != 0) throw fail("cannot stat " + part);
     {
       // Under the directory's lock: a listing sees the sidecar only with its
       // shard, and the bound holds again when this returns (while other
       // downloads are in progress, their parts may still exceed it).
-      const Fd dir = lock_dir(dir_);
+      const FileHandle dir = lock_dir(dir_);
       write_sidecar(path, identity_of(done));
       if (::rename(part.c_str(), path.c_str()) != 0)
         throw fail("cannot rename " + part + ": " + std::strerror(errno));
@@ -406,8 +386,8 @@ std::string ShardCache::locate(const ShardInfo& shard, Need need, int* opened) c
       if (limit_ != 0 && !trim(path, shard.bytes, need)) return {};
       // Still under the lock that every deletion takes: the name is this file.
       if (opened) {
-        *opened = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-        if (*opened < 0) throw fail("cannot open " + path + ": " + std::strerror(errno));
+        *opened = FileHandle(::open(path.c_str(), O_RDONLY | O_CLOEXEC), path);
+        if (!*opened) throw fail("cannot open " + path + ": " + std::strerror(errno));
       }
     }
     remember(path, identity_of(done));
@@ -416,7 +396,7 @@ std::string ShardCache::locate(const ShardInfo& shard, Need need, int* opened) c
 }
 
 bool ShardCache::trusted(const std::string& path, const struct stat& st,
-                         const ShardInfo& shard) const {
+                         const shards::ShardEntry& shard) const {
   if (verify_ == Verify::kNone) return true;
   const Identity now = identity_of(st);
   {
@@ -430,15 +410,15 @@ bool ShardCache::trusted(const std::string& path, const struct stat& st,
   }
   // Re-hashed in full (not under any lock: processes that find the same shard
   // unchecked at once each hash it).
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  const FileHandle fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC), std::string());
   struct stat mine {};
-  if (fd.get() < 0 || ::fstat(fd.get(), &mine) != 0) return false;  // evicted meanwhile
+  if (fd.fd() < 0 || ::fstat(fd.fd(), &mine) != 0) return false;  // evicted meanwhile
   const bool good =
       static_cast<std::uint64_t>(mine.st_size) == shard.bytes &&
-      file_xxh64(fd.get(), shard.bytes, "cached shard " + path) == shard.xxh64;
+      shards::file_xxh64(fd.fd(), shard.bytes, "cached shard " + path) == shard.xxh64;
   // Renames and deletions happen under the directory's lock: under it, the name
   // still being this file means it is the file just hashed.
-  const Fd dir = lock_dir(dir_);
+  const FileHandle dir = lock_dir(dir_);
   struct stat named {};
   if (::stat(path.c_str(), &named) != 0 || named.st_ino != mine.st_ino ||
       named.st_dev != mine.st_dev)
@@ -494,7 +474,7 @@ int ShardCache::reserve(std::uint64_t bytes, const std::string& part, Need need)
   // The part is created under the directory's lock, so the next process to count
   // sees it. Live downloads' parts count at their final size: their space is
   // theirs.
-  const Fd dir = lock_dir(dir_);
+  const FileHandle dir = lock_dir(dir_);
   const std::vector<Entry> entries = list_cache(dir_, part);
   std::uint64_t used = 0;
   for (const Entry& e : entries) used += e.bytes;
@@ -505,30 +485,6 @@ int ShardCache::reserve(std::uint64_t bytes, const std::string& part, Need need)
     return -1;
   }
   return open_part();
-}
-
-std::uint64_t file_xxh64(int fd, std::uint64_t size, const std::string& what) {
-  std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> state(
-      XXH64_createState(), &XXH64_freeState);
-  if (!state || XXH64_reset(state.get(), 0) != XXH_OK) throw std::bad_alloc();
-  std::vector<char> buffer(1 << 20);
-  for (std::uint64_t at = 0; at < size;) {
-    const ssize_t n =
-        ::pread(fd, buffer.data(), std::min<std::uint64_t>(buffer.size(), size - at),
-                static_cast<off_t>(at));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      throw DataError(what + ": cannot be read at byte " + std::to_string(at) + ": " +
-                      std::strerror(errno));
-    }
-    if (n == 0) {
-      throw DataError(what + ": ends at byte " + std::to_string(at) + " of " +
-                      std::to_string(size));
-    }
-    XXH64_update(state.get(), buffer.data(), static_cast<std::size_t>(n));
-    at += static_cast<std::uint64_t>(n);
-  }
-  return XXH64_digest(state.get());
 }
 
 }  // namespace seedloader::remote

@@ -38,9 +38,11 @@
 // deletes the shard, and the lookup downloads it again.
 // Pins: a reader that knows it will read a complete shard soon (the shards of
 // its current and upcoming batches) holds it open with a read lock (an open file
-// description lock, fcntl F_OFD_SETLK, apart from the downloads' flocks),
-// through a ShardPin; the pin ends when the ShardPin is destroyed or its process
-// exits.
+// description lock, fcntl F_OFD_SETLK, apart from the downloads' flocks): the
+// FileHandle pin() returns, whose descriptor also serves the reads; the pin ends
+// when that handle closes or its process exits. A pin renews the shard's recency
+// once, so reading a pinned shard's samples through it costs no system call but
+// the reads.
 // Space: under flock on DIR itself, a process about to download sums every
 // complete shard and every part (at its final size) in DIR's data-set folders and
 // deletes dead parts and complete shards that no one pins (it takes a
@@ -70,7 +72,7 @@
 // under a mutex, the identities of the shards it has checked, which a forked
 // child inherits and need not check again), so a fork between calls leaves the
 // child nothing of it (a fork while another thread is inside ensure() would leave
-// the child holding that call's locks, as with any lock; a ShardPin held across
+// the child holding that call's locks, as with any lock; a pin held across
 // a fork pins until both copies close).
 // A part is fdatasync'ed before its rename: after a crash, a complete name never
 // holds bytes that did not reach the disk.
@@ -84,37 +86,12 @@
 
 #include <sys/stat.h>
 
+#include "base/file_io.h"
 #include "remote/object_reader.h"
 #include "remote/object_url.h"
+#include "shards/index_format.h"
 
 namespace seedloader::remote {
-
-// A pin on one complete shard (see above); empty when the shard was not cached.
-class ShardPin {
- public:
-  ShardPin() = default;
-  explicit ShardPin(int fd) : fd_(fd) {}
-  ~ShardPin();
-  ShardPin(ShardPin&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  ShardPin& operator=(ShardPin&& other) noexcept;
-  ShardPin(const ShardPin&) = delete;
-  ShardPin& operator=(const ShardPin&) = delete;
-  explicit operator bool() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-
- private:
-  int fd_ = -1;
-};
-
-// XXH64 (seed 0) of the first `size` bytes of the open file `fd`, read in 1 MiB
-// pieces. Throws DataError naming `what` when they cannot all be read.
-std::uint64_t file_xxh64(int fd, std::uint64_t size, const std::string& what);
-
-struct ShardInfo {
-  std::string name;  // file name beside the index, e.g. "000012.tar"
-  std::uint64_t bytes = 0;
-  std::uint64_t xxh64 = 0;
-};
 
 class ShardCache {
  public:
@@ -144,28 +121,23 @@ class ShardCache {
   // Need::kAhead, an empty string instead of a download that would evict a
   // pinned shard (or, after it, keep one evicted). Throws DataError naming the
   // URL when it cannot be fetched or does not match its size and hash.
-  std::string ensure(const ShardInfo& shard, Need need = Need::kNow) const;
-  // A complete shard opened for reading.
-  struct Opened {
-    int fd = -1;  // owned by the caller
-    std::string path;
-  };
+  std::string ensure(const shards::ShardEntry& shard, Need need = Need::kNow) const;
   // As ensure(shard, Need::kNow), and opens the file it checked: an eviction by
   // another process after the lookup cannot take the shard from the caller (its
   // descriptor keeps the data), where opening ensure()'s path afterwards may find
   // it deleted. Throws as ensure() does.
-  Opened open(const ShardInfo& shard) const;
-  // Whether `shard`'s complete file is in the cache now (one stat; it may be
-  // evicted the moment after).
-  bool has(const ShardInfo& shard) const;
+  FileHandle open(const shards::ShardEntry& shard) const;
   // Whether some thread or process is downloading `shard` now (its part exists
   // and is locked); an open and a non-blocking flock.
-  bool downloading(const ShardInfo& shard) const;
-  // Pins `shard`'s complete file, so that no eviction deletes it while the pin
-  // lives; an empty pin when the shard is not cached (nothing is downloaded).
-  ShardPin pin(const ShardInfo& shard) const;
-
-  const std::string& folder() const { return folder_; }
+  bool downloading(const shards::ShardEntry& shard) const;
+  // Pins `shard`'s complete file, so that no eviction deletes it while the
+  // returned handle is open, and marks it most recently used; an empty handle
+  // when the shard is not cached (nothing is downloaded) or fails its check
+  // (Verify; it is deleted then, as a lookup would).
+  FileHandle pin(const shards::ShardEntry& shard) const;
+  // Pins the complete shard open as `file` (from open()) as pin() does; false
+  // when an eviction holds it (it may be deleted; the descriptor still reads it).
+  static bool hold(const FileHandle& file);
 
  private:
   // Deletes least recently used files until `bytes` more fit, then opens
@@ -176,7 +148,8 @@ class ShardCache {
   // ensure() and open(): with `opened`, the complete file is opened where it is
   // known to be the checked one (its own descriptor's stat is the one checked, or
   // under the directory's lock right after its rename) and handed over there.
-  std::string locate(const ShardInfo& shard, Need need, int* opened) const;
+  std::string locate(const shards::ShardEntry& shard, Need need,
+                     FileHandle* opened) const;
   // After `done` (`bytes` long) was renamed complete: deletes least recently used
   // files until the complete shards and dead parts fit in the limit (see above).
   // False when `done`, downloaded ahead, was deleted itself.
@@ -186,14 +159,14 @@ class ShardCache {
   // verify_; when not, it was deleted (changed since its download) or replaced
   // meanwhile, and the caller looks again.
   bool trusted(const std::string& path, const struct stat& st,
-               const ShardInfo& shard) const;
+               const shards::ShardEntry& shard) const;
   void remember(const std::string& path, const Identity& id) const;
   // Whether `path` was last checked with identity `id` (always under kNone).
   bool checked(const std::string& path, const Identity& id) const;
   // DIR/<url hash>/NAME.<xxh64>.
-  std::string complete_path(const ShardInfo& shard) const;
+  std::string complete_path(const shards::ShardEntry& shard) const;
   // DIR/<url hash>/NAME.<xxh64>.<bytes>.part.
-  std::string part_path(const ShardInfo& shard) const;
+  std::string part_path(const shards::ShardEntry& shard) const;
 
   ObjectUrl base_;
   std::string dir_;     // the cache directory the limit applies to

@@ -1,11 +1,13 @@
 #include "remote/shard_prefetcher.h"
 
 #include <algorithm>
+#include <exception>
 #include <utility>
 
 namespace seedloader::remote {
 
-ShardPrefetcher::ShardPrefetcher(Fetch fetch, int threads) : fetch_(std::move(fetch)) {
+ShardPrefetcher::ShardPrefetcher(Fetch fetch, Failed failed, int threads)
+    : fetch_(std::move(fetch)), failed_(std::move(failed)) {
   for (int t = 0; t < std::max(1, threads); ++t) threads_.emplace_back([this] { run(); });
 }
 
@@ -42,8 +44,10 @@ void ShardPrefetcher::run() {
     lock.unlock();
     try {
       fetch_(shard);
+    } catch (const std::exception& e) {
+      failed_(shard, e.what());
     } catch (...) {
-      // The read that needs this shard fetches it again and names the failure.
+      failed_(shard, "an exception of an unknown type");
     }
     lock.lock();
     busy_.erase(std::find(busy_.begin(), busy_.end(), shard));

@@ -3,8 +3,9 @@
 // the shards the next reads need, in order; the threads fetch them first to last,
 // each taking the next one, by calling `fetch`, which must be thread-safe and
 // cheap for a shard already at hand (ShardCache::ensure is: a stat). A shard being
-// fetched is not taken again. An exception from `fetch` is dropped: the read that
-// needs the shard fetches it itself and reports the error with its sample.
+// fetched is not taken again. An exception from `fetch` goes to `failed` with its
+// message (the owner counts it and keeps the first, as a background error); the
+// read that needs the shard then fetches it itself and reports its own error.
 // Create it in the process that reads (a forked worker), never before a fork: a
 // child would inherit the object without its thread.
 #pragma once
@@ -22,8 +23,10 @@ namespace seedloader::remote {
 class ShardPrefetcher {
  public:
   using Fetch = std::function<void(std::size_t shard)>;
+  // Called on a fetching thread, must not throw.
+  using Failed = std::function<void(std::size_t shard, const char* message)>;
   // `threads` (at least 1) fetch at once.
-  ShardPrefetcher(Fetch fetch, int threads);
+  ShardPrefetcher(Fetch fetch, Failed failed, int threads);
   // Stops after the fetches in progress, if any.
   ~ShardPrefetcher();
   ShardPrefetcher(const ShardPrefetcher&) = delete;
@@ -36,6 +39,7 @@ class ShardPrefetcher {
   void run();
 
   Fetch fetch_;
+  Failed failed_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<std::size_t> queue_;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "loader/datasets/cifar_pickle.h"
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 #include "loader/datasets/image_output.h"
 #include "seedloader/error.h"
 

@@ -33,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 
 namespace seedloader {
 

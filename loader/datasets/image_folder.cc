@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 #include "loader/datasets/image_decode.h"
 #include "loader/datasets/image_output.h"
 #include "loader/datasets/path_index.h"

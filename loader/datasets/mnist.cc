@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "loader/datasets/byte_order.h"
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 #include "loader/datasets/image_output.h"
 #include "seedloader/error.h"
 

@@ -163,7 +163,17 @@ void bind_datasets(nb::module_& m) {
           "(0: none); index.json may hold at most max_index_bytes. s3:// requests are "
           "signed with credentials found as the AWS CLI finds them (none is an error "
           "listing where it looked); anonymous=True sends them unsigned (a public "
-          "bucket), as AWS_NO_SIGN_REQUEST=true does.");
+          "bucket), as AWS_NO_SIGN_REQUEST=true does.")
+      .def_prop_ro(
+          "prefetch_errors",
+          [](const TarShards& self) {
+            const PrefetchErrors errors = self.prefetch_errors();
+            return nb::make_tuple(errors.count, errors.first);
+          },
+          "(count, first message) of the downloads ahead of the reads that failed so "
+          "far, in this process and its workers together (a read that needs such a "
+          "shard fetches it itself, and its failure quotes these); (0, '') for local "
+          "shards.");
 
   nb::class_<Synthetic, Dataset>(m, "Synthetic", "n generated h x w x c images.")
       .def(

@@ -15,7 +15,7 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 #include "seedloader/datasets/image_folder.h"
 #include "seedloader/transforms/spec.h"
 #include "tests/datasets/dataset_test_util.h"

@@ -1,6 +1,6 @@
 // read_whole_file and FileHandle: what a reader gets back, and the DataErrors
 // for paths that are not regular files or whose size changed under the reader.
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

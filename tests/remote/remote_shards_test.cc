@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 #include "remote/aws_credentials.h"
 #include "remote/object_reader.h"
 #include "remote/object_url.h"
@@ -35,10 +35,12 @@
 #include "seedloader/error.h"
 #include "seedloader/random.h"
 #include "seedloader/transforms/spec.h"
+#include "shards/index_format.h"
 #include "tests/common/cross_check.h"
 #include "tests/common/epoch_bytes.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
+#include "tests/datasets/dataset_test_util.h"
 #include "tests/remote/local_servers.h"
 
 namespace seedloader {
@@ -139,15 +141,23 @@ std::vector<std::string> complete_files(const std::string& dir) {
 }
 
 // The shards index.json lists, as the cache takes them.
-std::vector<remote::ShardInfo> index_shards(const std::string& index_json) {
-  nlohmann::json index;
-  std::ifstream(index_json) >> index;
-  std::vector<remote::ShardInfo> info;
-  for (const auto& e : index.at("shards")) {
-    info.push_back({e.at("name").get<std::string>(), e.at("bytes").get<std::uint64_t>(),
-                    std::stoull(e.at("xxh64").get<std::string>(), nullptr, 16)});
+std::vector<shards::ShardEntry> index_shards(const std::string& index_json) {
+  const FileHandle file(index_json);
+  std::vector<std::uint8_t> text;
+  file.read_at(0, file.size(), text);
+  return shards::parse_index(text, index_json);
+}
+
+// Whether `shard` is complete in the cache directory `dir` now.
+bool in_cache(const std::string& dir, const shards::ShardEntry& shard) {
+  const std::string name = shard.name + "." + shards::hex64(shard.xxh64);
+  std::error_code ec;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir, ec)) {
+    if (f.path().filename() == name && f.is_regular_file() &&
+        f.file_size() == shard.bytes)
+      return true;
   }
-  return info;
+  return false;
 }
 
 class RemoteShardsTest : public ::testing::Test {
@@ -366,28 +376,64 @@ std::size_t pinned_files(const std::string& dir) {
 
 TEST_F(RemoteShardsTest, AnOpenedShardKeepsItsBytesWhenAnotherDownloadEvictsIt) {
   // A limit of one shard: each download evicts the other.
-  std::vector<remote::ShardInfo> info = index_shards(root_ / "data/index.json");
+  std::vector<shards::ShardEntry> info = index_shards(root_ / "data/index.json");
   ASSERT_GE(info.size(), 2u);
-  const remote::ShardInfo &a = info[0], &b = info[1];
+  const shards::ShardEntry &a = info[0], &b = info[1];
   const remote::ObjectReader reader;
   const remote::ShardCache cache(*remote::ObjectUrl::parse(http() + "index.json"),
                                  root_ / "cache", std::max(a.bytes, b.bytes), reader);
   // Both ways a shard is opened: downloaded by this call, and found cached.
   for (const bool cached_first : {false, true}) {
     if (cached_first) cache.ensure(a);
-    remote::ShardCache::Opened opened = cache.open(a);
-    const FileHandle file(opened.fd, opened.path);
-    EXPECT_EQ(opened.path, cache.ensure(a));
+    const FileHandle file = cache.open(a);
+    EXPECT_EQ(file.path(), cache.ensure(a));
     cache.ensure(b);
-    EXPECT_FALSE(cache.has(a)) << "evicted by b's download";
-    EXPECT_EQ(remote::file_xxh64(file.fd(), a.bytes, opened.path), a.xxh64)
+    EXPECT_FALSE(in_cache(root_ / "cache", a)) << "evicted by b's download";
+    EXPECT_EQ(shards::file_xxh64(file.fd(), a.bytes, file.path()), a.xxh64)
         << "cached_first " << cached_first;
   }
 }
 
+TEST_F(RemoteShardsTest, ADownloadAheadThatFailsIsCountedAndQuotedByTheReadThatNeeds) {
+  const TarShards remote(http(), parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  const std::vector<std::uint64_t> sizes = remote.shard_sizes();
+  const std::string missing = std::prev(shards_.end())->first;  // the last shard
+  std::filesystem::remove(root_ / ("data/" + missing));         // the server lost it
+  const std::uint64_t last = remote.size() - sizes.back();
+  EXPECT_EQ(remote.prefetch_errors().count, 0u);
+  // A worker process announces a read of the last shard, which its thread fails
+  // to download ahead; the read itself then fails, quoting that failure.
+  const pid_t worker = ::fork();
+  if (worker == 0) {
+    remote.will_read(std::vector<std::uint64_t>{last});
+    int i = 0;
+    for (; i < 1000 && remote.prefetch_errors().count == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (i == 1000) ::_exit(1);
+    const std::string e = seedloader::testing::get_error(remote, last);
+    const bool quoted = e.find(
+                            "1 download(s) ahead failed before; the first: "
+                            "downloading shard " +
+                            http() + missing + " ahead") != std::string::npos;
+    ::_exit(e.find("HTTP 404") == std::string::npos ? 2 : quoted ? 0 : 3);
+  }
+  ASSERT_GT(worker, 0);
+  int status = -1;
+  ::waitpid(worker, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // The count lives in memory the worker shares with the process that built it.
+  const PrefetchErrors ahead = remote.prefetch_errors();
+  EXPECT_EQ(ahead.count, 1u);
+  EXPECT_NE(ahead.first.find("downloading shard " + http() + missing + " ahead: GET "),
+            std::string::npos)
+      << ahead.first;
+  EXPECT_NE(ahead.first.find("HTTP 404"), std::string::npos) << ahead.first;
+}
+
 TEST_F(RemoteShardsTest, EvictionSparesPinnedShardsAndAReadAheadNeverEvictsThem) {
   // Four shards from the index, and a limit that holds any two of them, not three.
-  std::vector<remote::ShardInfo> info = index_shards(root_ / "data/index.json");
+  std::vector<shards::ShardEntry> info = index_shards(root_ / "data/index.json");
   ASSERT_GE(info.size(), 4u);
   info.resize(4);
   std::vector<std::uint64_t> sizes;
@@ -398,26 +444,27 @@ TEST_F(RemoteShardsTest, EvictionSparesPinnedShardsAndAReadAheadNeverEvictsThem)
   const remote::ObjectReader reader;
   const remote::ShardCache cache(*remote::ObjectUrl::parse(http() + "index.json"),
                                  root_ / "cache", limit, reader);
-  const remote::ShardInfo &a = info[0], &b = info[1], &c = info[2], &d = info[3];
+  const shards::ShardEntry &a = info[0], &b = info[1], &c = info[2], &d = info[3];
   cache.ensure(a);
   cache.ensure(b);  // a is now the least recently used
-  const remote::ShardPin pin_a = cache.pin(a);
+  const FileHandle pin_a = cache.pin(a);
   ASSERT_TRUE(pin_a);
   EXPECT_FALSE(cache.pin(d)) << "not cached, so not pinned";
   cache.ensure(c);
-  EXPECT_TRUE(cache.has(a)) << "pinned, so spared though least recently used";
-  EXPECT_FALSE(cache.has(b));
-  EXPECT_TRUE(cache.has(c));
+  EXPECT_TRUE(in_cache(root_ / "cache", a))
+      << "pinned, so spared though least recently used";
+  EXPECT_FALSE(in_cache(root_ / "cache", b));
+  EXPECT_TRUE(in_cache(root_ / "cache", c));
   // With a and c pinned, a download ahead of the reads is not made...
-  const remote::ShardPin pin_c = cache.pin(c);
+  const FileHandle pin_c = cache.pin(c);
   EXPECT_EQ(cache.ensure(d, remote::ShardCache::Need::kAhead), "");
-  EXPECT_FALSE(cache.has(d));
+  EXPECT_FALSE(in_cache(root_ / "cache", d));
   EXPECT_TRUE(nginx_->requests("/data/" + d.name).empty());
   // ...but a read's own is: it evicts the least recently used pinned shard.
   EXPECT_NE(cache.ensure(d), "");
-  EXPECT_FALSE(cache.has(a));
-  EXPECT_TRUE(cache.has(c));
-  EXPECT_TRUE(cache.has(d));
+  EXPECT_FALSE(in_cache(root_ / "cache", a));
+  EXPECT_TRUE(in_cache(root_ / "cache", c));
+  EXPECT_TRUE(in_cache(root_ / "cache", d));
   EXPECT_LE(folder_bytes(root_ / "cache"), limit);
 }
 
@@ -604,7 +651,7 @@ TEST_F(RemoteShardsTest, ConcurrentDownloadsLeaveTheCacheWithinItsLimit) {
   // space counted) before either ends, so only a trim after each keeps the bound.
   const auto proxy = fault_proxy(*nginx_, "delay300", root_.path());
   const std::string url = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/data/";
-  const std::vector<remote::ShardInfo> info = index_shards(root_ / "data/index.json");
+  const std::vector<shards::ShardEntry> info = index_shards(root_ / "data/index.json");
   ASSERT_GE(info.size(), 4u);
   std::uint64_t limit = 0;  // the largest shard: the cache holds one
   for (const auto& i : info) limit = std::max(limit, i.bytes);
@@ -612,7 +659,7 @@ TEST_F(RemoteShardsTest, ConcurrentDownloadsLeaveTheCacheWithinItsLimit) {
   const remote::ShardCache cache(*remote::ObjectUrl::parse(url + "index.json"),
                                  root_ / "cache", limit, reader);
   for (std::size_t round = 0; round < 2; ++round) {
-    const remote::ShardInfo &a = info[2 * round], &b = info[2 * round + 1];
+    const shards::ShardEntry &a = info[2 * round], &b = info[2 * round + 1];
     std::string got_a, got_b;
     std::jthread other([&] { got_a = cache.ensure(a); });
     got_b = cache.ensure(b);
@@ -637,8 +684,8 @@ TEST_F(RemoteShardsTest, ADownloadAheadThatNoLongerFitsIsDropped) {
   // folder of another data set URL: the limit is the directory's), and is pinned.
   const auto proxy = fault_proxy(*nginx_, "delay1000", root_.path());
   const std::string slow = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/data/";
-  const std::vector<remote::ShardInfo> info = index_shards(root_ / "data/index.json");
-  const remote::ShardInfo &a = info[0], &b = info[1];
+  const std::vector<shards::ShardEntry> info = index_shards(root_ / "data/index.json");
+  const shards::ShardEntry &a = info[0], &b = info[1];
   const std::uint64_t limit = std::max(a.bytes, b.bytes);
   const remote::ObjectReader reader;
   const remote::ShardCache cache_a(*remote::ObjectUrl::parse(slow + "index.json"),
@@ -653,13 +700,13 @@ TEST_F(RemoteShardsTest, ADownloadAheadThatNoLongerFitsIsDropped) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   ASSERT_TRUE(cache_a.downloading(a));
   EXPECT_NE(cache_b.ensure(b), "");  // admitted though a's part fills the cache
-  const remote::ShardPin pin_b = cache_b.pin(b);
+  const FileHandle pin_b = cache_b.pin(b);
   ASSERT_TRUE(pin_b);
   ahead.join();
   // a was speculative: deleted, since only deleting the pinned b would make room.
   EXPECT_EQ(got_a, "");
-  EXPECT_FALSE(cache_a.has(a));
-  EXPECT_TRUE(cache_b.has(b));
+  EXPECT_FALSE(in_cache(root_ / "cache", a));
+  EXPECT_TRUE(in_cache(root_ / "cache", b));
   EXPECT_LE(folder_bytes(root_ / "cache"), limit);
 }
 
@@ -1003,12 +1050,13 @@ TEST_F(S3CredentialsTest, ValidCredentialsOutliveAFailedRefreshAndExpiredOnesNev
   const remote::ObjectReader reader;
   const auto index = *remote::ObjectUrl::parse("s3://data/index.json");
   std::vector<std::uint8_t> out;
-  reader.read(index, out, 1 << 20);
+  ASSERT_TRUE(reader.read_if_present(index, out, 1 << 20));
   write_file("issued.log.fail", "");  // the agent goes down
   std::this_thread::sleep_for(std::chrono::milliseconds(2300));
-  reader.read(index, out, 1 << 20);  // the refresh fails; the old ones still sign
+  ASSERT_TRUE(reader.read_if_present(
+      index, out, 1 << 20));  // the refresh fails; the old ones still sign
   std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  const std::string e = error_of([&] { reader.read(index, out, 1 << 20); });
+  const std::string e = error_of([&] { reader.read_if_present(index, out, 1 << 20); });
   EXPECT_NE(e.find("container credentials at " + stub_url_ + "/container"),
             std::string::npos)
       << e;
@@ -1095,7 +1143,8 @@ TEST_F(S3CredentialsTest, UnsignedRequestsOnlyWhenAskedFor) {
   const remote::ObjectReader reader(anonymous);
   std::vector<std::uint8_t> out;
   const std::string a = error_of([&] {
-    reader.read(*remote::ObjectUrl::parse("s3://data/index.json"), out, 1 << 20);
+    ASSERT_TRUE(reader.read_if_present(*remote::ObjectUrl::parse("s3://data/index.json"),
+                                       out, 1 << 20));
   });
   EXPECT_NE(a.find("GET s3://data/index.json: HTTP 400"), std::string::npos) << a;
 }

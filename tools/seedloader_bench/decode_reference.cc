@@ -3,7 +3,7 @@
 #include <chrono>
 #include <vector>
 
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 #include "loader/datasets/image_decode.h"
 #include "seedloader/datasets/image_folder.h"
 #include "seedloader/error.h"

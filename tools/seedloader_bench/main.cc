@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "seedloader/data_loader.h"
+#include "seedloader/datasets/tar_shards.h"
 #include "seedloader/error.h"
 #include "tools/common/data_spec.h"
 #include "tools/common/error_text.h"
@@ -50,6 +51,10 @@ void print(const BenchArgs& a, const Measurement& m, const DecodeReference& ref)
       j["decode_only_per_s"] = ref.per_s;
       j["per_worker_vs_decode"] = vs_decode;
     }
+    if (m.prefetch_errors > 0) {
+      j["prefetch_errors"] = m.prefetch_errors;
+      j["first_prefetch_error"] = seedloader::redact_credentials(m.first_prefetch_error);
+    }
     if (a.device) {
       j["device_bytes_per_s"] = m.device_bytes_per_s;
       j["pinned_memcpy_bytes_per_s"] = m.pinned_memcpy_bytes_per_s;
@@ -72,6 +77,11 @@ void print(const BenchArgs& a, const Measurement& m, const DecodeReference& ref)
               m.peak_memory_bytes / 1e6);
   std::printf("  main process: %.0f us CPU per batch (%.1f%% of one core)\n",
               cpu_per_batch * 1e6, 100 * cpu_share);
+  if (m.prefetch_errors > 0) {
+    std::printf("  downloads ahead that failed: %llu; the first: %s\n",
+                static_cast<unsigned long long>(m.prefetch_errors),
+                seedloader::redact_credentials(m.first_prefetch_error).c_str());
+  }
   if (ref.per_s > 0) {
     std::printf(
         "  full-size decode only, this core: %.1f images/s (%llu JPEGs); pipeline per "
@@ -156,6 +166,11 @@ int main(int argc, char** argv) {
     }
     Measurement m = a.device ? seedloader::bench::measure_device(loader, a)
                              : seedloader::bench::measure_host(loader, a);
+    if (const auto* shards = dynamic_cast<const seedloader::TarShards*>(dataset.get())) {
+      const seedloader::PrefetchErrors errors = shards->prefetch_errors();
+      m.prefetch_errors = errors.count;
+      m.first_prefetch_error = errors.first;
+    }
     print(a, m, ref);
     return 0;
   } catch (const seedloader::ConfigError& e) {

@@ -46,6 +46,10 @@ struct Measurement {
   // of the same batch size, in bytes/s.
   double device_bytes_per_s = 0;
   double pinned_memcpy_bytes_per_s = 0;
+  // tar: over a URL: downloads ahead of the reads that failed (every worker's),
+  // and the first one's message.
+  std::uint64_t prefetch_errors = 0;
+  std::string first_prefetch_error;
 };
 
 // CPU seconds the calling thread has used (CLOCK_THREAD_CPUTIME_ID).

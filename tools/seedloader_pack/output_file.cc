@@ -30,12 +30,6 @@ void fsync_dir(const std::string& dir) {
   if (rc != 0) fail_sys("fsync", dir);
 }
 
-std::string hex64(std::uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
-  return text;
-}
-
 OutputFile::OutputFile(std::string dir, std::string name)
     : temp_path_(dir + "/." + name + ".partial"), final_path_(dir + "/" + name) {
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -50,7 +50,4 @@ class OutputFile {
 // fsyncs the directory, so renames into it survive a crash.
 void fsync_dir(const std::string& dir);
 
-// 16 lowercase hex digits, most significant first (as `xxhsum -H1` prints).
-std::string hex64(std::uint64_t value);
-
 }  // namespace seedloader::pack

@@ -6,7 +6,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 #include "seedloader/datasets/image_folder.h"
 #include "seedloader/error.h"
 #include "seedloader/seed_sequence.h"

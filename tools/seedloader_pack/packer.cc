@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loader/datasets/jpeg_restart.h"
+#include "loader/datasets/tar_scan.h"
 #include "seedloader/error.h"
 #include "seedloader/sampler.h"
 #include "tools/seedloader_pack/index_json.h"
@@ -64,7 +65,7 @@ std::string earlier_pack_file(const fs::path& out) {
   if (ec) throw ConfigError("cannot list " + out.string() + ": " + ec.message());
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
-    if (name == kIndexName || fs::path(name).extension() == ".tar") return name;
+    if (name == shards::kIndexName || fs::path(name).extension() == ".tar") return name;
   }
   return "";
 }
@@ -93,7 +94,8 @@ void restart_image(std::vector<Member>& members, PackSummary& summary) {
   summary.restart_bytes_before += image.bytes.size();
   summary.restart_bytes_after += r->jpeg.size();
   image.bytes = std::move(r->jpeg);
-  members.insert(members.begin() + 1, Member{"rst", encode_restart_index(r->index)});
+  members.insert(members.begin() + 1,
+                 Member{std::string(kRestartExt), encode_restart_index(r->index)});
 }
 
 }  // namespace
@@ -116,8 +118,8 @@ void prepare_out_dir(const std::string& out, const PackOptions& options) {
                       "; pass --force to replace an earlier pack");
   }
   // index.json goes first: from here on the folder does not claim to be complete.
-  if (fs::exists(fs::path(out) / kIndexName)) {
-    remove_file(fs::path(out) / kIndexName);
+  if (fs::exists(fs::path(out) / shards::kIndexName)) {
+    remove_file(fs::path(out) / shards::kIndexName);
     fsync_dir(out);
   }
   for (const fs::directory_entry& e : fs::directory_iterator(out)) {
@@ -143,7 +145,7 @@ PackSummary pack(const PackSource& source, const std::string& out,
     std::iota(order.begin(), order.end(), Index{0});
   }
   const KeyFormat key(n);
-  std::vector<ShardInfo> done;
+  std::vector<shards::ShardEntry> done;
   std::set<std::string> fields;
   std::optional<ShardWriter> shard;
   std::vector<Member> members;
@@ -173,7 +175,7 @@ PackSummary pack(const PackSource& source, const std::string& out,
   fsync_dir(out);
   summary.samples = n;
   summary.shards = done.size();
-  for (const ShardInfo& s : done) summary.bytes += s.bytes;
+  for (const shards::ShardEntry& s : done) summary.bytes += s.bytes;
   return summary;
 }
 

@@ -66,11 +66,11 @@ void ShardWriter::add_member(const std::string& name,
   file_.write(std::span(kZeros.data(), pad));
 }
 
-ShardInfo ShardWriter::finish() {
+shards::ShardEntry ShardWriter::finish() {
   static constexpr Block kZeros{};
   file_.write(kZeros);
   file_.write(kZeros);
-  ShardInfo info;
+  shards::ShardEntry info;
   info.name = name_;
   info.bytes = file_.size();
   info.samples = samples_;

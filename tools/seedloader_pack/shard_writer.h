@@ -11,17 +11,10 @@
 #include <span>
 #include <string>
 
+#include "shards/index_format.h"
 #include "tools/seedloader_pack/output_file.h"
 
 namespace seedloader::pack {
-
-// What a finished shard records in index.json.
-struct ShardInfo {
-  std::string name;  // relative to the output folder
-  std::uint64_t bytes = 0;
-  std::uint64_t samples = 0;
-  std::uint64_t xxh64 = 0;
-};
 
 // Bytes a member holding `size` bytes takes in a shard: header and padded data.
 constexpr std::uint64_t tar_member_bytes(std::uint64_t size) {
@@ -44,7 +37,7 @@ class ShardWriter {
   std::uint64_t size() const { return file_.size() + kTarEndBytes; }
   // Ends the archive, commits the file and says what it holds.
   // REQUIRES: called once.
-  ShardInfo finish();
+  shards::ShardEntry finish();
 
  private:
   std::string name_;

@@ -1,22 +1,19 @@
 // The tar:PATTERN source. TarShards opens the shards first, so everything it
-// refuses (links, "..", a sample without image or label, ...) is refused here
-// with its message; a second pass over the headers then records where each
+// refuses (links, "..", a sample without image or label, a shard that disagrees
+// with its index, ...) is refused here with its message; the shards' headers are
+// then scanned as TarShards scans them (scan_tar_shard), recording where each
 // sample's image and label members lie, and read() copies their bytes.
-#include <archive.h>
-#include <archive_entry.h>
-
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 
-#include "loader/datasets/file_io.h"
-#include "loader/datasets/image_decode.h"
+#include "base/file_io.h"
+#include "loader/datasets/tar_scan.h"
 #include "seedloader/datasets/tar_shards.h"
 #include "seedloader/error.h"
 #include "seedloader/transforms/spec.h"
+#include "shards/index_format.h"
 #include "tools/seedloader_pack/pack_source.h"
 
 namespace seedloader::pack {
@@ -31,7 +28,6 @@ struct TarSample {
   std::string key;
   std::string image_ext;
   Span image, label;
-  bool has_image = false, has_label = false;
 };
 
 constexpr const char* kLabelExt = "cls";  // TarShardsOptions' default
@@ -57,13 +53,16 @@ void refuse_url(const std::string& spec) {
 std::vector<std::string> shard_paths(const std::string& spec) {
   std::filesystem::path index(spec);
   std::error_code ec;
-  if (std::filesystem::is_directory(index, ec)) index /= "index.json";
-  if (index.filename() != "index.json" || !std::filesystem::is_regular_file(index, ec))
+  if (std::filesystem::is_directory(index, ec)) index /= shards::kIndexName;
+  if (index.filename() != shards::kIndexName ||
+      !std::filesystem::is_regular_file(index, ec))
     return expand_shard_pattern(spec);
+  const FileHandle file(index.string());
+  std::vector<std::uint8_t> text;
+  file.read_at(0, file.size(), text);
   std::vector<std::string> paths;
-  const nlohmann::json listed = nlohmann::json::parse(std::ifstream(index));
-  for (const nlohmann::json& shard : listed.at("shards"))
-    paths.push_back((index.parent_path() / shard.at("name").get<std::string>()).string());
+  for (const shards::ShardEntry& shard : shards::parse_index(text, index.string()))
+    paths.push_back((index.parent_path() / shard.name).string());
   return paths;
 }
 
@@ -110,53 +109,14 @@ class TarSource final : public PackSource {
   }
 
  private:
-  // Appends the samples of shards_[shard]: consecutive members sharing a key.
+  // Appends the samples of shards_[shard].
   void scan(std::uint32_t shard) {
-    const FileHandle& file = shards_[shard];
-    std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), &archive_read_free);
-    archive_read_support_format_tar(a.get());
-    if (archive_read_open_fd(a.get(), file.fd(), 1 << 16) != ARCHIVE_OK) {
-      throw DataError("shard " + file.path() + ": " + archive_error_string(a.get()));
-    }
-    TarSample current;
-    bool open = false;
-    const auto close_sample = [&] {
-      if (open && (current.has_image || current.has_label)) {
-        samples_.push_back(current);
-      }
-      open = false;
-    };
-    archive_entry* entry = nullptr;
-    int rc;
-    while ((rc = archive_read_next_header(a.get(), &entry)) == ARCHIVE_OK) {
-      if (archive_entry_filetype(entry) != AE_IFREG) continue;
-      const std::string name = archive_entry_pathname(entry);
-      const std::size_t slash = name.rfind('/');
-      const std::size_t dot = name.find('.', slash == std::string::npos ? 0 : slash + 1);
-      const std::string key = name.substr(0, dot);
-      const std::string ext =
-          dot == std::string::npos ? std::string() : name.substr(dot + 1);
-      if (!open || key != current.key) {
-        close_sample();
-        current = TarSample{};
-        current.key = key;
-        open = true;
-      }
-      const Span span{shard, static_cast<std::uint64_t>(archive_filter_bytes(a.get(), 0)),
-                      static_cast<std::uint64_t>(archive_entry_size(entry))};
-      if (ext == kLabelExt) {
-        current.label = span;
-        current.has_label = true;
-      } else if (is_image_extension(ext)) {
-        current.image = span;
-        current.image_ext = lower(ext);
-        current.has_image = true;
-      }
-    }
-    if (rc != ARCHIVE_EOF) {
-      throw DataError("shard " + file.path() + ": " + archive_error_string(a.get()));
-    }
-    close_sample();
+    scan_tar_shard(shards_[shard], kLabelExt, [&](const ScannedSample& sample) {
+      samples_.push_back({std::string(sample.key),
+                          lower(std::string(sample.image_ext)),
+                          {shard, sample.image.offset, sample.image.size},
+                          {shard, sample.label.offset, sample.label.size}});
+    });
   }
 
   std::string pattern_;

@@ -27,11 +27,16 @@
 // index.json is a DataError that names seedloader-pack.
 // Fields: "image" [C, H, W] from the transform chain (which must fix the size),
 // "label" int64 (the label member's text, a decimal integer).
-// Owns its index and transform chain (in a State defined in tar_shards.cc).
-// The index and the transform chain are fixed at construction; what changes, per
-// process and under a mutex, is the lazily read shard headers of an indexed folder
-// and, for a URL, the pins and downloads ahead that will_read() asks for. get() is
-// safe across threads and processes.
+// Built from two parts (loader/datasets/): a ShardIndex, where each sample's
+// members lie, and a ShardSource, where a shard's bytes come from (local files,
+// or the shard cache for a URL); get() finds the member in the one and reads it
+// from the other, through the shard's descriptor that the source keeps open.
+// Owns both and the transform chain (in a State defined in tar_shards.cc). The
+// chain and the index's shard list are fixed at construction; what changes, per
+// process and under mutexes, is the lazily read shard headers of an indexed
+// folder, the shards the source keeps open and, for a URL, the pins and
+// downloads ahead that will_read() asks for. get() is safe across threads and
+// processes.
 #pragma once
 
 #include <cstdint>
@@ -105,6 +110,14 @@ struct TarShardsOptions {
 // Throws ConfigError for a malformed range, DataError when nothing matches.
 std::vector<std::string> expand_shard_pattern(const std::string& pattern);
 
+// Downloads ahead of the reads (prefetch_shards) that failed, counted in every
+// process of the data set (its workers included), and the first one's message.
+// A read that then fails says so too.
+struct PrefetchErrors {
+  std::uint64_t count = 0;
+  std::string first;
+};
+
 class TarShards final : public Dataset {
  public:
   TarShards(const std::string& pattern, Compose transform, TarShardsOptions options = {});
@@ -127,6 +140,9 @@ class TarShards final : public Dataset {
   // its largest shards, so that a worker sees the shards of the batches after
   // its own before it needs them.
   std::uint64_t read_ahead() const override;
+
+  // For a URL: what its downloads ahead have met so far (none for local shards).
+  PrefetchErrors prefetch_errors() const;
 
   // The sample's key (e.g. "000123"), for messages and tests.
   // REQUIRES: index < size().

@@ -1,4 +1,4 @@
-#include "loader/datasets/file_io.h"
+#include "base/file_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -93,19 +93,6 @@ void resize_for(const char* path, std::uint64_t size, std::vector<std::uint8_t>&
                   std::to_string(offset));
 }
 
-// Closes a descriptor at scope exit.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() { ::close(fd_); }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 FileHandle::FileHandle(const std::string& path) : path_(path) {
@@ -162,7 +149,8 @@ void FileHandle::read_at(std::uint64_t offset, std::span<std::uint8_t> out) cons
 
 void read_whole_file(const char* path, std::vector<std::uint8_t>& out) {
   struct stat st {};
-  const ScopedFd fd(open_regular(path, st));
+  // No path copied: it is needed only for a message, which has it.
+  const FileHandle fd(open_regular(path, st), std::string());
   const auto size = static_cast<std::uint64_t>(st.st_size);
   // One byte more than fstat's size is asked for: a read that fills it means
   // the file grew after the fstat. A read of a regular file returns less than
@@ -171,11 +159,11 @@ void read_whole_file(const char* path, std::vector<std::uint8_t>& out) {
   resize_for(path, size + 1, out);
   std::uint64_t done = 0;
   for (;;) {
-    const ssize_t n = ::read(fd.get(), out.data() + done, size + 1 - done);
+    const ssize_t n = ::read(fd.fd(), out.data() + done, size + 1 - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) {
-        clear_nonblock(fd.get(), path);
+        clear_nonblock(fd.fd(), path);
         continue;
       }
       fail(path, "read failed", errno);
