@@ -62,6 +62,12 @@ class TarShards(Dataset):
         A shard pattern, a packed folder (its index.json), or the URL of one: s3://bucket/prefix/, https://host/path/ or http://...; remote shards are read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else ~/.cache/seedloader) bounded by cache_limit bytes (0: no bound), each worker downloading the shards of its next batches ahead (prefetch_shards of them; 0: none). cache_verify: how a cached shard is checked when a process first opens it: 'stat' (inode, size and modification time against those at download), 'hash' (its XXH64 in full) or 'none'; one that fails is downloaded again. max_attempts: attempts per object that make no progress; a transfer below min_rate_bytes_s over stall_timeout_s seconds is cut off (and counts as one); deadline_s bounds one object's whole read (0: none); index.json may hold at most max_index_bytes. s3:// requests are signed with credentials found as the AWS CLI finds them (none is an error listing where it looked); anonymous=True sends them unsigned (a public bucket), as AWS_NO_SIGN_REQUEST=true does.
         """
 
+    @property
+    def prefetch_errors(self) -> tuple:
+        """
+        (count, first message) of the downloads ahead of the reads that failed so far, in this process and its workers together (a read that needs such a shard fetches it itself, and its failure quotes these); (0, '') for local shards.
+        """
+
 class Synthetic(Dataset):
     """n generated h x w x c images."""
 

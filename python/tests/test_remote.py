@@ -112,6 +112,29 @@ def test_a_missing_index_names_the_pack_command(nginx, tmp_path):
         sl.TarShards(nginx + "data", transform="rrc:16", cache_dir=str(tmp_path / "c"))
 
 
+def test_a_failed_download_ahead_is_counted_and_quoted_by_the_read_that_needs_it(
+        nginx, tmp_path):
+    entries = write_packed(str(tmp_path / "www" / "data"))
+    assert sl.TarShards(str(tmp_path / "www" / "data"),
+                        transform="rrc:16").prefetch_errors == (0, "")
+    remote = sl.TarShards(nginx + "data/", transform="rrc:16",
+                          cache_dir=str(tmp_path / "cache"))
+    os.remove(tmp_path / "www" / "data" / entries[-1]["name"])  # the server lost it
+    loader = sl.DataLoader(remote, batch_size=5, num_workers=1, shuffle=False)
+    batches = iter(loader)
+    next(batches)  # the worker announced the shards ahead; the last one's fetch fails
+    deadline = time.monotonic() + 20
+    while remote.prefetch_errors[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    count, first = remote.prefetch_errors
+    assert count >= 1  # each batch that announces the shard tries it again
+    assert first.startswith("downloading shard %sdata/%s ahead: GET "
+                            % (nginx, entries[-1]["name"])) and "HTTP 404" in first
+    with pytest.raises(sl.WorkerError, match=r"[0-9]+ download\(s\) ahead failed before; "
+                       r"the first: downloading shard .*HTTP 404"):
+        list(batches)
+
+
 def test_the_shard_order_is_numpys_shard_permutation_then_block_shuffles(tmp_path):
     write_packed(str(tmp_path / "data"), shards=4, per_shard=5)
     data = sl.TarShards(str(tmp_path / "data"), transform="rrc:16")
