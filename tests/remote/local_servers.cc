@@ -183,4 +183,20 @@ RcloneS3::RcloneS3(const std::string& root, const std::string& dir,
             dir + "/rclone.out");
       }()) {}
 
+std::string moto_python() {
+  if (const char* p = std::getenv("SEEDLOADER_MOTO_PYTHON"); p && *p) return p;
+  const std::string venv = SEEDLOADER_SOURCE_DIR "/build/moto-venv/bin/python";
+  return ::access(venv.c_str(), X_OK) == 0 ? venv : "";
+}
+
+MotoServer::MotoServer(const std::string& folder, int ttl, const std::string& log,
+                       const std::string& token, const std::string& out)
+    : server_([&] {
+        const int port = free_port();
+        return ServerProcess(
+            {moto_python(), SEEDLOADER_SOURCE_DIR "/tests/remote/moto_server.py",
+             std::to_string(port), folder, std::to_string(ttl), log, token},
+            {}, port, out);
+      }()) {}
+
 }  // namespace seedloader::testing_util

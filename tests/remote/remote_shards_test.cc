@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -1062,6 +1063,85 @@ TEST_F(S3CredentialsTest, ValidCredentialsOutliveAFailedRefreshAndExpiredOnesNev
       << e;
   EXPECT_NE(e.find("HTTP 500"), std::string::npos) << e;
   EXPECT_EQ(issued("container"), 1);
+}
+
+// moto as STS and S3 (tests/remote/moto_server.py): web identity credentials
+// from its STS, every S3 request's signature, session token and expiry checked.
+class MotoCredentialsTest : public S3CredentialsTest {
+ protected:
+  void SetUp() override {
+    if (testing_util::moto_python().empty()) {
+      if (testing_util::cross_checks_required())
+        FAIL() << "moto is not installed (scripts/python_env.sh --test-servers)";
+      GTEST_SKIP() << "moto is not installed (scripts/python_env.sh --test-servers)";
+    }
+    S3CredentialsTest::SetUp();
+  }
+  // Starts moto; its credentials live `ttl` seconds. The credential chain finds
+  // them through web identity, as an EKS pod does.
+  void start_moto(int ttl) {
+    moto_ = std::make_unique<testing_util::MotoServer>(
+        root_ / "data", ttl, root_ / "sts.log", "web-identity-jwt", root_ / "moto.out");
+    write_file("jwt", "web-identity-jwt");
+    ::setenv("AWS_ENDPOINT_URL", moto_->endpoint().c_str(), 1);
+    ::setenv("AWS_ENDPOINT_URL_STS", moto_->endpoint().c_str(), 1);
+    ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", (root_ / "jwt").c_str(), 1);
+    ::setenv("AWS_ROLE_ARN", testing_util::kMotoRole, 1);
+  }
+  // The credentials moto's STS handed out, in order: {key, secret, token}.
+  std::vector<std::array<std::string, 3>> handed_out() const {
+    std::vector<std::array<std::string, 3>> out;
+    std::ifstream in(root_ / "sts.log");
+    for (std::string kind, key, secret, token; in >> kind >> key >> secret >> token;)
+      out.push_back({key, secret, token});
+    return out;
+  }
+
+  std::unique_ptr<testing_util::MotoServer> moto_;
+};
+
+TEST_F(MotoCredentialsTest, WebIdentityCredentialsAreRenewedBeforeTheServerRefusesThem) {
+  start_moto(4);  // due again after 2 s, refused after 4
+  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
+  const Epoch want = run_epoch(local, 0, 0);
+  // The process that built the data set, and each worker forked from it after
+  // the credentials fell due, fetch new ones before signing.
+  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
+                         cached_in(root_ / "cache"));
+  ASSERT_EQ(handed_out().size(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  EXPECT_TRUE(run_epoch(remote, 2, 0) == want);
+  EXPECT_GE(handed_out().size(), 3u);
+  // A reader that lives past several lifetimes signs every request with valid ones.
+  const remote::ObjectReader reader;
+  const auto index = *remote::ObjectUrl::parse("s3://data/index.json");
+  std::vector<std::uint8_t> out;
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(reader.read_if_present(index, out, 1 << 20)) << round;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  }
+  // The server does refuse what the loader never sends: the first credentials,
+  // long expired.
+  const std::array<std::string, 3> first = handed_out().front();
+  ::unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
+  ::setenv("AWS_ACCESS_KEY_ID", first[0].c_str(), 1);
+  ::setenv("AWS_SECRET_ACCESS_KEY", first[1].c_str(), 1);
+  ::setenv("AWS_SESSION_TOKEN", first[2].c_str(), 1);
+  const remote::ObjectReader stale;
+  const std::string e = error_of([&] { stale.read_if_present(index, out, 1 << 20); });
+  EXPECT_NE(e.find("GET s3://data/index.json: HTTP 403"), std::string::npos) << e;
+}
+
+TEST_F(MotoCredentialsTest, AWrongIdentityTokenIsAnErrorNamingStsNeverAnUnsignedRequest) {
+  start_moto(3600);
+  write_file("jwt", "someone-else");
+  const std::string e = read_error();
+  EXPECT_NE(e.find("web identity (role " + std::string(testing_util::kMotoRole) +
+                   " through STS at " + moto_->endpoint() + ")"),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("403"), std::string::npos) << e;
+  EXPECT_TRUE(handed_out().empty());
 }
 
 TEST_F(S3CredentialsTest, NoCredentialsAnywhereListsEveryPlaceLooked) {
