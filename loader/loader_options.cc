@@ -22,6 +22,12 @@ constexpr std::int64_t kMaxClasses = std::int64_t{1} << 24;
 }
 }  // namespace
 
+std::uint64_t default_canonical_nodes(const LoaderOptions& o) {
+  const bool split = o.partition == Partition::kElastic && o.shuffle &&
+                     o.order == ShuffleOrder::kShards && o.nodes > 1;
+  return split ? o.nodes : 0;
+}
+
 void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
   if (o.batch_size == 0) fail("batch_size must be at least 1");
   if (o.num_workers < 0 || o.num_workers > kMaxWorkers) {

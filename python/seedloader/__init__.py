@@ -164,6 +164,10 @@ class DataLoader:
       share of a remote data set. The global batches are the same at any world size
       dividing G; a state keeps C, and another C is refused (another order). A node
       reads C/N parts at once: its shard cache must hold C/N shuffle blocks.
+      0: no split. None (default): one part per node (node_count()) under
+      partition="elastic" with a shuffled order="shards" on more than one node,
+      else 0; fixed when the first epoch starts, and a state's C when one is
+      loaded.
     format: "torch" (default when torch imports) or "numpy".
     mixup_alpha, cutmix_alpha, cutmix_prob, num_classes: MixUp / CutMix in the
       worker, as torchvision's transforms.v2 do (see docs/datasets.md).
@@ -195,7 +199,7 @@ class DataLoader:
                  persistent_workers=False, pin_memory_device="", in_order=True,
                  seed=None, seeding="worker", on_bad_sample="raise", rank=None,
                  world_size=None, format=None, order="numpy", shuffle_block=0,
-                 partition="strided", canonical_nodes=0, mixup_alpha=0.0,
+                 partition="strided", canonical_nodes=None, mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
                  variable_fields=(), variable_bytes=65536, pad_variable=False):
         # The arguments as given: what a pickled loader is rebuilt from.
@@ -261,14 +265,18 @@ class DataLoader:
             raise ConfigError("shuffle_block must be an int >= 0 (0: four times the "
                               "largest shard), got %r" % (shuffle_block,))
         self.shuffle_block = shuffle_block
-        if (isinstance(canonical_nodes, bool) or not isinstance(canonical_nodes, int) or
-                not 0 <= canonical_nodes < 2**63):
-            raise ConfigError("canonical_nodes must be an int >= 0 (0: no split), got %r"
+        if canonical_nodes is not None and (
+                isinstance(canonical_nodes, bool) or not isinstance(canonical_nodes, int)
+                or not 0 <= canonical_nodes < 2**63):
+            raise ConfigError("canonical_nodes must be an int >= 0 (0: no split) or None "
+                              "(one per node where that helps), got %r"
                               % (canonical_nodes,))
         if canonical_nodes and partition != "elastic":
             raise ConfigError("canonical_nodes needs partition='elastic', whose global "
                               "batches they split")
-        self.canonical_nodes = canonical_nodes
+        # None: the default for the world the first epoch starts in (_place).
+        self._canonical_default = canonical_nodes is None
+        self.canonical_nodes = canonical_nodes or 0
         self.partition = partition
         if partition == "elastic" and (sampler is not None or batch_sampler is not None):
             raise ConfigError("partition='elastic' draws its own order over the whole data "
@@ -306,11 +314,14 @@ class DataLoader:
             seed=self._seed, drop_last=drop_last,
             persistent_workers=persistent_workers, rank=self.rank,
             world_size=self.world_size, partition=partition, seeding=seeding,
-            canonical_nodes=canonical_nodes, nodes=node_count(self.world_size),
+            canonical_nodes=self.canonical_nodes, nodes=node_count(self.world_size),
             on_bad_sample=on_bad_sample,
             timeout=float(timeout), mixup_alpha=float(mixup_alpha),
             cutmix_alpha=float(cutmix_alpha), cutmix_prob=float(cutmix_prob),
             num_classes=0 if num_classes is None else int(num_classes))
+        self._canonical_fixed = False  # by the first epoch, or a state loaded
+        if self._canonical_default:
+            self._set_canonical_nodes(_core.default_canonical_nodes(self._options))
         self._worker_init_fn, self._format = worker_init_fn, format
         self._pin_request = pin_memory if pin_memory is not None else (
             None if format == "torch" else False)
@@ -447,6 +458,7 @@ class DataLoader:
         pad_variable), or None when nothing is left of the epoch. An older
         pass is replaced either way."""
         self._place(announce=True)
+        self._canonical_fixed = True  # C is the run's from its first epoch on
         if self.worker_init_fn is not self._worker_init_fn:
             # Set after construction (Lightning's seed_everything(workers=True)
             # does): torch's loader uses it from its next iterator on; so does this.
@@ -520,6 +532,14 @@ class DataLoader:
         self.rank, self.world_size = rank, size
         self._options.rank, self._options.world_size = rank, size
         self._options.nodes = node_count(size)
+        if self._canonical_default and not self._canonical_fixed:
+            self._set_canonical_nodes(_core.default_canonical_nodes(self._options))
+
+    def _set_canonical_nodes(self, parts):
+        if parts != self._options.canonical_nodes and self.__dict__.get("_loader"):
+            self._close_engine()  # rebuilt with the new split
+        self.__dict__["canonical_nodes"] = parts  # past __setattr__'s rule, if any
+        self._options.canonical_nodes = parts
 
     def _raise_batch_error(self, batches):
         """Raises the error the pass `batches` met, in this API's terms: a held slot
@@ -591,8 +611,21 @@ class DataLoader:
         # Not the rank: every rank is at the same position, so one rank's state
         # (say rank 0's checkpoint) resumes them all.
         mine = self.state_dict()
-        must_match = ["partition", "seeding", "order", "shuffle_block", "canonical_nodes",
-                      "dataset"]
+        must_match = ["partition", "seeding", "order", "shuffle_block", "dataset"]
+        # Unset, C is the state's (a run goes on with the split it started with);
+        # given, it must be the same.
+        saved_parts = state.get("canonical_nodes", 0)
+        if self._canonical_default:
+            if (isinstance(saved_parts, bool) or not isinstance(saved_parts, int) or
+                    not 0 <= saved_parts < 2**63):
+                raise ConfigError("load_state_dict: canonical_nodes %r is not an int >= 0"
+                                  % (saved_parts,))
+            if saved_parts and self.partition != "elastic":
+                raise ConfigError("load_state_dict: the state splits its order into %d "
+                                  "canonical nodes, which needs partition='elastic'"
+                                  % saved_parts)
+        else:
+            must_match.append("canonical_nodes")
         must_match += (["global_batch_size"] if self.partition == "elastic" else
                        ["world_size", "batch_size", "num_batches"])
         for key in must_match:
@@ -629,6 +662,9 @@ class DataLoader:
         if plan is not None:
             self._plan = plan
         self._set_skips(self._skip_steps | skips[0], self._skip_samples | skips[1])
+        if self._canonical_default:
+            self._set_canonical_nodes(saved_parts)
+            self._canonical_fixed = True
         self._done_epoch = done_epoch
         self._epoch = epoch
         self._epoch_used = False

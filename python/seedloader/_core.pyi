@@ -308,6 +308,11 @@ class LoaderOptions:
     @num_classes.setter
     def num_classes(self, arg: int, /) -> None: ...
 
+def default_canonical_nodes(options: LoaderOptions) -> int:
+    """
+    The canonical nodes of a run that names none: options.nodes under partition elastic with a shuffled order 'shards' on more than one node, else 0.
+    """
+
 def validate(options: LoaderOptions, dataset_size: int) -> None:
     """
     ConfigError naming the first invalid option, as the engine checks them.

@@ -706,6 +706,9 @@ void bind_loader(nb::module_& m) {
           "num_classes", [](const LoaderOptions& o) { return o.mix.num_classes; },
           [](LoaderOptions& o, std::int64_t v) { o.mix.num_classes = v; });
 
+  m.def("default_canonical_nodes", &default_canonical_nodes, nb::arg("options"),
+        "The canonical nodes of a run that names none: options.nodes under partition "
+        "elastic with a shuffled order 'shards' on more than one node, else 0.");
   m.def("validate", &validate, nb::arg("options"), nb::arg("dataset_size"),
         "ConfigError naming the first invalid option, as the engine checks them.");
 

@@ -251,3 +251,41 @@ def test_canonical_nodes_are_kept_in_the_state_and_checked(monkeypatch):
         next(iter(ranks(6, canonical_nodes=4)[0]))
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
     assert sl.node_count(6) == 0  # 4 a node does not divide 6: unknown
+
+
+def test_canonical_nodes_default_to_one_per_node_under_order_shards(tmp_path, monkeypatch):
+    from test_remote import write_packed
+    write_packed(str(tmp_path / "data"), shards=6, per_shard=4)  # 24 samples
+    data = sl.TarShards(str(tmp_path / "data"), transform="rrc:8")
+
+    def shards(world, **kw):
+        return ranks(world, dataset=data, order="shards", **kw)
+
+    def steps(loaders):
+        """The indices of each global batch left in the epoch."""
+        per_rank = [[list(loader.last_indices) for _ in loader] for loader in loaders]
+        return [[i for rank in per_rank for i in rank[k]] for k in range(len(per_rank[0]))]
+
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # torchrun: 2 ranks a node
+    two_nodes = shards(4)
+    assert [loader.canonical_nodes for loader in two_nodes] == [2] * 4
+    want = steps(shards(4, canonical_nodes=2))
+    assert steps(two_nodes) == want
+    assert want != steps(shards(4, canonical_nodes=0))  # the split is another order
+    # No split where it would not help: one node, another order, or asked for none.
+    assert shards(2)[0].canonical_nodes == 0  # 2 ranks: one node
+    assert ranks(4, dataset=data)[0].canonical_nodes == 0
+    assert shards(4, canonical_nodes=0)[0].canonical_nodes == 0
+    # C is the run's: a state keeps it, and a loader left to its default takes it
+    # on one node, where its own default is no split.
+    first = shards(4)[0]
+    next(iter(first))
+    state = first.state_dict()
+    assert state["canonical_nodes"] == 2
+    resumed = shards(2)
+    for loader in resumed:
+        loader.load_state_dict(state)
+    assert [loader.canonical_nodes for loader in resumed] == [2, 2]
+    assert steps(resumed) == want[1:]
+    with pytest.raises(sl.ConfigError, match="canonical_nodes=2, this loader has 3"):
+        shards(2, canonical_nodes=3)[0].load_state_dict(state)

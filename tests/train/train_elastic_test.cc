@@ -242,6 +242,21 @@ TEST_F(TrainElastic, CanonicalNodesTrainTheSameStepsAtAnyWorldSizeAndAreKept) {
   expect_refused(
       run(2, "8", "--steps 8 --canonical-nodes 2 --resume " + path("ck.safetensors")),
       "canonical_nodes");
+  // Unset, a resume goes on with the checkpoint's C: steps 5 to 7 as a run that
+  // named C = 4 from the start trains them.
+  const auto resumed = run(2, "8",
+                           "--steps 8 --trace " + path("resumed.trace") + " --resume " +
+                               path("ck.safetensors"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("4 canonical nodes, the checkpoint's"), std::string::npos)
+      << resumed.out;
+  ASSERT_EQ(run(2, "8", "--steps 8 --canonical-nodes 4 --trace " + path("straight.trace"))
+                .exit_code,
+            0);
+  std::vector<TracedSample> tail = read_trace(path("straight.trace"));
+  ASSERT_EQ(tail.size(), 8u * 8u);
+  tail.erase(tail.begin(), tail.begin() + 5 * 8);
+  EXPECT_TRUE(read_trace(path("resumed.trace")) == tail);
   expect_refused(train("--data synthetic:40 --model mlp:3072,16,10 --steps 1 "
                        "--canonical-nodes 2"),
                  "--canonical-nodes applies to --partition elastic only");

@@ -52,15 +52,30 @@ CLI::Option* add_partition_option(CLI::App& app, Partition& partition) {
       "x world size, so it is the same at any world size; needs --seeding sample)");
 }
 
+namespace {
+
+constexpr const char* kCanonicalNodesHelp =
+    "Under --partition elastic: cut each epoch's order into C parts, every global "
+    "batch taking G/C samples of each, so the ranks of one of N nodes (N dividing C) "
+    "read only their node's parts, and under --order shards download about their "
+    "share (0: no split)";
+
+}  // namespace
+
 CLI::Option* add_canonical_nodes_option(CLI::App& app, std::uint64_t& parts) {
-  return app
-      .add_option("--canonical-nodes", parts,
-                  "Under --partition elastic: cut each epoch's order into C parts, every "
-                  "global batch taking G/C samples of each, so the ranks of one of N "
-                  "nodes (N dividing C) read only their node's parts, and under --order "
-                  "shards download about their share (0: no split)")
+  return app.add_option("--canonical-nodes", parts, kCanonicalNodesHelp)
       ->check(non_negative_integer())
       ->capture_default_str();
+}
+
+CLI::Option* add_canonical_nodes_option(CLI::App& app,
+                                        std::optional<std::uint64_t>& parts) {
+  return app
+      .add_option("--canonical-nodes", parts,
+                  std::string(kCanonicalNodesHelp) +
+                      "; default: the node count the run starts on under a shuffled "
+                      "--order shards (kept in the checkpoint), else 0")
+      ->check(non_negative_integer());
 }
 
 std::uint64_t node_count(std::uint64_t world_size) {

@@ -52,6 +52,10 @@ const EnumNames<Partition>& partition_names();
 CLI::Option* add_partition_option(CLI::App& app, Partition& partition);
 // Registers --canonical-nodes into `parts` (LoaderOptions::canonical_nodes).
 CLI::Option* add_canonical_nodes_option(CLI::App& app, std::uint64_t& parts);
+// The same for a run, where unset means default_canonical_nodes() (one part per
+// node under --order shards).
+CLI::Option* add_canonical_nodes_option(CLI::App& app,
+                                        std::optional<std::uint64_t>& parts);
 // The physical nodes a world of `world_size` ranks runs on, from the launcher
 // (OMPI_COMM_WORLD_LOCAL_SIZE, torchrun's LOCAL_WORLD_SIZE: ranks per node; else
 // SLURM_NNODES); 0 when none says or the ranks per node do not divide the world.

@@ -152,7 +152,7 @@ void validate(const TrainOptions& o) {
     if (d < 0) throw ConfigError("--devices: negative device " + std::to_string(d));
   if (o.global_batch_size && o.partition != Partition::kElastic)
     throw ConfigError("--global-batch-size applies to --partition elastic only");
-  if (o.canonical_nodes && o.partition != Partition::kElastic)
+  if (o.canonical_nodes.value_or(0) && o.partition != Partition::kElastic)
     throw ConfigError("--canonical-nodes applies to --partition elastic only");
   if (o.partition == Partition::kElastic && o.seeding != SeedScope::kSample)
     throw ConfigError(
@@ -182,7 +182,8 @@ std::uint64_t rank_batch_size(const TrainOptions& o, std::uint64_t world_size) {
   return g / world_size;
 }
 
-std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size) {
+std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size,
+                               std::uint64_t canonical_nodes) {
   nlohmann::json j;
   j["data"] = redact_credentials(o.data);
   j["transform"] = o.transform;
@@ -193,7 +194,7 @@ std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size) 
     j["partition"] = tools::enum_name(tools::partition_names(), o.partition);
     j["global_batch_size"] = global_batch_size(o, world_size);
     // Only when set, so that other checkpoints keep their config.
-    if (o.canonical_nodes) j["canonical_nodes"] = o.canonical_nodes;
+    if (canonical_nodes) j["canonical_nodes"] = canonical_nodes;
   } else {
     j["batch_size"] = o.batch_size;
   }

@@ -44,7 +44,9 @@ struct TrainOptions : tools::LoaderFlags {
   std::optional<std::uint64_t> seed;
   SeedScope seeding = SeedScope::kWorker;     // full: worker streams; sample: per sample
   Partition partition = Partition::kStrided;  // --partition
-  std::uint64_t canonical_nodes = 0;          // --canonical-nodes (elastic)
+  // --canonical-nodes (elastic); unset: default_canonical_nodes() of the run's
+  // first start, or the checkpoint's when resuming.
+  std::optional<std::uint64_t> canonical_nodes;
   // elastic: samples per step over all ranks (G); unset: batch_size x world size.
   std::optional<std::uint64_t> global_batch_size;
   bool no_shuffle = false;
@@ -87,7 +89,9 @@ std::uint64_t global_batch_size(const TrainOptions& o, std::uint64_t world_size)
 
 // The options a resumed run in a world of `world_size` ranks must share with its
 // checkpoint, as a JSON string. Strided: batch_size (per rank). Elastic: partition
-// and global_batch_size instead, so another world size dividing G may resume.
-std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size = 1);
+// and global_batch_size instead, so another world size dividing G may resume, and
+// canonical_nodes (the run's, resolved) when not 0.
+std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size = 1,
+                               std::uint64_t canonical_nodes = 0);
 
 }  // namespace seedloader::train

@@ -97,9 +97,10 @@ std::string saved_partition(const nlohmann::json& config) {
 // dividing the same global batch size, since its position is a global batch.
 void check_resume_config(const std::string& path, const CheckpointState& s,
                          const TrainOptions& o, int world, std::uint64_t data_size,
-                         std::uint64_t fingerprint) {
+                         std::uint64_t fingerprint, std::uint64_t canonical_nodes) {
   const std::uint64_t w = static_cast<std::uint64_t>(world);
-  nlohmann::json saved, now = nlohmann::json::parse(resume_config_json(o, w));
+  nlohmann::json saved,
+      now = nlohmann::json::parse(resume_config_json(o, w, canonical_nodes));
   try {
     saved = nlohmann::json::parse(s.config);
   } catch (const std::exception&) {
@@ -260,6 +261,9 @@ class Run {
   std::optional<CheckpointState> resumed_;
   SkipList skip_;                 // a resumed checkpoint's declared skips and this run's
   LoaderOptions loader_options_;  // the rank's, as open_loader() built them
+  // --canonical-nodes, or its default for this world (check_world()), or the
+  // resumed checkpoint's (resume()).
+  std::uint64_t canonical_nodes_ = 0;
 };
 
 void Run::go() {
@@ -297,6 +301,12 @@ void Run::check_world() {
   check_launch_env(mpi_.rank(), mpi_.size(),
                    [](const char* name) -> const char* { return std::getenv(name); });
   batch_ = rank_batch_size(o_, static_cast<std::uint64_t>(mpi_.size()));
+  LoaderOptions run;
+  run.partition = o_.partition;
+  run.shuffle = !o_.no_shuffle;
+  run.order = o_.order;
+  run.nodes = tools::node_count(static_cast<std::uint64_t>(mpi_.size()));
+  canonical_nodes_ = o_.canonical_nodes.value_or(default_canonical_nodes(run));
   if (o_.mode == Mode::kDataParallel && mpi_.size() > 1)
     throw ConfigError(
         "--mode dp runs as one process (replicas are threads); run it without "
@@ -357,7 +367,21 @@ void Run::load_inputs() {
 Position Run::resume() {
   if (o_.resume.empty()) return {};
   const CheckpointState s = load_checkpoint(o_.resume, model_->stages());
-  check_resume_config(o_.resume, s, o_, mpi_.size(), data_->size(), data_fingerprint_);
+  if (!o_.canonical_nodes) {
+    // Unset: the run goes on with the split it started with (none when its
+    // checkpoint names none).
+    canonical_nodes_ = 0;
+    try {
+      const nlohmann::json saved = nlohmann::json::parse(s.config);
+      if (saved.is_object() && saved.contains("canonical_nodes") &&
+          saved["canonical_nodes"].is_number_unsigned())
+        canonical_nodes_ = saved["canonical_nodes"].get<std::uint64_t>();
+    } catch (const std::exception&) {
+      // check_resume_config() names what is wrong with it.
+    }
+  }
+  check_resume_config(o_.resume, s, o_, mpi_.size(), data_->size(), data_fingerprint_,
+                      canonical_nodes_);
   resumed_ = s;
   seed_ = s.base_seed;
   global_step_ = s.global_step;
@@ -418,7 +442,7 @@ void Run::open_loader() {
   lo.rank = static_cast<std::uint64_t>(mpi_.rank());
   lo.world_size = static_cast<std::uint64_t>(mpi_.size());
   lo.partition = o_.partition;
-  lo.canonical_nodes = o_.canonical_nodes;
+  lo.canonical_nodes = canonical_nodes_;
   lo.nodes = tools::node_count(lo.world_size);
   lo.seeding = o_.seeding;
   lo.timeout = std::chrono::seconds(o_.timeout_s);
@@ -449,7 +473,7 @@ std::vector<RankFact> Run::facts(Position start) const {
       {"data set", data_->describe()},
   };
   const nlohmann::json options = nlohmann::json::parse(
-      resume_config_json(o_, static_cast<std::uint64_t>(mpi_.size())));
+      resume_config_json(o_, static_cast<std::uint64_t>(mpi_.size()), canonical_nodes_));
   for (const auto& [key, value] : options.items())
     out.push_back({"option " + key, value.dump()});
   std::string resumed = "none (no --resume)";
@@ -485,6 +509,13 @@ void Run::print_banner() const {
               tools::enum_name(mode_names(), o_.mode).c_str(), o_.model.c_str(),
               static_cast<unsigned long long>(seed_),
               o_.seed || !o_.resume.empty() ? "" : " (drawn)");
+  if (canonical_nodes_ != 0)
+    std::printf("ddp-train: %llu canonical nodes%s (seed-audit --canonical-nodes %llu)\n",
+                static_cast<unsigned long long>(canonical_nodes_),
+                o_.canonical_nodes  ? ""
+                : o_.resume.empty() ? ", one per node (the default)"
+                                    : ", the checkpoint's",
+                static_cast<unsigned long long>(canonical_nodes_));
   if (o_.mode == Mode::kModelParallel)
     std::printf("ddp-train: stage 0 = layers 0..%d, stage 1 = the rest; %s\n",
                 o_.split - 1,
@@ -597,7 +628,8 @@ void Run::save(Position next) {
   s.workers = static_cast<std::uint64_t>(o_.workers);
   s.dataset_size = data_->size();
   s.dataset_fingerprint = data_fingerprint_;
-  s.config = resume_config_json(o_, static_cast<std::uint64_t>(mpi_.size()));
+  s.config =
+      resume_config_json(o_, static_cast<std::uint64_t>(mpi_.size()), canonical_nodes_);
   s.optimizer = optimizer_json(o_);
   if (mpi_.rank() == 0) save_checkpoint(o_.save, model_->stages(), s);
   mpi_.barrier();
