@@ -23,8 +23,12 @@ constexpr std::int64_t kMaxClasses = std::int64_t{1} << 24;
 }  // namespace
 
 std::uint64_t default_canonical_nodes(const LoaderOptions& o) {
+  // Only a node count that divides the world (the same ranks on every node): a
+  // launcher's count that does not (one process of a bigger allocation) is not
+  // this world's.
   const bool split = o.partition == Partition::kElastic && o.shuffle &&
-                     o.order == ShuffleOrder::kShards && o.nodes > 1;
+                     o.order == ShuffleOrder::kShards && o.nodes > 1 &&
+                     o.world_size % o.nodes == 0;
   return split ? o.nodes : 0;
 }
 

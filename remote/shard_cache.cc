@@ -283,6 +283,12 @@ FileHandle ShardCache::pin(const shards::ShardEntry& shard) const {
 
 bool ShardCache::hold(const FileHandle& file) { return try_pin_lock(file.fd(), F_RDLCK); }
 
+bool ShardCache::unchanged(const FileHandle& file) const {
+  if (verify_ == Verify::kNone) return true;
+  struct stat st {};
+  return ::fstat(file.fd(), &st) == 0 && checked(file.path(), identity_of(st));
+}
+
 std::string ShardCache::ensure(const shards::ShardEntry& shard, Need need) const {
   return locate(shard, need, nullptr);
 }
@@ -324,9 +330,12 @@ std::string ShardCache::locate(const shards::ShardEntry& shard, Need need,
       continue;
     }
     if (round > 100) throw fail("the cache file " + path + " keeps disappearing");
-    const FileHandle fd(reserve(shard.bytes, part, need), part);
-    if (fd.fd() < 0 && need == Need::kAhead && errno == ENOSPC) return {};
-    if (fd.fd() < 0) throw fail("cannot create " + part + ": " + std::strerror(errno));
+    const int reserved = reserve(shard.bytes, part, need);
+    const int reserve_error = errno;  // before anything else can change it
+    if (reserved < 0 && need == Need::kAhead && reserve_error == ENOSPC) return {};
+    if (reserved < 0)
+      throw fail("cannot create " + part + ": " + std::strerror(reserve_error));
+    const FileHandle fd(reserved, std::string());  // messages name `part`
     if (lock(fd.fd(), LOCK_EX) != 0) throw fail("cannot lock " + part);
     // Holding the lock. Someone may have finished the download meanwhile (the file
     // this descriptor names is then the complete shard, or a part just created).

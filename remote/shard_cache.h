@@ -138,6 +138,10 @@ class ShardCache {
   // Pins the complete shard open as `file` (from open()) as pin() does; false
   // when an eviction holds it (it may be deleted; the descriptor still reads it).
   static bool hold(const FileHandle& file);
+  // Whether the complete shard open as `file` (from pin() or open()) still has
+  // the identity it was checked with (one fstat; always under kNone): a rewrite
+  // in place since is not.
+  bool unchanged(const FileHandle& file) const;
 
  private:
   // Deletes least recently used files until `bytes` more fit, then opens

@@ -98,8 +98,9 @@ struct LoaderOptions {
   // parts, each global batch taking G / C samples of each, so that the ranks of one
   // of N physical nodes (N dividing C, ranks numbered node by node) read only their
   // node's parts (ElasticSampler). 0: no split. Fixed for a run: another C is
-  // another order. The programs and Python's DataLoader default to
-  // default_canonical_nodes() when none is given.
+  // another order. ddp-train and Python's DataLoader default to
+  // default_canonical_nodes() when none is given (seed-audit, offline, to 0:
+  // give it the C the run printed or saved).
   std::uint64_t canonical_nodes = 0;
   // Physical nodes the world runs on (0: unknown). With canonical_nodes it must
   // divide them, and world_size must be a multiple of it.
@@ -135,8 +136,8 @@ struct LoaderOptions {
 // The canonical nodes of a run that names none (a sensible default, fixed for
 // the run once it starts): one part per physical node where parts keep each
 // node to its own shards — partition elastic, a shuffled order shards, more
-// than one node known (options.nodes) — else 0, no split (which for one node is
-// the same order as one part).
+// than one node known (options.nodes), dividing the world size — else 0, no
+// split (which for one node is the same order as one part).
 std::uint64_t default_canonical_nodes(const LoaderOptions& options);
 
 // Throws ConfigError naming the first invalid option; dataset_size is the

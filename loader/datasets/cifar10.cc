@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "loader/datasets/cifar_pickle.h"
 #include "base/file_io.h"
+#include "loader/datasets/cifar_pickle.h"
 #include "loader/datasets/image_output.h"
 #include "seedloader/error.h"
 

@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "loader/datasets/byte_order.h"
 #include "base/file_io.h"
+#include "loader/datasets/byte_order.h"
 #include "loader/datasets/image_output.h"
 #include "seedloader/error.h"
 

@@ -30,10 +30,11 @@ std::shared_ptr<const FileHandle> LocalShards::open(std::size_t shard) const {
 }
 
 // The errors of downloads ahead, shared by the process that built the source and
-// every process forked from it. The count only grows (relaxed: nothing else is
-// published with it); the first message is claimed by one writer (state 0 -> 1),
-// written, then published (state 2, release), and read only after an acquire
-// load of state 2.
+// every process forked from it. The first message is claimed by one writer (state
+// 0 -> 1), written, then published (state 2, release), and read only after an
+// acquire load of state 2; each failure is counted after that (release), so a
+// reader that loads the count first (acquire) and sees the failure that wrote the
+// message sees the message.
 struct CachedShards::SharedErrors {
   std::atomic<std::uint64_t> count;
   std::atomic<std::uint32_t> state;
@@ -76,10 +77,11 @@ std::shared_ptr<const FileHandle> CachedShards::open(std::size_t shard) const {
   // Looked up, and downloaded when absent, outside the lock: other threads read
   // held shards meanwhile.
   auto file = std::make_shared<const FileHandle>(cache_->open(entries_[shard]));
-  // Held, pinned, until will_read() no longer names it. Not in the creator, which
-  // may fork again and announces no reads: there each read looks the shard up
-  // (and checks it) again.
-  if (::getpid() == creator_ || !remote::ShardCache::hold(*file)) return file;
+  // Held, pinned, until will_read() no longer names it: only in a process that
+  // announces its reads (a worker), which releases them. Elsewhere (the creator,
+  // which may fork again, or a process reading without announcing) each read
+  // looks the shard up, and checks it, again.
+  if (::getpid() != announcing_ || !remote::ShardCache::hold(*file)) return file;
   std::lock_guard<std::mutex> lock(mutex_);
   held_.emplace_back(shard, file);
   return file;
@@ -89,16 +91,20 @@ void CachedShards::will_read(const std::vector<std::size_t>& shards) const noexc
   if (::getpid() == creator_) return;
   try {
     std::lock_guard<std::mutex> lock(mutex_);
+    announcing_ = ::getpid();
     // Pin the cached ones (kept from the last call, or new), so that no eviction
     // takes them before their reads; the first prefetch_shards others that no one
-    // is downloading yet are fetched.
+    // is downloading yet are fetched. held_ is replaced only once all is done: a
+    // failure leaves it as it was.
     std::vector<Held> held;
     std::vector<std::size_t> missing;
     for (const std::size_t shard : shards) {
       const auto kept = std::find_if(held_.begin(), held_.end(),
                                      [&](const Held& h) { return h.first == shard; });
-      if (kept != held_.end()) {
-        held.push_back(std::move(*kept));
+      // A kept pin whose file changed since its check (one fstat) is dropped:
+      // the read looks the shard up, and the cache fetches it again.
+      if (kept != held_.end() && cache_->unchanged(*kept->second)) {
+        held.push_back(*kept);
         continue;
       }
       if (FileHandle pin = cache_->pin(entries_[shard])) {
@@ -117,39 +123,56 @@ void CachedShards::will_read(const std::vector<std::size_t>& shards) const noexc
           [this](std::size_t shard) {
             cache_->ensure(entries_[shard], remote::ShardCache::Need::kAhead);
           },
-          [this](std::size_t shard, const char* message) { failed(shard, message); },
+          [this](std::size_t shard, const char* message) {
+            failed("downloading shard ", shard, message);
+          },
           prefetch_shards_);
     }
     prefetcher_->want(missing);
   } catch (const std::exception& e) {
-    // No thread or no memory: the reads fetch their own shards.
-    failed(shards.empty() ? 0 : shards.front(), e.what());
+    // A pin that could not be checked, no thread, no memory: the reads look
+    // their shards up themselves.
+    failed("pinning or fetching ahead the shards of the next reads, from shard ",
+           shards.empty() ? 0 : shards.front(), e.what());
   }
 }
 
-void CachedShards::failed(std::size_t shard, const char* message) const noexcept {
-  errors_->count.fetch_add(1, std::memory_order_relaxed);
+void CachedShards::failed(const char* doing, std::size_t shard,
+                          const char* message) const noexcept {
   std::uint32_t none = 0;
-  if (!errors_->state.compare_exchange_strong(none, 1, std::memory_order_acquire)) return;
-  std::string text;
-  try {
-    text = "downloading shard " + (shard < locations_.size() ? locations_[shard] : "?") +
-           " ahead: " + message;
-  } catch (...) {
-    text.clear();  // no memory: the message alone
+  if (errors_->state.compare_exchange_strong(none, 1, std::memory_order_acquire)) {
+    std::string text;
+    try {
+      text = doing + (shard < locations_.size() ? locations_[shard] : "?") +
+             (std::strcmp(doing, "downloading shard ") == 0 ? " ahead: " : ": ") +
+             message;
+    } catch (...) {
+      text.clear();  // no memory: the message alone
+    }
+    const char* from = text.empty() ? message : text.c_str();
+    const std::size_t n = std::min(std::strlen(from), sizeof errors_->first - 1);
+    std::memcpy(errors_->first, from, n);
+    errors_->first[n] = '\0';
+    // Release: a reader that sees state 2 sees the whole message.
+    errors_->state.store(2, std::memory_order_release);
   }
-  const char* from = text.empty() ? message : text.c_str();
-  const std::size_t n = std::min(std::strlen(from), sizeof errors_->first - 1);
-  std::memcpy(errors_->first, from, n);
-  errors_->first[n] = '\0';
-  // Release: a reader that sees state 2 sees the whole message.
-  errors_->state.store(2, std::memory_order_release);
+  // Counted after the first message is published (release): a reader that sees
+  // this failure counted (acquire) sees the message, if this call wrote it.
+  errors_->count.fetch_add(1, std::memory_order_release);
 }
 
 PrefetchErrors CachedShards::prefetch_errors() const {
   PrefetchErrors out;
-  out.count = errors_->count.load(std::memory_order_relaxed);
-  if (errors_->state.load(std::memory_order_acquire) == 2) out.first = errors_->first;
+  // The count first (acquire), then the message: a count that includes the
+  // failure that wrote the message comes with it. Another process may still be
+  // writing it (state 1): said so.
+  out.count = errors_->count.load(std::memory_order_acquire);
+  const std::uint32_t state = errors_->state.load(std::memory_order_acquire);
+  if (state == 2) {
+    out.first = errors_->first;
+  } else if (out.count > 0) {
+    out.first = "(its message is still being written)";
+  }
   return out;
 }
 

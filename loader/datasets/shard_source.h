@@ -2,10 +2,14 @@
 // LocalShards (files on this machine) or CachedShards (a remote data set's
 // shards, through the node's shard cache, remote/shard_cache.h) — so that
 // reading a sample is "find the member (ShardIndex), read it from the source".
-// A source keeps the shards a process is reading open: reading a sample costs its
-// preads, not an open, a stat and a close.
-// Thread-safe; a forked child may use the object it inherited (what it holds
-// open is then its own copy).
+// A source keeps the shards a process is reading open (LocalShards always,
+// CachedShards in a process that announces its reads: a worker): reading a
+// sample costs its preads, not an open, a stat and a close. Everything reads
+// with pread, so descriptors a forked child inherits (the same open file
+// descriptions) are shared safely.
+// Thread-safe; a forked child may use the object it inherited, unless the fork
+// happened while another thread was inside one of its calls (it would inherit
+// that call's mutex held, as with any lock).
 #pragma once
 
 #include <sys/types.h>
@@ -70,10 +74,11 @@ struct CachedShardsOptions {
 // each read from its complete, checked copy in the shard cache. In a process
 // forked after construction (a worker), will_read() pins the cached shards of the
 // reads announced (so that no eviction takes them first, and their open
-// descriptors serve the reads) and downloads the first prefetch_shards missing
-// ones in background threads; the process that built the source (which may fork
-// again) pins nothing and looks each read's shard up in the cache (checking it
-// as cache_verify says) again.
+// descriptors serve the reads; a kept pin is checked with one fstat per call)
+// and downloads the first prefetch_shards missing ones in background threads;
+// the process that built the source (which may fork again), and any process
+// that reads without announcing, pins nothing and looks each read's shard up in
+// the cache (checking it as cache_verify says) again.
 class CachedShards final : public ShardSource {
  public:
   // `entries` must outlive the source. Throws ConfigError for a bad cache
@@ -95,8 +100,9 @@ class CachedShards final : public ShardSource {
  private:
   struct SharedErrors;  // in memory shared with forked workers
   using Held = std::pair<std::size_t, std::shared_ptr<const FileHandle>>;
-  // Counts a download ahead that failed; keeps the first message.
-  void failed(std::size_t shard, const char* message) const noexcept;
+  // Counts a failure to fetch ahead; keeps the first message, "DOING LOCATION:
+  // message" (shard's location).
+  void failed(const char* doing, std::size_t shard, const char* message) const noexcept;
 
   const std::vector<shards::ShardEntry>& entries_;
   std::vector<std::string> locations_;  // each shard's URL, display form
@@ -105,9 +111,10 @@ class CachedShards final : public ShardSource {
   int prefetch_shards_;
   SharedErrors* errors_;  // a MAP_SHARED page, mapped before any fork
   pid_t creator_;
+  mutable pid_t announcing_ = -1;  // the process will_read() was last called in
   mutable std::mutex mutex_;
   // The pinned shards of the reads will_read() announced last, and shards a read
-  // fetched itself, pinned too; none in the creator.
+  // fetched itself, pinned too; only in the process that announces (announcing_).
   mutable std::vector<Held> held_;
   // Declared last: destroyed first, so its threads stop before the rest goes.
   mutable std::unique_ptr<remote::ShardPrefetcher> prefetcher_;

@@ -3,8 +3,13 @@
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <unordered_set>
+#include <vector>
 
 #include "loader/datasets/image_decode.h"
 #include "seedloader/error.h"
@@ -25,6 +30,37 @@ bool safe_member_name(const std::string& name) {
   return true;
 }
 
+// What libarchive reads a shard through: pread from a position of its own, never
+// the descriptor's offset, which forked processes holding the same descriptor
+// share (and other reads may have moved). Offsets libarchive counts
+// (archive_filter_bytes) are then positions in the file.
+struct PreadSource {
+  int fd;
+  std::uint64_t at = 0;
+  std::vector<char> buffer = std::vector<char>(1 << 16);
+
+  static la_ssize_t read(archive* a, void* self, const void** out) {
+    auto* s = static_cast<PreadSource*>(self);
+    ssize_t n;
+    do {
+      n = ::pread(s->fd, s->buffer.data(), s->buffer.size(), static_cast<off_t>(s->at));
+    } while (n < 0 && (errno == EINTR || errno == EAGAIN));
+    if (n < 0) {
+      archive_set_error(a, errno, "read failed at byte %llu: %s",
+                        static_cast<unsigned long long>(s->at), std::strerror(errno));
+      return -1;
+    }
+    s->at += static_cast<std::uint64_t>(n);
+    *out = s->buffer.data();
+    return n;
+  }
+  // Skipping is moving the position: nothing is read.
+  static la_int64_t skip(archive*, void* self, la_int64_t request) {
+    static_cast<PreadSource*>(self)->at += static_cast<std::uint64_t>(request);
+    return request;
+  }
+};
+
 }  // namespace
 
 MemberKind member_kind(std::string_view ext, std::string_view label_ext) {
@@ -40,7 +76,9 @@ void scan_tar_shard(const FileHandle& file, const std::string& label_ext,
   const std::uint64_t shard_size = file.size();
   std::unique_ptr<archive, int (*)(archive*)> a(archive_read_new(), &archive_read_free);
   archive_read_support_format_tar(a.get());
-  if (archive_read_open_fd(a.get(), file.fd(), 1 << 16) != ARCHIVE_OK) {
+  PreadSource source{file.fd()};
+  if (archive_read_open2(a.get(), &source, nullptr, &PreadSource::read,
+                         &PreadSource::skip, nullptr) != ARCHIVE_OK) {
     throw DataError("shard " + path + ": " + archive_error_string(a.get()));
   }
   bool open_sample = false;

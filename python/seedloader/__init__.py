@@ -536,7 +536,8 @@ class DataLoader:
             self._set_canonical_nodes(_core.default_canonical_nodes(self._options))
 
     def _set_canonical_nodes(self, parts):
-        if parts != self._options.canonical_nodes and self.__dict__.get("_loader"):
+        if (parts != self._options.canonical_nodes and
+                self.__dict__.get("_loader") is not None):
             self._close_engine()  # rebuilt with the new split
         self.__dict__["canonical_nodes"] = parts  # past __setattr__'s rule, if any
         self._options.canonical_nodes = parts
@@ -624,6 +625,17 @@ class DataLoader:
                 raise ConfigError("load_state_dict: the state splits its order into %d "
                                   "canonical nodes, which needs partition='elastic'"
                                   % saved_parts)
+            # Checked against this world now, not at the next iteration.
+            options = _loader_options(partition=self.partition, seeding=self.seeding,
+                                      world_size=self.world_size, rank=self.rank,
+                                      batch_size=self._batch_size or 1,
+                                      canonical_nodes=saved_parts,
+                                      nodes=self._options.nodes)
+            _core.validate(options, max(len(self.dataset), 1))
+            if saved_parts and mine["global_batch_size"] % saved_parts:
+                raise ConfigError("load_state_dict: the state's canonical_nodes %d does "
+                                  "not divide this loader's global batch of %d"
+                                  % (saved_parts, mine["global_batch_size"]))
         else:
             must_match.append("canonical_nodes")
         must_match += (["global_batch_size"] if self.partition == "elastic" else
@@ -655,6 +667,9 @@ class DataLoader:
             epoch = _epoch_number(epoch + 1, "load_state_dict: the epoch after finished "
                                   "epoch %d" % epoch)
             yielded = 0
+        if self._canonical_default:  # first: it may close the engine, or refuse to
+            self._set_canonical_nodes(saved_parts)
+            self._canonical_fixed = True
         if state["base_seed"] != self._seed:
             self._close_engine()  # rebuilt, and pinned again, for the new seed
             self._seed = state["base_seed"]
@@ -662,9 +677,6 @@ class DataLoader:
         if plan is not None:
             self._plan = plan
         self._set_skips(self._skip_steps | skips[0], self._skip_samples | skips[1])
-        if self._canonical_default:
-            self._set_canonical_nodes(saved_parts)
-            self._canonical_fixed = True
         self._done_epoch = done_epoch
         self._epoch = epoch
         self._epoch_used = False

@@ -409,7 +409,10 @@ TEST_F(RemoteShardsTest, ADownloadAheadThatFailsIsCountedAndQuotedByTheReadThatN
   if (worker == 0) {
     remote.will_read(std::vector<std::uint64_t>{last});
     int i = 0;
-    for (; i < 1000 && remote.prefetch_errors().count == 0; ++i)
+    // Counted, and its message published (another process may count first).
+    for (;
+         i < 1000 && remote.prefetch_errors().first.find("HTTP 404") == std::string::npos;
+         ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (i == 1000) ::_exit(1);
     const std::string e = seedloader::testing::get_error(remote, last);

@@ -242,6 +242,9 @@ TEST_F(TrainElastic, CanonicalNodesTrainTheSameStepsAtAnyWorldSizeAndAreKept) {
   expect_refused(
       run(2, "8", "--steps 8 --canonical-nodes 2 --resume " + path("ck.safetensors")),
       "canonical_nodes");
+  expect_refused(
+      run(2, "8", "--steps 8 --canonical-nodes 0 --resume " + path("ck.safetensors")),
+      "saved with canonical_nodes = 4, this run has 0");
   // Unset, a resume goes on with the checkpoint's C: steps 5 to 7 as a run that
   // named C = 4 from the start trains them.
   const auto resumed = run(2, "8",

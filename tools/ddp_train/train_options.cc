@@ -193,8 +193,9 @@ std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size,
   if (o.partition == Partition::kElastic) {
     j["partition"] = tools::enum_name(tools::partition_names(), o.partition);
     j["global_batch_size"] = global_batch_size(o, world_size);
-    // Only when set, so that other checkpoints keep their config.
-    if (canonical_nodes) j["canonical_nodes"] = canonical_nodes;
+    // 0 too: a resume that names another C than its checkpoint's is refused,
+    // none included (check_resume_config reads an absent key as 0).
+    j["canonical_nodes"] = canonical_nodes;
   } else {
     j["batch_size"] = o.batch_size;
   }

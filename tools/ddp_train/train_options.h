@@ -90,7 +90,7 @@ std::uint64_t global_batch_size(const TrainOptions& o, std::uint64_t world_size)
 // The options a resumed run in a world of `world_size` ranks must share with its
 // checkpoint, as a JSON string. Strided: batch_size (per rank). Elastic: partition
 // and global_batch_size instead, so another world size dividing G may resume, and
-// canonical_nodes (the run's, resolved) when not 0.
+// canonical_nodes (the run's, resolved; 0: no split).
 std::string resume_config_json(const TrainOptions& o, std::uint64_t world_size = 1,
                                std::uint64_t canonical_nodes = 0);
 

@@ -111,6 +111,9 @@ void check_resume_config(const std::string& path, const CheckpointState& s,
   // A checkpoint written before the data spec was saved redacted holds it whole.
   if (saved.contains("data") && saved["data"].is_string())
     saved["data"] = redact_credentials(saved["data"].get<std::string>());
+  // Elastic checkpoints from before canonical nodes hold no key: no split.
+  if (o.partition == Partition::kElastic && !saved.contains("canonical_nodes"))
+    saved["canonical_nodes"] = 0;
   const std::string partition = saved_partition(saved), ours = saved_partition(now);
   if (partition != ours)
     throw DataError("checkpoint " + path + ": saved with --partition " + partition +

@@ -30,7 +30,9 @@
 // Built from two parts (loader/datasets/): a ShardIndex, where each sample's
 // members lie, and a ShardSource, where a shard's bytes come from (local files,
 // or the shard cache for a URL); get() finds the member in the one and reads it
-// from the other, through the shard's descriptor that the source keeps open.
+// from the other, through the shard's descriptor that the source keeps open
+// (for a URL: in a worker; the process that built it looks each read's shard up
+// in the cache).
 // Owns both and the transform chain (in a State defined in tar_shards.cc). The
 // chain and the index's shard list are fixed at construction; what changes, per
 // process and under mutexes, is the lazily read shard headers of an indexed
