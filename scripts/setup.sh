@@ -23,7 +23,7 @@ case ${1:-} in
   --demo-python) packages=("${python_packages[@]}") ;;
   "") packages=("${build_packages[@]}" "${python_packages[@]}"
                 libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
-                python3-torchvision python3-matplotlib nginx-light) ;;
+                python3-torchvision python3-matplotlib nginx-light strace) ;;
   *) echo "usage: scripts/setup.sh [--demo-build | --demo-python]" >&2; exit 2 ;;
 esac
 
