@@ -158,16 +158,18 @@ class DataLoader:
       world size or batch size with the same G. Needs seeding="sample".
     canonical_nodes: with partition="elastic", C > 0 cuts each epoch's order into C
       contiguous parts and every global batch takes G/C samples of each (G a
-      multiple of C), so the ranks of one of N nodes (N dividing C, from
-      node_count()) read only their node's parts; with order="shards" the shards are
-      cut into the parts before they are shuffled, so each node downloads about its
-      share of a remote data set. The global batches are the same at any world size
+      multiple of C), so the ranks of one of N nodes (N dividing C, from nodes or
+      node_count()) read only their node's parts; with order="shards" the shards
+      are cut into the parts before they are shuffled, so each node downloads
+      about its share of a remote data set. The global batches are the same at any world size
       dividing G; a state keeps C, and another C is refused (another order). A node
       reads C/N parts at once: its shard cache must hold C/N shuffle blocks.
-      0: no split. None (default): one part per node (node_count()) under
+      0: no split. None (default): one part per node under
       partition="elastic" with a shuffled order="shards" on more than one node,
       else 0; fixed when the first epoch starts, and a state's C when one is
       loaded.
+    nodes: the physical nodes the world runs on, its ranks numbered node by node
+      (None: node_count(), from the launcher's environment).
     format: "torch" (default when torch imports) or "numpy".
     mixup_alpha, cutmix_alpha, cutmix_prob, num_classes: MixUp / CutMix in the
       worker, as torchvision's transforms.v2 do (see docs/datasets.md).
@@ -199,7 +201,7 @@ class DataLoader:
                  persistent_workers=False, pin_memory_device="", in_order=True,
                  seed=None, seeding="worker", on_bad_sample="raise", rank=None,
                  world_size=None, format=None, order="numpy", shuffle_block=0,
-                 partition="strided", canonical_nodes=None, mixup_alpha=0.0,
+                 partition="strided", canonical_nodes=None, nodes=None, mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
                  variable_fields=(), variable_bytes=65536, pad_variable=False):
         # The arguments as given: what a pickled loader is rebuilt from.
@@ -274,6 +276,11 @@ class DataLoader:
         if canonical_nodes and partition != "elastic":
             raise ConfigError("canonical_nodes needs partition='elastic', whose global "
                               "batches they split")
+        if nodes is not None and (isinstance(nodes, bool) or not isinstance(nodes, int) or
+                                  not 1 <= nodes < 2**63):
+            raise ConfigError("nodes must be an int >= 1, or None (from the launcher), "
+                              "got %r" % (nodes,))
+        self._nodes = nodes
         # None: the default for the world the first epoch starts in (_place).
         self._canonical_default = canonical_nodes is None
         self.canonical_nodes = canonical_nodes or 0
@@ -314,7 +321,7 @@ class DataLoader:
             seed=self._seed, drop_last=drop_last,
             persistent_workers=persistent_workers, rank=self.rank,
             world_size=self.world_size, partition=partition, seeding=seeding,
-            canonical_nodes=self.canonical_nodes, nodes=node_count(self.world_size),
+            canonical_nodes=self.canonical_nodes, nodes=self._node_count(self.world_size),
             on_bad_sample=on_bad_sample,
             timeout=float(timeout), mixup_alpha=float(mixup_alpha),
             cutmix_alpha=float(cutmix_alpha), cutmix_prob=float(cutmix_prob),
@@ -531,9 +538,12 @@ class DataLoader:
         self._close_engine()
         self.rank, self.world_size = rank, size
         self._options.rank, self._options.world_size = rank, size
-        self._options.nodes = node_count(size)
+        self._options.nodes = self._node_count(size)
         if self._canonical_default and not self._canonical_fixed:
             self._set_canonical_nodes(_core.default_canonical_nodes(self._options))
+
+    def _node_count(self, world_size):
+        return node_count(world_size) if self._nodes is None else self._nodes
 
     def _set_canonical_nodes(self, parts):
         if (parts != self._options.canonical_nodes and

@@ -272,6 +272,15 @@ def test_canonical_nodes_default_to_one_per_node_under_order_shards(tmp_path, mo
     want = steps(shards(4, canonical_nodes=2))
     assert steps(two_nodes) == want
     assert want != steps(shards(4, canonical_nodes=0))  # the split is another order
+    # Given, the node count needs no launcher; one that does not divide the world
+    # is refused by name.
+    monkeypatch.delenv("LOCAL_WORLD_SIZE")
+    assert shards(4)[0].canonical_nodes == 0
+    assert [loader.canonical_nodes for loader in shards(4, nodes=2)] == [2] * 4
+    assert steps(shards(4, nodes=2)) == want
+    with pytest.raises(sl.ConfigError, match="nodes must be an int >= 1"):
+        shards(4, nodes=0)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     # No split where it would not help: one node, another order, or asked for none.
     assert shards(2)[0].canonical_nodes == 0  # 2 ranks: one node
     assert ranks(4, dataset=data)[0].canonical_nodes == 0
