@@ -124,7 +124,7 @@ void CachedShards::will_read(const std::vector<std::size_t>& shards) const noexc
             cache_->ensure(entries_[shard], remote::ShardCache::Need::kAhead);
           },
           [this](std::size_t shard, const char* message) {
-            failed("downloading shard ", shard, message);
+            failed("downloading shard ", shard, " ahead: ", message);
           },
           prefetch_shards_);
     }
@@ -133,18 +133,17 @@ void CachedShards::will_read(const std::vector<std::size_t>& shards) const noexc
     // A pin that could not be checked, no thread, no memory: the reads look
     // their shards up themselves.
     failed("pinning or fetching ahead the shards of the next reads, from shard ",
-           shards.empty() ? 0 : shards.front(), e.what());
+           shards.empty() ? 0 : shards.front(), ": ", e.what());
   }
 }
 
-void CachedShards::failed(const char* doing, std::size_t shard,
+void CachedShards::failed(const char* before, std::size_t shard, const char* after,
                           const char* message) const noexcept {
   std::uint32_t none = 0;
   if (errors_->state.compare_exchange_strong(none, 1, std::memory_order_acquire)) {
     std::string text;
     try {
-      text = doing + (shard < locations_.size() ? locations_[shard] : "?") +
-             (std::strcmp(doing, "downloading shard ") == 0 ? " ahead: " : ": ") +
+      text = before + (shard < locations_.size() ? locations_[shard] : "?") + after +
              message;
     } catch (...) {
       text.clear();  // no memory: the message alone

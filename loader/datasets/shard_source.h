@@ -44,6 +44,8 @@ class ShardSource {
   // as reads go on (a worker, for each batch it is given).
   virtual void will_read(const std::vector<std::size_t>& shards) const noexcept {}
   virtual PrefetchErrors prefetch_errors() const { return {}; }
+  // Shards each process downloads ahead of its reads (0: none).
+  virtual int prefetch_shards() const { return 0; }
 };
 
 // Shards on this machine at `paths`. Keeps the last kKept shards it opened open.
@@ -96,13 +98,15 @@ class CachedShards final : public ShardSource {
   }
   void will_read(const std::vector<std::size_t>& shards) const noexcept override;
   PrefetchErrors prefetch_errors() const override;
+  int prefetch_shards() const override { return prefetch_shards_; }
 
  private:
   struct SharedErrors;  // in memory shared with forked workers
   using Held = std::pair<std::size_t, std::shared_ptr<const FileHandle>>;
-  // Counts a failure to fetch ahead; keeps the first message, "DOING LOCATION:
-  // message" (shard's location).
-  void failed(const char* doing, std::size_t shard, const char* message) const noexcept;
+  // Counts a failure to fetch ahead; keeps the first message, "BEFORE LOCATION
+  // AFTER message" (the shard's location).
+  void failed(const char* before, std::size_t shard, const char* after,
+              const char* message) const noexcept;
 
   const std::vector<shards::ShardEntry>& entries_;
   std::vector<std::string> locations_;  // each shard's URL, display form

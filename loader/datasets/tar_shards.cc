@@ -272,13 +272,10 @@ void TarShards::will_read(std::span<const std::uint64_t> indices) const noexcept
 
 std::uint64_t TarShards::read_ahead() const {
   const State& s = *state_;
-  if (dynamic_cast<const CachedShards*>(s.source.get()) == nullptr ||
-      s.options.prefetch_shards <= 0)
-    return 0;
+  const int ahead = s.source->prefetch_shards();
+  if (ahead <= 0) return 0;
   return std::min<std::uint64_t>(
-      2 * static_cast<std::uint64_t>(s.options.prefetch_shards) *
-          s.index->largest_shard(),
-      kMaxReadAhead);
+      2 * static_cast<std::uint64_t>(ahead) * s.index->largest_shard(), kMaxReadAhead);
 }
 
 PrefetchErrors TarShards::prefetch_errors() const {

@@ -549,8 +549,7 @@ class DataLoader:
         if (parts != self._options.canonical_nodes and
                 self.__dict__.get("_loader") is not None):
             self._close_engine()  # rebuilt with the new split
-        self.__dict__["canonical_nodes"] = parts  # past __setattr__'s rule, if any
-        self._options.canonical_nodes = parts
+        self.canonical_nodes = self._options.canonical_nodes = parts
 
     def _raise_batch_error(self, batches):
         """Raises the error the pass `batches` met, in this API's terms: a held slot
