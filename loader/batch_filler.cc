@@ -47,6 +47,8 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
                       CancelWatch watch) {
   FillResult result;
   auto* indices = reinterpret_cast<std::uint64_t*>(slot + ctx.geometry->indices);
+  const auto* stream_epochs =
+      reinterpret_cast<const std::uint64_t*>(slot + ctx.geometry->stream_epochs);
   const std::uint64_t n = ctx.dataset->size();
   std::vector<std::byte*> ptrs(ctx.dataset->layout().num_fields());
   const std::uint64_t rows = count + (ctx.partner_row && count > 0 ? 1 : 0);
@@ -61,7 +63,7 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
       for (std::uint64_t attempt = 0;; ++attempt) {
         try {
           if (ctx.seeding == SeedScope::kSample) {
-            Rng rng = sample_stream(ctx.base_seed, epoch, original);
+            Rng rng = ctx.dataset->sample_rng(ctx.base_seed, stream_epochs[i], original);
             read_sample(ctx, slot, i, index, rng, ptrs);
           } else {
             read_sample(ctx, slot, i, index, worker_rng, ptrs);

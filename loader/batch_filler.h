@@ -6,6 +6,8 @@
 // replacement draws from a fresh copy of the original index's stream, so the
 // batch stays the same for every worker count; in kWorker mode it continues the
 // worker's stream. The index array then names the sample actually delivered.
+// A sample's stream is Dataset::sample_rng(seed, e, original index), e its row's
+// stream epoch in the slot (the task's epoch, or a mixture source's).
 // With a BatchMixer, the filled batch is then mixed (MixUp / CutMix) from the
 // batch's own stream. Not thread-safe; one call per slot at a time.
 #pragma once

@@ -1,6 +1,8 @@
 #include "seedloader/dataset.h"
 
+#include "seedloader/derive.h"
 #include "seedloader/error.h"
+#include "seedloader/sampler.h"
 
 namespace seedloader {
 
@@ -22,6 +24,15 @@ void SampleWriter::check_dtype(std::size_t f, DType want) const {
                     "' is " + dtype_name(spec.dtype) + ", written as " +
                     dtype_name(want));
   }
+}
+
+Rng Dataset::sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
+                        std::uint64_t index) const {
+  return sample_stream(base_seed, epoch, index);
+}
+
+std::unique_ptr<Sampler> Dataset::own_order(const LoaderOptions&, std::uint64_t) const {
+  return nullptr;
 }
 
 }  // namespace seedloader

@@ -52,6 +52,16 @@ LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
   return o;
 }
 
+// The sampler of the loader's orders: the data set's own (a mixture's), else the
+// built-in one for the options.
+std::unique_ptr<Sampler> sampler_for(const Dataset& d, const LoaderOptions& o,
+                                     std::uint64_t seed) {
+  if (std::unique_ptr<Sampler> own = d.own_order(o, seed)) return own;
+  return make_sampler(
+      d.size(), o, seed,
+      o.order == ShuffleOrder::kShards ? d.shard_sizes() : std::vector<std::uint64_t>{});
+}
+
 // Samples one slot must hold: a batch never has more than the sampler yields in
 // an epoch, so a batch size beyond the (per-rank) dataset must not size the
 // shared region (batch_size 10^6 over 10 samples would map 10^6 rows).
@@ -236,10 +246,7 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
                                     : std::nullopt),
       layout_(mixer_ ? mixer_->layout() : dataset.layout()),
       base_seed_(*options_.seed),
-      sampler_(make_sampler(dataset.size(), options_, base_seed_,
-                            options_.order == ShuffleOrder::kShards
-                                ? dataset.shard_sizes()
-                                : std::vector<std::uint64_t>{})),
+      sampler_(sampler_for(dataset, options_, base_seed_)),
       num_batches_(
           options_.batch_plan
               ? 0
@@ -448,8 +455,11 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
   if (options_.batch_plan) {
     batches_.emplace(planned_batches(options_, epoch, dataset_.size()));
     num_batches_ = batches_->num_batches();
+    stream_epochs_.clear();
   } else {
-    batches_.emplace(sampler_->indices(epoch), options_.batch_size, options_.drop_last);
+    EpochOrder order = sampler_->order(epoch);
+    stream_epochs_ = std::move(order.stream_epochs);
+    batches_.emplace(std::move(order.indices), options_.batch_size, options_.drop_last);
     if (fill_.partner_row)
       preceding_ = static_cast<const ElasticSampler&>(*sampler_).preceding(epoch);
   }
@@ -477,13 +487,19 @@ void Engine::apply_skips(std::uint64_t epoch) {
   std::sort(gone.begin(), gone.end());
   const bool per_sample = !gone.empty();
   std::vector<std::vector<Index>> kept;
+  std::vector<std::uint64_t> kept_epochs;
   if (per_sample) kept.reserve(num_batches_);
   for (std::uint64_t k = 0; k < num_batches_; ++k) {
     skipped_steps_[k] = options_.skip.step(epoch, k);
     if (!per_sample) continue;
     std::vector<Index>& batch = kept.emplace_back();
-    for (const Index i : batches_->batch(k))
-      if (!std::binary_search(gone.begin(), gone.end(), i)) batch.push_back(i);
+    const std::span<const Index> given = batches_->batch(k);
+    const std::size_t at = row_of(given);
+    for (std::size_t j = 0; j < given.size(); ++j) {
+      if (std::binary_search(gone.begin(), gone.end(), given[j])) continue;
+      batch.push_back(given[j]);
+      if (!stream_epochs_.empty()) kept_epochs.push_back(stream_epochs_[at + j]);
+    }
     // Another rank's batch of the same step may keep samples: a step skipped on
     // one rank only would leave the ranks a step apart (a hang in DDP).
     if (batch.empty() && !skipped_steps_[k]) {
@@ -493,7 +509,13 @@ void Engine::apply_skips(std::uint64_t epoch) {
                         "; skip the step itself, which every rank skips");
     }
   }
-  if (per_sample) batches_.emplace(kept);
+  if (!per_sample) return;
+  batches_.emplace(kept);
+  if (!stream_epochs_.empty()) stream_epochs_ = std::move(kept_epochs);
+}
+
+std::size_t Engine::row_of(std::span<const Index> batch) const {
+  return static_cast<std::size_t>(batch.data() - batches_->indices().data());
 }
 
 void Engine::pump() noexcept {
@@ -525,6 +547,12 @@ void Engine::pump() noexcept {
     auto* out = reinterpret_cast<std::uint64_t*>(data(s) + region_layout_.slot().indices);
     for (std::size_t i = 0; i < idx.size(); ++i) out[i] = idx[i];
     if (fill_.partner_row) out[idx.size()] = preceding_[next_issue_];
+    auto* epochs =
+        reinterpret_cast<std::uint64_t*>(data(s) + region_layout_.slot().stream_epochs);
+    const std::size_t at = row_of(idx);
+    for (std::size_t i = 0; i < idx.size() + (fill_.partner_row ? 1 : 0); ++i)
+      epochs[i] =
+          stream_epochs_.empty() || i == idx.size() ? epoch_ : stream_epochs_[at + i];
     SlotHeader& h = header(s);
     h.generation = generation_;
     h.epoch = epoch_;

@@ -140,6 +140,8 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // Leaves the skipped samples out of the epoch's batches and marks its skipped
   // steps (LoaderOptions::skip), after batches_ was built.
   void apply_skips(std::uint64_t epoch);
+  // Where `batch` (one of batches_) starts in batches_->indices().
+  std::size_t row_of(std::span<const Index> batch) const;
   // Whether some filler's next slot holds a batch the consumer still has.
   bool next_slot_held() const;
   // Moves each filler's ring past the held slots its next tasks would land on,
@@ -190,6 +192,9 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::optional<SpareBlocks> spares_;
   std::uint64_t spares_used_ = 0;
   std::optional<BatchSampler> batches_;
+  // Per index of batches_ (flat, in its order), the epoch its stream is keyed by
+  // (EpochOrder::stream_epochs); empty: the epoch's own.
+  std::vector<std::uint64_t> stream_epochs_;
   std::vector<bool> skipped_steps_;  // per batch of the epoch
   // Partition::kElastic with a batch mix: per batch, the sample before this rank's
   // first in its global batch, filled into the slot's extra row as the mix's

@@ -31,6 +31,8 @@ SlotGeometry::SlotGeometry(const SampleLayout& layout, std::uint64_t batch)
   at = round_up(at + checked_mul(batch, 8, "the batch's index array"), kCacheLine);
   fingerprints = at;
   at = round_up(at + batch * 8, kCacheLine);
+  stream_epochs = at;
+  at = round_up(at + batch * 8, kCacheLine);
   lengths = at;
   at = round_up(at + checked_mul(batch * 8, num_fields, "the length table"), kCacheLine);
   for (const FieldSpec& f : layout.fields()) {

@@ -3,13 +3,14 @@
 //   [ControlBlock][WorkerBlock x W][SlotHeader x W*P][ReadAhead][slot data x W*P]
 //
 // Slot (w, j) belongs to worker w; its data holds, for up to batch_size samples:
-// indices (u64), fingerprints (u64), lengths (u64 per sample per field), then
-// each field collated as one [batch, ...shape] array, each part 64-byte aligned
-// and each slot page aligned. Everything is located by offsets computed from
-// (layout, batch size, W, P) in the process that maps the region, so the region
-// itself holds no pointers. Atomics here are lock-free (static_assert below).
-// RegionLayout is immutable after construction; the structs are shared by the
-// main process and workers following the SlotState protocol (slot_state.h).
+// indices (u64), fingerprints (u64), the epochs the samples' streams are keyed
+// by (u64: the task's epoch, or a mixture source's), lengths (u64 per sample per field),
+// then each field collated as one [batch, ...shape] array, each part 64-byte aligned and
+// each slot page aligned. Everything is located by offsets computed from (layout, batch
+// size, W, P) in the process that maps the region, so the region itself holds no
+// pointers. Atomics here are lock-free (static_assert below). RegionLayout is immutable
+// after construction; the structs are shared by the main process and workers following
+// the SlotState protocol (slot_state.h).
 #pragma once
 
 #include <atomic>
@@ -92,6 +93,7 @@ struct SlotGeometry {
   std::size_t num_fields = 0;
   std::size_t indices = 0;                   // u64[batch_size]
   std::size_t fingerprints = 0;              // u64[batch_size]
+  std::size_t stream_epochs = 0;             // u64[batch_size]
   std::size_t lengths = 0;                   // u64[batch_size * num_fields]
   std::vector<std::size_t> field_offset;     // per field
   std::vector<std::size_t> field_row_bytes;  // per field: one sample's bytes

@@ -45,6 +45,13 @@ Pcg64Stream sample_stream(std::uint64_t base_seed, std::uint64_t epoch,
   return stream_for_key(base_seed, sample_key(epoch, index));
 }
 
+Pcg64Stream mixture_sample_stream(std::uint64_t base_seed, std::uint64_t source_key,
+                                  std::uint64_t source_epoch, std::uint64_t index) {
+  return stream_for_key(
+      base_seed, {static_cast<std::uint64_t>(StreamPurpose::kMixtureSample), source_key,
+                  source_epoch, index});
+}
+
 Pcg64Stream batch_stream(std::uint64_t base_seed, std::uint64_t epoch, std::uint64_t rank,
                          std::uint64_t batch) {
   return stream_for_key(base_seed, batch_key(epoch, rank, batch));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,6 +17,9 @@
 #include "seedloader/sample_layout.h"
 
 namespace seedloader {
+
+class Sampler;
+struct LoaderOptions;
 
 // Where one sample's fields go. Made by the loader for each sample; the pointers
 // refer to the sample's row in each collated field array of the batch slot.
@@ -86,6 +90,17 @@ class Dataset {
   // rewrites them as it hands out batches; at most kMaxReadAhead are used.
   virtual std::uint64_t read_ahead() const { return 0; }
   static constexpr std::uint64_t kMaxReadAhead = 1 << 16;
+  // The stream a sample draws from under SeedScope::kSample, `epoch` being the
+  // one its order gave it (EpochOrder): by default (2, epoch, index), derive.h's
+  // sample_stream.
+  virtual Rng sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
+                         std::uint64_t index) const;
+  // A data set that sets its own order (a mixture) returns the sampler the
+  // loader draws each epoch from for `options` (rank, world size, batch size;
+  // already validated) and base seed `seed`; throws ConfigError for options it
+  // cannot honour. nullptr (the default): the loader's built-in samplers.
+  virtual std::unique_ptr<Sampler> own_order(const LoaderOptions& options,
+                                             std::uint64_t seed) const;
 };
 
 }  // namespace seedloader

@@ -7,6 +7,7 @@
 //   batch stream      (3, epoch, rank, batch_index)  (MixUp / CutMix)
 //   mixture source order    (4, source_key, source_epoch)  (mixture.h)
 //   mixture batch order     (5, global_step)
+//   mixture sample stream   (6, source_key, source_epoch, index_in_source)
 // In numpy: PCG64(SeedSequence(base, spawn_key=KEY)) gives the same stream.
 #pragma once
 
@@ -24,7 +25,8 @@ enum class StreamPurpose : std::uint64_t {
   kSample = 2,
   kBatch = 3,
   kMixtureOrder = 4,
-  kMixtureBatch = 5
+  kMixtureBatch = 5,
+  kMixtureSample = 6
 };
 
 std::vector<std::uint64_t> shuffle_key(std::uint64_t epoch);
@@ -39,6 +41,10 @@ Pcg64Stream worker_stream(std::uint64_t base_seed, std::uint64_t epoch,
                           std::uint64_t rank, std::uint64_t worker);
 Pcg64Stream sample_stream(std::uint64_t base_seed, std::uint64_t epoch,
                           std::uint64_t index);
+// A mixture's per-sample stream (mixture.h): keyed by the source, not by the
+// sample's place in the loader, so its draws do not depend on the weights.
+Pcg64Stream mixture_sample_stream(std::uint64_t base_seed, std::uint64_t source_key,
+                                  std::uint64_t source_epoch, std::uint64_t index);
 Pcg64Stream batch_stream(std::uint64_t base_seed, std::uint64_t epoch, std::uint64_t rank,
                          std::uint64_t batch);
 Pcg64Stream stream_for_key(std::uint64_t base_seed,

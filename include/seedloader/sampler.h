@@ -12,12 +12,22 @@ namespace seedloader {
 
 using Index = std::uint64_t;
 
+// One epoch's order: the indices, and the epoch each one's per-sample stream is
+// keyed by, in the same order (empty: the epoch itself, for every index).
+struct EpochOrder {
+  std::vector<Index> indices;
+  std::vector<std::uint64_t> stream_epochs;
+};
+
 class Sampler {
  public:
   virtual ~Sampler() = default;
   // Number of indices indices(epoch) returns (the same for every epoch).
   virtual std::uint64_t size() const = 0;
   virtual std::vector<Index> indices(std::uint64_t epoch) const = 0;
+  // The indices with the epochs their streams are keyed by. A sampler whose
+  // samples belong to epochs of their own (a mixture's sources) overrides it.
+  virtual EpochOrder order(std::uint64_t epoch) const { return {indices(epoch), {}}; }
 };
 
 // 0, 1, ..., n-1 in every epoch.

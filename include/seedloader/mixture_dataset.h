@@ -1,0 +1,169 @@
+// MixtureDataset: several data sets read as one by a DataLoader, in global batches
+// composed by weight on a schedule (mixture.h). Its indices are the sources' laid
+// end to end (source s's sample i is offset(s) + i), and it sets the loader's
+// order itself (Dataset::own_order), so every loader option that concerns what a
+// rank reads next works as for one data set: workers, seeding, rank and world
+// size, skips, timeouts.
+//
+// The order. With G = batch_size x world_size, loader epoch e is the mixture's
+// global steps [eK, (e+1)K), K = ceil(samples_per_epoch / G): every step is a
+// whole global batch (drop_last plays no part), and rank r reads positions
+// [r * batch_size, (r + 1) * batch_size) of each, as under Partition::kElastic.
+// So the global batches are the same at every world size dividing G, and the
+// sources' positions carry over from one loader epoch to the next. shuffle and
+// order play no part: a source is always read through its own permutations.
+//
+// The streams. Under SeedScope::kSample, sample i of source s in that source's
+// epoch f draws from mixture_sample_stream(seed, source_key(name), f, i)
+// (derive.h): the same bytes whatever the weights, the step it lands in, the
+// world size or the worker count.
+//
+// Changing the weights of a running job. The mixture's history is a list of
+// segments, each a schedule taking over at a global step with each of its
+// sources' consumed counts there: the steps before a segment's first keep the
+// composition they had, the segment's weights apply from there on (its targets
+// are those counts plus its weights' integral: mixture.h), and every source
+// continues from its own position. A segment may add sources (a source new at
+// a segment starts at its epoch 0: its count there is 0) and give a weight of
+// 0 (a paused source keeps its position); the last segment's sources are the
+// mixture's, and no source of an earlier one may be left out of it.
+//
+// Not supported yet, each a ConfigError naming it: a batch plan (a user's
+// sampler), Partition::kStrided over more than one rank, MixUp / CutMix.
+// Immutable after construction; get() is as safe across processes as the
+// sources' get().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "seedloader/dataset.h"
+#include "seedloader/mixture.h"
+#include "seedloader/sampler.h"
+
+namespace seedloader {
+
+struct MixtureSource {
+  std::string name;
+  std::shared_ptr<const Dataset> dataset;
+};
+
+// A schedule in force from global step `from_step` on, its sources having had
+// `consumed` samples before it (one count per source of `schedule`; empty: none).
+struct MixtureSegment {
+  std::uint64_t from_step = 0;
+  MixtureSchedule schedule;
+  std::vector<std::uint64_t> consumed;
+};
+
+class MixtureDataset : public Dataset {
+ public:
+  // The sources in the schedule's order (their names must be the schedule's).
+  // Throws ConfigError naming the source: names that are not the schedule's, a
+  // missing or empty data set, a layout that differs from the first source's
+  // (naming both sources), or samples_per_epoch 0. samples_per_epoch unset: the
+  // sum of the sources' sizes.
+  MixtureDataset(std::vector<MixtureSource> sources, MixtureSchedule schedule,
+                 std::optional<std::uint64_t> samples_per_epoch = std::nullopt);
+  // The same with a history: segments in order of their steps, the first from
+  // step 0 with nothing consumed, the last's schedule naming `sources` in their
+  // order. Throws ConfigError naming the segment (by its step) and the source:
+  // steps not increasing, counts of another length than the segment's sources,
+  // a source of an earlier segment missing from a later one, a source unknown
+  // to the mixture.
+  MixtureDataset(std::vector<MixtureSource> sources, std::vector<MixtureSegment> history,
+                 std::optional<std::uint64_t> samples_per_epoch = std::nullopt);
+
+  std::uint64_t size() const override { return offsets_.back(); }
+  const SampleLayout& layout() const override { return sources_[0].dataset->layout(); }
+  // Source s's get() for its sample; a DataError from it is given the source's
+  // name first.
+  void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
+  std::string describe() const override;
+  void will_read(std::span<const std::uint64_t> indices) const noexcept override;
+  std::uint64_t read_ahead() const override;
+  Rng sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
+                 std::uint64_t index) const override;
+  std::unique_ptr<Sampler> own_order(const LoaderOptions& options,
+                                     std::uint64_t seed) const override;
+
+  // The schedule in force now: the last segment's.
+  const MixtureSchedule& schedule() const { return history_.back().schedule; }
+  const std::vector<MixtureSegment>& history() const { return history_; }
+  const std::vector<MixtureSource>& sources() const { return sources_; }
+  std::uint64_t samples_per_epoch() const { return samples_per_epoch_; }
+  // Source s's first index.
+  std::uint64_t offset(std::size_t s) const { return offsets_[s]; }
+  // (source, index within it) of index `index`. REQUIRES: index < size().
+  std::pair<std::uint32_t, std::uint64_t> locate(std::uint64_t index) const;
+
+ private:
+  std::vector<MixtureSource> sources_;
+  std::vector<MixtureSegment> history_;
+  std::vector<std::uint64_t> offsets_;  // per source, then the total
+  std::vector<std::uint64_t> keys_;     // source_key() of each name
+  std::uint64_t samples_per_epoch_;
+};
+
+// ConfigError unless `history` is a mixture's over sources `names` (see
+// MixtureDataset's constructor).
+void check_mixture_history(const std::vector<std::string>& names,
+                           const std::vector<MixtureSegment>& history);
+
+// The order of a MixtureDataset for one rank (see above). Each epoch is computed
+// from the history: the allocation of the segment in force is advanced from the
+// segment's first step to the epoch's (a tenth of a microsecond a step), and each
+// source's permutation is built for the source epochs the epoch reads.
+class MixtureSampler : public Sampler {
+ public:
+  // Throws ConfigError for a batch size or world size of 0 or a rank outside it,
+  // or a history whose counts are not whole global batches.
+  MixtureSampler(const MixtureDataset& mixture, std::uint64_t batch_size,
+                 std::uint64_t world_size, std::uint64_t rank, std::uint64_t seed);
+  // The same from the mixture's shape alone: its sources' names and sizes (in
+  // the last schedule's order), its history and its epoch's length; throws
+  // ConfigError as MixtureDataset's constructor does for the history.
+  MixtureSampler(std::vector<std::string> names, std::vector<std::uint64_t> sizes,
+                 std::vector<MixtureSegment> history, std::uint64_t samples_per_epoch,
+                 std::uint64_t batch_size, std::uint64_t world_size, std::uint64_t rank,
+                 std::uint64_t seed);
+
+  // steps_per_epoch() x batch_size.
+  std::uint64_t size() const override { return steps_ * batch_size_; }
+  std::uint64_t steps_per_epoch() const { return steps_; }
+  std::vector<Index> indices(std::uint64_t epoch) const override;
+  EpochOrder order(std::uint64_t epoch) const override;
+  // The whole of global step `step` (every rank's samples, in order); their
+  // `source` numbers the mixture's sources.
+  std::vector<MixtureSample> global_batch(std::uint64_t step) const;
+  // Each of the mixture's sources' samples in the steps before `step`.
+  std::vector<std::uint64_t> consumed_at(std::uint64_t step) const;
+
+ private:
+  // Global steps [from, from + count), whole, their sources the mixture's.
+  std::vector<std::vector<MixtureSample>> steps(std::uint64_t from,
+                                                std::uint64_t count) const;
+  // The segment in force at `step`.
+  std::size_t segment_at(std::uint64_t step) const;
+  // Segment i's allocation, from its first step.
+  MixtureAllocation allocation(std::size_t i) const;
+  // ConfigError unless segment i + 1's counts are those segment i's allocation
+  // reaches at its step.
+  void check_boundary(std::size_t i, const MixtureAllocation& reached) const;
+
+  std::vector<MixtureSegment> history_;
+  std::vector<std::vector<std::uint32_t>> to_mixture_;  // per segment, per its source
+  std::vector<std::uint64_t> sizes_;
+  std::vector<std::uint64_t> offsets_;
+  std::uint64_t batch_size_;
+  std::uint64_t global_;
+  std::uint64_t rank_;
+  std::uint64_t seed_;
+  std::uint64_t steps_;
+};
+
+}  // namespace seedloader
