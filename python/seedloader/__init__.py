@@ -30,10 +30,12 @@ from seedloader import _core
 from seedloader._core import (Cifar10, Dataset, ImageFolder, Mnist, Synthetic, TarShards,
                               TensorFile, Transform)
 from seedloader import _checks, _compat, _dataset, _errors, _samples
+from seedloader._mixture import Mixture
 
 __all__ = [
     "Cifar10", "CommError", "ConfigError", "DataError", "DataLoader", "Dataset", "Error",
-    "ImageFolder", "Mnist", "Synthetic", "TarShards", "TensorFile", "TimeoutError",
+    "ImageFolder", "Mixture", "Mnist", "Synthetic", "TarShards", "TensorFile",
+    "TimeoutError",
     "Transform", "WorkerError", "distributed_context", "node_count", "transform",
 ]
 
@@ -298,6 +300,13 @@ class DataLoader:
             raise ConfigError("collate_fn runs on a Python dataset's samples; %s is one of "
                               "seedloader's own datasets, whose batches the engine builds"
                               % type(dataset).__name__)
+        # A Mixture's schedule segments (seedloader._mixture), new weights at a
+        # resume adding one; None for any other data set.
+        self._mixture_history = None
+        self._mixture_cache = None  # (key, _core.MixtureOrder)
+        if isinstance(dataset, Mixture):
+            self._mixture_history = _check_mixture_arguments(
+                dataset, sampler, batch_sampler, self._unbatched, self._collate)
         if self._collate is not None and (variable_fields or pad_variable):
             raise ConfigError("variable_fields and pad_variable do not apply with a "
                               "collate_fn: every leaf of its output may take any shape "
@@ -357,6 +366,9 @@ class DataLoader:
         self._initialized = True
 
     def __len__(self):
+        if self._mixture_history is not None:
+            self._place()
+            return self._mixture_order().steps_per_epoch
         if self._batch_sampler is not None:
             return len(self._batch_sampler)
         if self._sampler is not None:
@@ -391,6 +403,8 @@ class DataLoader:
         indices = _array.array("Q", raw).tolist()
         if self._collated is not None:  # the engine's item k is batch k
             return list(self._collated[1][indices[0]])
+        if self._mixture_history is not None:
+            return [self.dataset.locate(i) for i in indices]
         return indices
 
     @property
@@ -435,6 +449,8 @@ class DataLoader:
         last in that order; 0 when nothing is padded, -1 when the padding cannot be
         told by its place (a user's sampler; the strided partition padding more
         than one rank's last batch of several samples, which warns once)."""
+        if self._mixture_history is not None:
+            return 0  # every step of a mixture is a whole global batch
         n, ranks, size = len(self.dataset), self.world_size, self._batch_size
         if self._sampler is not None or self._batch_sampler is not None or \
                 self.drop_last or self._collate is not None:
@@ -596,7 +612,39 @@ class DataLoader:
                           "samples": sorted(self._skip_samples)}}
         if self._plan is not None and self._plan[0] == self._epoch:
             state["batches"] = self._plan[1]  # a user's sampler may not draw them again
+        if self._mixture_history is not None:
+            state["mixture"] = self._mixture_state(num_batches, yielded)
         return state
+
+    def _mixture_order(self):
+        """The Mixture's order for this rank (_core.MixtureOrder), kept while the
+        history, placement, batch size and seed stay."""
+        if self.world_size > 1 and self.partition != "elastic":
+            raise ConfigError("DataLoader: a Mixture over %d ranks needs "
+                              "partition='elastic' (its global batches are composed "
+                              "whole), not %r" % (self.world_size, self.partition))
+        m = self.dataset
+        key = (self._mixture_history, self.rank, self.world_size, self._batch_size,
+               self._seed)
+        if self._mixture_cache is None or self._mixture_cache[0] != key:
+            self._mixture_cache = (key, _core.MixtureOrder(
+                m.names, m.sizes, self._mixture_history, m.samples_per_epoch,
+                self._batch_size, self.world_size, self.rank, self._seed))
+        return self._mixture_cache[1]
+
+    def _mixture_state(self, num_batches, yielded):
+        """state["mixture"]: the global step of the position, each source's epoch and
+        consumed count there, and the history of schedules it was reached under."""
+        m = self.dataset
+        step = self._epoch * num_batches + yielded
+        consumed = self._mixture_order().consumed_at(step)
+        return {"step": step, "samples_per_epoch": m.samples_per_epoch,
+                "sources": {name: {"size": size, "epoch": count // size,
+                                   "consumed": count}
+                            for name, size, count in zip(m.names, m.sizes, consumed)},
+                "history": [[from_step, list(names), [[s, list(w)] for s, w in points],
+                             list(counts)]
+                            for from_step, names, points, counts in self._mixture_history]}
 
     def _consumed(self):
         """Batches of the current epoch consumed: the started pass's count, else the
@@ -622,6 +670,10 @@ class DataLoader:
         # (say rank 0's checkpoint) resumes them all.
         mine = self.state_dict()
         must_match = ["partition", "seeding", "order", "shuffle_block", "dataset"]
+        history = None
+        if self._mixture_history is not None or "mixture" in state:
+            history = _loaded_mixture_history(self, state)
+            must_match.remove("dataset")  # the sources are checked one by one
         # Unset, C is the state's (a run goes on with the split it started with);
         # given, it must be the same.
         saved_parts = state.get("canonical_nodes", 0)
@@ -685,6 +737,9 @@ class DataLoader:
             self.__dict__["seed"] = self._seed  # past __setattr__'s rule
         if plan is not None:
             self._plan = plan
+        if history is not None and history != self._mixture_history:
+            self._close_engine()  # rebuilt with the new weights from the saved step
+            self._mixture_history = history
         self._set_skips(self._skip_steps | skips[0], self._skip_samples | skips[1])
         self._done_epoch = done_epoch
         self._epoch = epoch
@@ -723,6 +778,9 @@ class DataLoader:
             self._options.batch_size, self._options.shuffle = 1, False
             self._options.drop_last = False
             self._options.partition = _core.Partition.strided
+        elif self._mixture_history is not None:
+            dataset, plan = self._mixture_dataset(), None
+            self._options.batch_size = self._batch_size
         else:
             dataset, plan = self._sample_dataset()
         self._options.seed = self._seed
@@ -753,6 +811,33 @@ class DataLoader:
                            [len(b) for b in drawn] + [self._batch_size or 1])
         self._options.batch_size = capacity
         return dataset, plan
+
+    def _mixture_dataset(self):
+        """The engine's MixtureDataset over the sources: seedloader's own as they are,
+        Python ones each with its layout (learned, or declared by `fields`), which
+        must be one; the batches are built from the first's."""
+        m = self.dataset
+        sources = []
+        for name in m.names:
+            source = m.sources[name]
+            if not isinstance(source, Dataset):
+                declared = getattr(source, "fields", None)
+                layout = (_samples.Layout.declared(declared) if isinstance(declared, dict)
+                          else self._learn_layout(source))
+                fields = [f.as_tuple() for f in layout.fields]
+                if self._layout is None:
+                    self._layout, first = layout, (name, fields)
+                elif fields != first[1]:
+                    raise ConfigError(
+                        "Mixture: the sources' samples must have one layout; %r gives %s, "
+                        "%r gives %s" % (first[0], first[1], name, fields))
+                if self.num_workers == 0 and self.seeding == "sample":
+                    source = _dataset.SampleSeeded(source)
+                source = _core.PythonDataset(source, fields, _samples.Flatten(layout),
+                                             _dataset.takes_rng(source))
+            sources.append(source)
+        return _core.MixtureDataset(m.names, sources, self._mixture_history,
+                                    m.samples_per_epoch)
 
     def _collated_dataset(self):
         """(the engine's dataset, its batch plan) under a collate_fn: one item per
@@ -820,6 +905,9 @@ class DataLoader:
         if self._sampler is not None or self._batch_sampler is not None:
             raise ConfigError("DataLoader.ledger: this loader's order comes from its own "
                               "sampler or batch_sampler, which the ledger cannot compute")
+        if self._mixture_history is not None:
+            raise ConfigError("DataLoader.ledger: the ledger does not compute a Mixture's "
+                              "order yet")
         if isinstance(step, range):
             steps = step
         else:
@@ -894,8 +982,11 @@ class DataLoader:
         self._skips_changed = True
 
     def _epoch_order(self):
-        """This rank's sample order in the current epoch under the built-in samplers."""
+        """This rank's sample order in the current epoch under the built-in samplers
+        (a Mixture's own)."""
         self._place()
+        if self._mixture_history is not None:
+            return self._mixture_order().order(self._epoch)[0]
         return _core.epoch_order(self._order_options(), len(self.dataset), self._epoch)
 
     def _order_options(self):
@@ -1006,6 +1097,81 @@ def _loader_options(**values):
             value = choices[value]
         setattr(options, name, value)
     return options
+
+
+def _check_mixture_arguments(mixture, sampler, batch_sampler, unbatched, collate):
+    """The history a loader over `mixture` starts with; a ConfigError for what a
+    Mixture does not take."""
+    if sampler is not None or batch_sampler is not None:
+        raise ConfigError("DataLoader: a Mixture sets its own order; it takes no sampler "
+                          "or batch_sampler")
+    if unbatched:
+        raise ConfigError("DataLoader: a Mixture is read in global batches; give "
+                          "batch_size")
+    if collate is not None:
+        raise ConfigError("DataLoader: a collate_fn over a Mixture is not supported yet")
+    kinds = {isinstance(d, Dataset) for d in mixture.sources.values()}
+    if len(kinds) > 1:
+        raise ConfigError("Mixture: the sources must be all seedloader data sets or all "
+                          "Python ones (their batches are built differently)")
+    return mixture.history()
+
+
+def _loaded_mixture_history(loader, state):
+    """The history a loader over a Mixture goes on with from `state`: the state's,
+    and, when the loader's weights are not the state's last, a new segment from the
+    saved step with each source's saved count (0 for a source new here). A
+    ConfigError for a state of another kind, a source gone or resized, or another
+    samples_per_epoch."""
+    saved = state.get("mixture")
+    if loader._mixture_history is None:
+        raise ConfigError("load_state_dict: the state is a Mixture's; this loader reads "
+                          "%s" % type(loader.dataset).__name__)
+    if not isinstance(saved, dict):
+        raise ConfigError("load_state_dict: this loader reads a Mixture; the state has "
+                          "no mixture section")
+    m = loader.dataset
+    what = "load_state_dict: mixture"
+    try:
+        step = _checks.integer(saved["step"], what + " step")
+        per_epoch = _checks.integer(saved["samples_per_epoch"], what + " samples_per_epoch")
+        sources = {name: (_checks.integer(info["size"], what + " size"),
+                          _checks.integer(info["consumed"], what + " consumed"))
+                   for name, info in saved["sources"].items()}
+        history = [(_checks.integer(f, what + " history"), [str(n) for n in names],
+                    [(_checks.integer(s, what + " history"), [float(x) for x in w])
+                     for s, w in points],
+                    [_checks.integer(c, what + " history") for c in counts])
+                   for f, names, points, counts in saved["history"]]
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ConfigError("%s is malformed (%s: %s)" % (what, type(e).__name__, e)) from None
+    if per_epoch != m.samples_per_epoch:
+        raise ConfigError("load_state_dict: the state was saved with samples_per_epoch=%d, "
+                          "this Mixture has %d" % (per_epoch, m.samples_per_epoch))
+    for name, (size, _) in sources.items():
+        if name not in m.names:
+            raise ConfigError("load_state_dict: the state's source %r is not in this "
+                              "Mixture; keep it with a weight of 0 to pause it" % name)
+        now = m.sizes[m.names.index(name)]
+        if size != now:
+            raise ConfigError("load_state_dict: the Mixture's source %r had %d samples when "
+                              "the state was saved, it has %d now" % (name, size, now))
+    if not history:
+        raise ConfigError("%s history is empty" % what)
+    points = [(s, list(w)) for s, w in m.points]
+    if (history[-1][1], history[-1][2]) != (m.names, points):
+        counts = [sources[name][1] if name in sources else 0 for name in m.names]
+        if step < history[-1][0]:
+            raise ConfigError("load_state_dict: the state's step %d is before its last "
+                              "schedule's first, %d" % (step, history[-1][0]))
+        if step == history[-1][0]:
+            history.pop()
+        history.append((step, list(m.names), points, counts))
+    # The whole history checked now, not at the next iteration.
+    _core.MixtureOrder(m.names, m.sizes, history, m.samples_per_epoch,
+                       loader._batch_size, loader.world_size, loader.rank,
+                       state["base_seed"])
+    return history
 
 
 def _dataset_fingerprint(dataset):

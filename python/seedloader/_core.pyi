@@ -355,5 +355,29 @@ class Loader:
     def shared_memory(self) -> tuple[int, int]:
         """(address, bytes) of the shared region holding every slot"""
 
+def check_mixture_schedule(names: Sequence[str], points: Sequence[tuple[int, Sequence[float]]]) -> None:
+    """ConfigError unless (names, [(step, weights)]) is a valid schedule."""
+
+class MixtureOrder:
+    """A mixture's order for one rank (mixture_dataset.h)."""
+
+    def __init__(self, names: Sequence[str], sizes: Sequence[int], history: Sequence[tuple[int, Sequence[str], Sequence[tuple[int, Sequence[float]]], Sequence[int]]], samples_per_epoch: int, batch_size: int, world_size: int, rank: int, seed: int) -> None: ...
+
+    @property
+    def steps_per_epoch(self) -> int: ...
+
+    def order(self, epoch: int) -> tuple[Annotated[NDArray[numpy.uint64], dict(shape=(None,))], Annotated[NDArray[numpy.uint64], dict(shape=(None,))]]:
+        """(indices, their source epochs) of this rank in `epoch`."""
+
+    def consumed_at(self, step: int) -> list[int]: ...
+
+    def global_batch(self, step: int) -> list[tuple[int, int, int]]:
+        """[(source, source epoch, index)] of global step `step`."""
+
+class MixtureDataset(Dataset):
+    def __init__(self, names: Sequence[str], datasets: Sequence[Dataset], history: Sequence[tuple[int, Sequence[str], Sequence[tuple[int, Sequence[float]]], Sequence[int]]], samples_per_epoch: int) -> None: ...
+
+    def locate(self, index: int) -> tuple[int, int]: ...
+
 def audit_trace(path: str, dataset_size: int | None, allow_missing: int = 0, global_batch: int | None = None) -> str:
     """The seed audit of a trace file as the JSON report text."""

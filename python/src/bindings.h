@@ -8,5 +8,6 @@ namespace seedloader::python {
 void bind_transform(nanobind::module_& m);
 void bind_datasets(nanobind::module_& m);
 void bind_loader(nanobind::module_& m);
+void bind_mixture(nanobind::module_& m);
 
 }  // namespace seedloader::python

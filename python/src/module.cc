@@ -19,6 +19,7 @@ NB_MODULE(_core, m) {
   bind_transform(m);
   bind_datasets(m);
   bind_loader(m);
+  bind_mixture(m);
   m.def("audit_trace", &seedloader::audit_trace_json, nb::arg("path"),
         nb::arg("dataset_size").none(), nb::arg("allow_missing") = 0,
         nb::arg("global_batch").none() = nb::none(),

@@ -1,0 +1,121 @@
+// Mixtures (seedloader/mixture_dataset.h): MixtureDataset, a data set to the
+// engine over seedloader datasets, and MixtureOrder, the order of a mixture from
+// its shape alone, for what the Python loader computes without an engine (len(),
+// the sampler it shows, state_dict()). A history crosses as a list of
+// (from_step, source names, [(step, [weight per source])], consumed counts).
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "python/src/bindings.h"
+#include "seedloader/error.h"
+#include "seedloader/mixture_dataset.h"
+
+namespace nb = nanobind;
+
+namespace seedloader::python {
+namespace {
+
+using Points = std::vector<std::pair<std::uint64_t, std::vector<double>>>;
+using Segment = std::tuple<std::uint64_t, std::vector<std::string>, Points,
+                           std::vector<std::uint64_t>>;
+
+std::vector<MixtureSegment> history_from(const std::vector<Segment>& segments) {
+  std::vector<MixtureSegment> out;
+  for (const auto& [from, names, points, consumed] : segments) {
+    std::vector<WeightPoint> weights;
+    for (const auto& [step, w] : points) weights.push_back({step, w});
+    out.push_back({from, MixtureSchedule(names, std::move(weights)), consumed});
+  }
+  return out;
+}
+
+// A numpy array owning `values`.
+nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>> owned(
+    std::vector<std::uint64_t> values) {
+  auto* held = new std::vector<std::uint64_t>(std::move(values));
+  nb::capsule owner(
+      held, [](void* p) noexcept { delete static_cast<std::vector<std::uint64_t>*>(p); });
+  return nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>(held->data(), {held->size()},
+                                                            owner);
+}
+
+}  // namespace
+
+void bind_mixture(nb::module_& m) {
+  m.def(
+      "check_mixture_schedule",
+      [](const std::vector<std::string>& names, const Points& points) {
+        history_from({Segment{0, names, points, {}}});
+      },
+      nb::arg("names"), nb::arg("points"),
+      "ConfigError unless (names, [(step, weights)]) is a valid schedule.");
+
+  nb::class_<MixtureSampler>(m, "MixtureOrder",
+                             "A mixture's order for one rank (mixture_dataset.h).")
+      .def(
+          "__init__",
+          [](MixtureSampler* self, std::vector<std::string> names,
+             std::vector<std::uint64_t> sizes, const std::vector<Segment>& history,
+             std::uint64_t samples_per_epoch, std::uint64_t batch_size,
+             std::uint64_t world_size, std::uint64_t rank, std::uint64_t seed) {
+            new (self)
+                MixtureSampler(std::move(names), std::move(sizes), history_from(history),
+                               samples_per_epoch, batch_size, world_size, rank, seed);
+          },
+          nb::arg("names"), nb::arg("sizes"), nb::arg("history"),
+          nb::arg("samples_per_epoch"), nb::arg("batch_size"), nb::arg("world_size"),
+          nb::arg("rank"), nb::arg("seed"))
+      .def_prop_ro("steps_per_epoch", &MixtureSampler::steps_per_epoch)
+      .def(
+          "order",
+          [](const MixtureSampler& s, std::uint64_t epoch) {
+            EpochOrder order = s.order(epoch);
+            return std::make_pair(owned(std::move(order.indices)),
+                                  owned(std::move(order.stream_epochs)));
+          },
+          nb::arg("epoch"), "(indices, their source epochs) of this rank in `epoch`.")
+      .def("consumed_at", &MixtureSampler::consumed_at, nb::arg("step"))
+      .def(
+          "global_batch",
+          [](const MixtureSampler& s, std::uint64_t step) {
+            std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint64_t>> out;
+            for (const MixtureSample& m : s.global_batch(step))
+              out.emplace_back(m.source, m.epoch, m.index);
+            return out;
+          },
+          nb::arg("step"), "[(source, source epoch, index)] of global step `step`.");
+
+  nb::class_<MixtureDataset, Dataset>(m, "MixtureDataset")
+      .def(
+          "__init__",
+          [](MixtureDataset* self, const std::vector<std::string>& names,
+             const std::vector<Dataset*>& datasets, const std::vector<Segment>& history,
+             std::uint64_t samples_per_epoch) {
+            if (names.size() != datasets.size())
+              throw ConfigError("a mixture of " + std::to_string(names.size()) +
+                                " names given " + std::to_string(datasets.size()) +
+                                " data sets");
+            std::vector<MixtureSource> sources;
+            for (std::size_t s = 0; s < names.size(); ++s) {
+              // Not owned: keep_alive below holds the list that holds them.
+              sources.push_back({names[s], std::shared_ptr<const Dataset>(
+                                               datasets[s], [](const Dataset*) {})});
+            }
+            new (self) MixtureDataset(std::move(sources), history_from(history),
+                                      samples_per_epoch);
+          },
+          nb::arg("names"), nb::arg("datasets"), nb::arg("history"),
+          nb::arg("samples_per_epoch"), nb::keep_alive<1, 3>())
+      .def("locate", &MixtureDataset::locate, nb::arg("index"));
+}
+
+}  // namespace seedloader::python

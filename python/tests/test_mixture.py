@@ -1,0 +1,189 @@
+"""seedloader.Mixture: the same global batches at any world size and worker count;
+each sample's draws keyed by (source, source epoch, index), whatever the weights;
+new weights at a resume, at another world size, with a source added, repeat and
+skip nothing of any source; what a Mixture cannot do is refused by name."""
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import seedloader as sl
+
+G = 12
+SEED = 5
+
+
+class Source:
+    """Sample i of source `tag`: (tag, i) and the first uniform draw of its stream."""
+
+    def __init__(self, size, tag):
+        self.size, self.tag = size, tag
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index, rng):
+        return {"x": torch.tensor([self.tag, index]), "u": torch.tensor(rng.random(), dtype=torch.float64)}
+
+
+STAGED = [(0, {"small": 1, "large": 3}), (7, {"small": 1, "large": 1})]
+
+
+def mixture(weights=STAGED, **extra):
+    sources = {"small": Source(13, 0), "large": Source(50, 1)}
+    sources.update(extra)
+    if extra and isinstance(weights, dict):
+        weights = dict(weights, **{name: 1 for name in extra})
+    return sl.Mixture(sources, weights, samples_per_epoch=60)
+
+
+def loader(m, world=1, rank=0, workers=0, **kw):
+    return sl.DataLoader(m, batch_size=G // world, num_workers=workers, seed=SEED,
+                         seeding="sample", partition="elastic", rank=rank,
+                         world_size=world, **kw)
+
+
+def rows(batch):
+    return [(int(t), int(i), float(u)) for (t, i), u in zip(batch["x"], batch["u"])]
+
+
+def global_batches(m, world, workers, epochs):
+    out = {}
+    for rank in range(world):
+        dl = loader(m, world, rank, workers)
+        for epoch in range(epochs):
+            dl.set_epoch(epoch)
+            for k, batch in enumerate(dl):
+                out.setdefault((epoch, k), []).extend(rows(batch))
+    return [out[key] for key in sorted(out)]
+
+
+def source_key(name):
+    h = 0xcbf29ce484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001b3) % 2**64
+    return h >> 1
+
+
+def stream_uniform(name, source_epoch, index):
+    """The first uniform of the stream (6, source_key, source epoch, index), in numpy."""
+    seq = np.random.SeedSequence(SEED, spawn_key=(6, source_key(name), source_epoch, index))
+    return np.random.Generator(np.random.PCG64(seq)).random()
+
+
+def test_global_batches_are_the_same_at_every_world_size_and_worker_count():
+    m = mixture()
+    want = global_batches(m, 1, 0, 3)
+    assert len(want) == 15 and all(len(b) == G for b in want)
+    for world in (2, 3, 4):
+        for workers in (0, 2):
+            assert global_batches(m, world, workers, 3) == want, (world, workers)
+
+
+def test_a_samples_draws_are_its_sources_stream_whatever_the_weights():
+    seen = {}
+    for weights in (STAGED, {"small": 5, "large": 1}):
+        for batch in global_batches(mixture(weights), 2, 1, 2):
+            for tag, index, u in batch:
+                name = ("small", "large")[tag]
+                # The source epoch is one of those the index can be in: the draw
+                # must be that epoch's stream.
+                epochs = [e for e in range(16) if stream_uniform(name, e, index) == u]
+                assert len(epochs) == 1, (name, index, u)
+                key = (name, index, epochs[0])
+                assert seen.setdefault(key, u) == u
+    assert len(seen) > 60
+
+
+def test_the_steps_follow_the_weights_and_the_small_source_cycles():
+    batches = global_batches(mixture({"small": 1, "large": 3}), 1, 0, 4)
+    for batch in batches:
+        small = sum(1 for tag, _, _ in batch if tag == 0)
+        assert small == 3  # a quarter of 12, exactly, at every step
+    reads = []
+    for batch in batches:  # after every step: nothing repeated within a source epoch
+        reads += [index for tag, index, _ in batch if tag == 0]
+        assert balanced(reads, 13), np.bincount(reads)
+    assert len(reads) == 60  # four epochs of the small source and a part
+
+
+def balanced(reads, size):
+    """Every index read floor(T / size) or one more times: nothing repeated within
+    a source epoch, nothing skipped."""
+    counts = np.bincount(reads, minlength=size)
+    return counts.max() - counts.min() <= 1 and len(counts) == size
+
+
+def test_new_weights_at_a_resume_at_another_world_size_repeat_and_skip_nothing():
+    before = [loader(mixture(), 2, r, 1) for r in range(2)]
+    reads = {"small": [], "large": [], "extra": []}
+    names = ("small", "large", "extra")
+    # Epochs 0 and 1 whole, and 3 steps of epoch 2, on both ranks.
+    for epoch in range(3):
+        its = [iter(dl) for dl in before]
+        for k in range(5 if epoch < 2 else 3):
+            for it in its:
+                for tag, index, _ in rows(next(it)):
+                    reads[names[tag]].append(index)
+        if epoch < 2:
+            for it in its:
+                assert next(it, None) is None
+    state = before[0].state_dict()
+    assert state["mixture"]["step"] == 13
+    new = sl.Mixture({"small": Source(13, 0), "large": Source(50, 1), "extra": Source(7, 2)},
+                     {"small": 2, "large": 1, "extra": 1}, samples_per_epoch=60)
+    after = [loader(new, 3, r, 2) for r in range(3)]
+    for dl in after:
+        dl.load_state_dict(pickle.loads(pickle.dumps(state)))
+    for epoch in range(2, 5):
+        for dl in after:
+            dl.set_epoch(epoch) if epoch > 2 else None
+        per_rank = [list(dl) for dl in after]
+        assert len({len(p) for p in per_rank}) == 1
+        for k in range(len(per_rank[0])):
+            step = [row for p in per_rank for row in rows(p[k])]
+            counts = [sum(1 for row in step if row[0] == t) for t in range(3)]
+            assert counts == [6, 3, 3], (epoch, k)  # 2:1:1 of 12
+            for tag, index, _ in step:
+                reads[names[tag]].append(index)
+    for name, size in (("small", 13), ("large", 50), ("extra", 7)):
+        assert balanced(reads[name], size), (name, np.bincount(reads[name]))
+    assert len(reads["extra"]) == 3 * (2 + 10)  # from step 13 on: epoch 2's 2, then 10
+    # The new weights are a new segment of the history, from the saved step.
+    history = after[0].state_dict()["mixture"]["history"]
+    assert [h[0] for h in history] == [0, 13] and history[1][1] == list(names)
+
+
+def test_the_loader_pickles_with_its_mixture_and_position():
+    dl = loader(mixture(), 1, 0, 0)
+    it = iter(dl)
+    next(it), next(it)
+    copy = pickle.loads(pickle.dumps(dl))
+    assert [rows(b) for b in copy] == [rows(b) for b in it]
+
+
+def test_what_a_mixture_cannot_do_is_refused_by_name():
+    with pytest.raises(sl.ConfigError, match="leave out 'large'"):
+        sl.Mixture({"small": Source(3, 0), "large": Source(3, 1)}, {"small": 1})
+    with pytest.raises(sl.ConfigError, match="'huge', which is not a source"):
+        sl.Mixture({"small": Source(3, 0)}, {"small": 1, "huge": 2})
+    with pytest.raises(sl.ConfigError, match="source 'empty'.*is empty"):
+        sl.Mixture({"small": Source(3, 0), "empty": Source(0, 1)}, {"small": 1, "empty": 1})
+    with pytest.raises(sl.ConfigError, match="needs partition='elastic'"):
+        len(sl.DataLoader(mixture(), batch_size=6, rank=0, world_size=2, seed=1))
+    with pytest.raises(sl.ConfigError, match="takes no sampler"):
+        sl.DataLoader(mixture(), batch_size=6, sampler=range(63))
+    state = loader(mixture(), 1, 0, 0).state_dict()
+    resized = sl.Mixture({"small": Source(14, 0), "large": Source(50, 1)}, STAGED,
+                         samples_per_epoch=60)
+    with pytest.raises(sl.ConfigError, match="'small' had 13 samples .* it has 14 now"):
+        loader(resized).load_state_dict(state)
+    gone = sl.Mixture({"large": Source(50, 1)}, {"large": 1}, samples_per_epoch=60)
+    with pytest.raises(sl.ConfigError, match="source 'small' is not in this Mixture"):
+        loader(gone).load_state_dict(state)
+    with pytest.raises(sl.ConfigError, match="the state is a Mixture's"):
+        sl.DataLoader(Source(63, 0), batch_size=12, seed=SEED).load_state_dict(state)
+    plain = sl.DataLoader(Source(63, 0), batch_size=12, seed=SEED).state_dict()
+    with pytest.raises(sl.ConfigError, match="no mixture section"):
+        loader(mixture()).load_state_dict(plain)
