@@ -45,8 +45,11 @@ MixtureDataset::MixtureDataset(std::vector<MixtureSource> sources,
 
 MixtureDataset::MixtureDataset(std::vector<MixtureSource> sources,
                                std::vector<MixtureSegment> history,
-                               std::optional<std::uint64_t> samples_per_epoch)
-    : sources_(std::move(sources)), history_(std::move(history)) {
+                               std::optional<std::uint64_t> samples_per_epoch,
+                               std::vector<MixturePoint> known)
+    : sources_(std::move(sources)),
+      history_(std::move(history)),
+      known_(std::move(known)) {
   if (history_.empty()) throw ConfigError("a mixture needs a schedule");
   const std::vector<std::string>& names = schedule().sources();
   if (sources_.size() != names.size())
@@ -190,14 +193,15 @@ MixtureSampler::MixtureSampler(const MixtureDataset& mixture, std::uint64_t batc
                                std::uint64_t world_size, std::uint64_t rank,
                                std::uint64_t seed)
     : MixtureSampler(source_names(mixture), source_sizes(mixture), mixture.history(),
-                     mixture.samples_per_epoch(), batch_size, world_size, rank, seed) {}
+                     mixture.samples_per_epoch(), batch_size, world_size, rank, seed,
+                     mixture.known()) {}
 
 MixtureSampler::MixtureSampler(std::vector<std::string> names,
                                std::vector<std::uint64_t> sizes,
                                std::vector<MixtureSegment> history,
                                std::uint64_t samples_per_epoch, std::uint64_t batch_size,
                                std::uint64_t world_size, std::uint64_t rank,
-                               std::uint64_t seed)
+                               std::uint64_t seed, std::vector<MixturePoint> known)
     : history_(std::move(history)),
       sizes_(std::move(sizes)),
       batch_size_(batch_size),
@@ -232,7 +236,44 @@ MixtureSampler::MixtureSampler(std::vector<std::string> names,
           std::to_string(global_) +
           " (batch_size x world_size): was it saved with another global batch?");
   }
+  for (const MixturePoint& p : known) {
+    if (p.consumed.size() != sizes_.size())
+      throw ConfigError("a mixture's counts at step " + std::to_string(p.step) + " are " +
+                        std::to_string(p.consumed.size()) + " for " +
+                        std::to_string(sizes_.size()) + " sources");
+  }
+  known_ = std::move(known);
+  given_ = known_.size();
+  known_.resize(given_ + 2);  // the first and last steps of the epoch computed last
   steps_ = (samples_per_epoch + global_ - 1) / global_;
+}
+
+MixtureAllocation MixtureSampler::allocation_near(std::size_t i,
+                                                  std::uint64_t step) const {
+  MixtureAllocation a = allocation(i);
+  const MixturePoint* best = nullptr;
+  for (const MixturePoint& p : known_) {
+    if (p.consumed.empty() || p.step < history_[i].from_step || p.step > step ||
+        segment_at(p.step) != i || (best != nullptr && p.step <= best->step))
+      continue;
+    best = &p;
+  }
+  if (best != nullptr && best->step > a.step()) {
+    std::vector<std::uint64_t> counts;
+    for (const std::uint32_t s : to_mixture_[i]) counts.push_back(best->consumed[s]);
+    a.resume(best->step, std::move(counts));
+  }
+  a.advance_to(step);
+  return a;
+}
+
+void MixtureSampler::remember(std::size_t i, const MixtureAllocation& reached,
+                              bool first) const {
+  MixturePoint& last = known_[given_ + (first ? 0 : 1)];
+  last.step = reached.step();
+  last.consumed.assign(sizes_.size(), 0);
+  for (std::size_t t = 0; t < to_mixture_[i].size(); ++t)
+    last.consumed[to_mixture_[i][t]] = reached.consumed()[t];
 }
 
 std::size_t MixtureSampler::segment_at(std::uint64_t step) const {
@@ -270,15 +311,14 @@ void MixtureSampler::check_boundary(std::size_t i,
 std::vector<std::vector<MixtureSample>> MixtureSampler::steps(std::uint64_t from,
                                                               std::uint64_t count) const {
   std::size_t i = segment_at(from);
-  MixtureAllocation a = allocation(i);
-  a.advance_to(from);
   std::vector<std::uint64_t> sizes;
   auto plan_for = [&](std::size_t seg, MixtureAllocation alloc) {
     sizes.clear();
     for (const std::uint32_t s : to_mixture_[seg]) sizes.push_back(sizes_[s]);
     return MixturePlan(std::move(alloc), sizes, seed_);
   };
-  MixturePlan plan = plan_for(i, std::move(a));
+  MixturePlan plan = plan_for(i, allocation_near(i, from));
+  remember(i, plan.allocation(), true);
   std::vector<std::vector<MixtureSample>> out;
   out.reserve(count);
   for (std::uint64_t g = from; g < from + count; ++g) {
@@ -291,13 +331,13 @@ std::vector<std::vector<MixtureSample>> MixtureSampler::steps(std::uint64_t from
     for (MixtureSample& m : batch) m.source = to_mixture_[i][m.source];
     out.push_back(std::move(batch));
   }
+  remember(i, plan.allocation(), false);
   return out;
 }
 
 std::vector<std::uint64_t> MixtureSampler::consumed_at(std::uint64_t step) const {
   const std::size_t i = segment_at(step);
-  MixtureAllocation a = allocation(i);
-  a.advance_to(step);
+  const MixtureAllocation a = allocation_near(i, step);
   std::vector<std::uint64_t> out(sizes_.size(), 0);
   for (std::size_t t = 0; t < to_mixture_[i].size(); ++t)
     out[to_mixture_[i][t]] = a.consumed()[t];

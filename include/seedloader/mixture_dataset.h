@@ -52,6 +52,14 @@ struct MixtureSource {
   std::shared_ptr<const Dataset> dataset;
 };
 
+// The counts of the mixture's sources (in its order) after `step` global steps, as
+// a saved state records them: an order computed from there does not advance the
+// allocation from the start of the segment in force.
+struct MixturePoint {
+  std::uint64_t step = 0;
+  std::vector<std::uint64_t> consumed;
+};
+
 // A schedule in force from global step `from_step` on, its sources having had
 // `consumed` samples before it (one count per source of `schedule`; empty: none).
 struct MixtureSegment {
@@ -75,8 +83,11 @@ class MixtureDataset : public Dataset {
   // steps not increasing, counts of another length than the segment's sources,
   // a source of an earlier segment missing from a later one, a source unknown
   // to the mixture.
+  // `known`: points whose counts a saved state gives (see MixturePoint); counts
+  // that are not the history's are a ConfigError when an order uses them.
   MixtureDataset(std::vector<MixtureSource> sources, std::vector<MixtureSegment> history,
-                 std::optional<std::uint64_t> samples_per_epoch = std::nullopt);
+                 std::optional<std::uint64_t> samples_per_epoch = std::nullopt,
+                 std::vector<MixturePoint> known = {});
 
   std::uint64_t size() const override { return offsets_.back(); }
   const SampleLayout& layout() const override { return sources_[0].dataset->layout(); }
@@ -94,6 +105,7 @@ class MixtureDataset : public Dataset {
   // The schedule in force now: the last segment's.
   const MixtureSchedule& schedule() const { return history_.back().schedule; }
   const std::vector<MixtureSegment>& history() const { return history_; }
+  const std::vector<MixturePoint>& known() const { return known_; }
   const std::vector<MixtureSource>& sources() const { return sources_; }
   std::uint64_t samples_per_epoch() const { return samples_per_epoch_; }
   // Source s's first index.
@@ -104,6 +116,7 @@ class MixtureDataset : public Dataset {
  private:
   std::vector<MixtureSource> sources_;
   std::vector<MixtureSegment> history_;
+  std::vector<MixturePoint> known_;
   std::vector<std::uint64_t> offsets_;  // per source, then the total
   std::vector<std::uint64_t> keys_;     // source_key() of each name
   std::uint64_t samples_per_epoch_;
@@ -115,9 +128,13 @@ void check_mixture_history(const std::vector<std::string>& names,
                            const std::vector<MixtureSegment>& history);
 
 // The order of a MixtureDataset for one rank (see above). Each epoch is computed
-// from the history: the allocation of the segment in force is advanced from the
-// segment's first step to the epoch's (a tenth of a microsecond a step), and each
-// source's permutation is built for the source epochs the epoch reads.
+// from the history: the allocation of the segment in force is advanced to the
+// epoch's first step (a tenth of a microsecond a step) from the latest step before
+// it whose counts are known — the segment's first, a known point, or the first
+// or last step of the epoch computed last — and each source's permutation is built for
+// the source epochs the epoch reads. So a run that goes epoch after epoch, or resumes
+// from a state holding its epoch's first counts, costs one epoch's steps per epoch, at
+// step 10 as at step 10^9. Not thread-safe (it remembers the last epoch's ends).
 class MixtureSampler : public Sampler {
  public:
   // Throws ConfigError for a batch size or world size of 0 or a rank outside it,
@@ -130,7 +147,7 @@ class MixtureSampler : public Sampler {
   MixtureSampler(std::vector<std::string> names, std::vector<std::uint64_t> sizes,
                  std::vector<MixtureSegment> history, std::uint64_t samples_per_epoch,
                  std::uint64_t batch_size, std::uint64_t world_size, std::uint64_t rank,
-                 std::uint64_t seed);
+                 std::uint64_t seed, std::vector<MixturePoint> known = {});
 
   // steps_per_epoch() x batch_size.
   std::uint64_t size() const override { return steps_ * batch_size_; }
@@ -151,12 +168,20 @@ class MixtureSampler : public Sampler {
   std::size_t segment_at(std::uint64_t step) const;
   // Segment i's allocation, from its first step.
   MixtureAllocation allocation(std::size_t i) const;
+  // Segment i's allocation at the latest known step in [its first step, step].
+  MixtureAllocation allocation_near(std::size_t i, std::uint64_t step) const;
+  // Remembers the counts the allocation of segment i reached, at the first or the
+  // last step of the steps computed last.
+  void remember(std::size_t i, const MixtureAllocation& reached, bool first) const;
   // ConfigError unless segment i + 1's counts are those segment i's allocation
   // reaches at its step.
   void check_boundary(std::size_t i, const MixtureAllocation& reached) const;
 
   std::vector<MixtureSegment> history_;
   std::vector<std::vector<std::uint32_t>> to_mixture_;  // per segment, per its source
+  // The points given, then the two remembered (empty counts: none yet).
+  mutable std::vector<MixturePoint> known_;
+  std::size_t given_ = 0;
   std::vector<std::uint64_t> sizes_;
   std::vector<std::uint64_t> offsets_;
   std::uint64_t batch_size_;

@@ -304,6 +304,8 @@ class DataLoader:
         # resume adding one; None for any other data set.
         self._mixture_history = None
         self._mixture_cache = None  # (key, _core.MixtureOrder)
+        # (step, [count per source]) a loaded state gives: orders start from there.
+        self._mixture_known = []
         if isinstance(dataset, Mixture):
             self._mixture_history = _check_mixture_arguments(
                 dataset, sampler, batch_sampler, self._unbatched, self._collate)
@@ -624,24 +626,31 @@ class DataLoader:
                               "partition='elastic' (its global batches are composed "
                               "whole), not %r" % (self.world_size, self.partition))
         m = self.dataset
-        key = (self._mixture_history, self.rank, self.world_size, self._batch_size,
-               self._seed)
+        key = (self._mixture_history, self._mixture_known, self.rank, self.world_size,
+               self._batch_size, self._seed)
         if self._mixture_cache is None or self._mixture_cache[0] != key:
             self._mixture_cache = (key, _core.MixtureOrder(
                 m.names, m.sizes, self._mixture_history, m.samples_per_epoch,
-                self._batch_size, self.world_size, self.rank, self._seed))
+                self._batch_size, self.world_size, self.rank, self._seed,
+                self._mixture_known))
         return self._mixture_cache[1]
 
     def _mixture_state(self, num_batches, yielded):
         """state["mixture"]: the global step of the position, each source's epoch and
-        consumed count there, and the history of schedules it was reached under."""
+        consumed count there (and its count at the epoch's first step, from which a
+        resume computes the epoch without going through the steps before it), and
+        the history of schedules it was reached under."""
         m = self.dataset
-        step = self._epoch * num_batches + yielded
-        consumed = self._mixture_order().consumed_at(step)
-        return {"step": step, "samples_per_epoch": m.samples_per_epoch,
+        first = self._epoch * num_batches
+        order = self._mixture_order()
+        at_first = order.consumed_at(first)
+        consumed = order.consumed_at(first + yielded)
+        return {"step": first + yielded, "samples_per_epoch": m.samples_per_epoch,
+                "epoch_first_step": first,
                 "sources": {name: {"size": size, "epoch": count // size,
-                                   "consumed": count}
-                            for name, size, count in zip(m.names, m.sizes, consumed)},
+                                   "consumed": count, "epoch_first_count": start}
+                            for name, size, count, start
+                            in zip(m.names, m.sizes, consumed, at_first)},
                 "history": [[from_step, list(names), [[s, list(w)] for s, w in points],
                              list(counts)]
                             for from_step, names, points, counts in self._mixture_history]}
@@ -672,7 +681,7 @@ class DataLoader:
         must_match = ["partition", "seeding", "order", "shuffle_block", "dataset"]
         history = None
         if self._mixture_history is not None or "mixture" in state:
-            history = _loaded_mixture_history(self, state)
+            history, known = _loaded_mixture_history(self, state)
             must_match.remove("dataset")  # the sources are checked one by one
         # Unset, C is the state's (a run goes on with the split it started with);
         # given, it must be the same.
@@ -737,9 +746,10 @@ class DataLoader:
             self.__dict__["seed"] = self._seed  # past __setattr__'s rule
         if plan is not None:
             self._plan = plan
-        if history is not None and history != self._mixture_history:
+        if history is not None and (history, known) != (self._mixture_history,
+                                                        self._mixture_known):
             self._close_engine()  # rebuilt with the new weights from the saved step
-            self._mixture_history = history
+            self._mixture_history, self._mixture_known = history, known
         self._set_skips(self._skip_steps | skips[0], self._skip_samples | skips[1])
         self._done_epoch = done_epoch
         self._epoch = epoch
@@ -837,7 +847,7 @@ class DataLoader:
                                              _dataset.takes_rng(source))
             sources.append(source)
         return _core.MixtureDataset(m.names, sources, self._mixture_history,
-                                    m.samples_per_epoch)
+                                    m.samples_per_epoch, self._mixture_known)
 
     def _collated_dataset(self):
         """(the engine's dataset, its batch plan) under a collate_fn: one item per
@@ -1118,9 +1128,10 @@ def _check_mixture_arguments(mixture, sampler, batch_sampler, unbatched, collate
 
 
 def _loaded_mixture_history(loader, state):
-    """The history a loader over a Mixture goes on with from `state`: the state's,
-    and, when the loader's weights are not the state's last, a new segment from the
-    saved step with each source's saved count (0 for a source new here). A
+    """(history, known counts) a loader over a Mixture goes on with from `state`: the
+    state's history, and, when the loader's weights are not the state's last, a
+    new segment from the saved step with each source's saved count (0 for a source
+    new here); the counts at the saved step and at its epoch's first. A
     ConfigError for a state of another kind, a source gone or resized, or another
     samples_per_epoch."""
     saved = state.get("mixture")
@@ -1135,8 +1146,11 @@ def _loaded_mixture_history(loader, state):
     try:
         step = _checks.integer(saved["step"], what + " step")
         per_epoch = _checks.integer(saved["samples_per_epoch"], what + " samples_per_epoch")
+        first = _checks.integer(saved["epoch_first_step"], what + " epoch_first_step")
         sources = {name: (_checks.integer(info["size"], what + " size"),
-                          _checks.integer(info["consumed"], what + " consumed"))
+                          _checks.integer(info["consumed"], what + " consumed"),
+                          _checks.integer(info["epoch_first_count"],
+                                          what + " epoch_first_count"))
                    for name, info in saved["sources"].items()}
         history = [(_checks.integer(f, what + " history"), [str(n) for n in names],
                     [(_checks.integer(s, what + " history"), [float(x) for x in w])
@@ -1148,7 +1162,7 @@ def _loaded_mixture_history(loader, state):
     if per_epoch != m.samples_per_epoch:
         raise ConfigError("load_state_dict: the state was saved with samples_per_epoch=%d, "
                           "this Mixture has %d" % (per_epoch, m.samples_per_epoch))
-    for name, (size, _) in sources.items():
+    for name, (size, _, _) in sources.items():
         if name not in m.names:
             raise ConfigError("load_state_dict: the state's source %r is not in this "
                               "Mixture; keep it with a weight of 0 to pause it" % name)
@@ -1168,10 +1182,12 @@ def _loaded_mixture_history(loader, state):
             history.pop()
         history.append((step, list(m.names), points, counts))
     # The whole history checked now, not at the next iteration.
+    known = [(at, [sources[name][field] if name in sources else 0 for name in m.names])
+             for at, field in ((first, 2), (step, 1))]
     _core.MixtureOrder(m.names, m.sizes, history, m.samples_per_epoch,
                        loader._batch_size, loader.world_size, loader.rank,
-                       state["base_seed"])
-    return history
+                       state["base_seed"], known).consumed_at(step)
+    return history, known
 
 
 def _dataset_fingerprint(dataset):

@@ -27,6 +27,14 @@ namespace {
 using Points = std::vector<std::pair<std::uint64_t, std::vector<double>>>;
 using Segment = std::tuple<std::uint64_t, std::vector<std::string>, Points,
                            std::vector<std::uint64_t>>;
+// (step, consumed per source): counts a saved state gives (MixturePoint).
+using Known = std::vector<std::pair<std::uint64_t, std::vector<std::uint64_t>>>;
+
+std::vector<MixturePoint> points_from(const Known& known) {
+  std::vector<MixturePoint> out;
+  for (const auto& [step, consumed] : known) out.push_back({step, consumed});
+  return out;
+}
 
 std::vector<MixtureSegment> history_from(const std::vector<Segment>& segments) {
   std::vector<MixtureSegment> out;
@@ -66,14 +74,16 @@ void bind_mixture(nb::module_& m) {
           [](MixtureSampler* self, std::vector<std::string> names,
              std::vector<std::uint64_t> sizes, const std::vector<Segment>& history,
              std::uint64_t samples_per_epoch, std::uint64_t batch_size,
-             std::uint64_t world_size, std::uint64_t rank, std::uint64_t seed) {
+             std::uint64_t world_size, std::uint64_t rank, std::uint64_t seed,
+             const Known& known) {
             new (self)
                 MixtureSampler(std::move(names), std::move(sizes), history_from(history),
-                               samples_per_epoch, batch_size, world_size, rank, seed);
+                               samples_per_epoch, batch_size, world_size, rank, seed,
+                               points_from(known));
           },
           nb::arg("names"), nb::arg("sizes"), nb::arg("history"),
           nb::arg("samples_per_epoch"), nb::arg("batch_size"), nb::arg("world_size"),
-          nb::arg("rank"), nb::arg("seed"))
+          nb::arg("rank"), nb::arg("seed"), nb::arg("known") = Known())
       .def_prop_ro("steps_per_epoch", &MixtureSampler::steps_per_epoch)
       .def(
           "order",
@@ -99,7 +109,7 @@ void bind_mixture(nb::module_& m) {
           "__init__",
           [](MixtureDataset* self, const std::vector<std::string>& names,
              const std::vector<Dataset*>& datasets, const std::vector<Segment>& history,
-             std::uint64_t samples_per_epoch) {
+             std::uint64_t samples_per_epoch, const Known& known) {
             if (names.size() != datasets.size())
               throw ConfigError("a mixture of " + std::to_string(names.size()) +
                                 " names given " + std::to_string(datasets.size()) +
@@ -111,10 +121,11 @@ void bind_mixture(nb::module_& m) {
                                                datasets[s], [](const Dataset*) {})});
             }
             new (self) MixtureDataset(std::move(sources), history_from(history),
-                                      samples_per_epoch);
+                                      samples_per_epoch, points_from(known));
           },
           nb::arg("names"), nb::arg("datasets"), nb::arg("history"),
-          nb::arg("samples_per_epoch"), nb::keep_alive<1, 3>())
+          nb::arg("samples_per_epoch"), nb::arg("known") = Known(),
+          nb::keep_alive<1, 3>())
       .def("locate", &MixtureDataset::locate, nb::arg("index"));
 }
 

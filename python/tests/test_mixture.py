@@ -187,3 +187,16 @@ def test_what_a_mixture_cannot_do_is_refused_by_name():
     plain = sl.DataLoader(Source(63, 0), batch_size=12, seed=SEED).state_dict()
     with pytest.raises(sl.ConfigError, match="no mixture section"):
         loader(mixture()).load_state_dict(plain)
+
+
+def test_a_resume_at_a_far_epoch_continues_it_exactly_from_the_saved_counts():
+    far = loader(mixture(), 2, 1, 1)
+    far.set_epoch(3000)  # step 15000
+    it = iter(far)
+    next(it), next(it)
+    state = far.state_dict()
+    assert state["mixture"]["epoch_first_step"] == 15000
+    assert state["mixture"]["step"] == 15002
+    resumed = loader(mixture(), 2, 1, 0)
+    resumed.load_state_dict(state)
+    assert [rows(b) for b in resumed] == [rows(b) for b in it]

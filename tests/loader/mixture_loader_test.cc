@@ -241,6 +241,29 @@ TEST(MixtureLoaderTest, NewWeightsAtAResumeAtAnotherWorldSizeRepeatAndSkipNothin
   EXPECT_GE(epochs_done[2], 2u) << "the added source starts at its epoch 0 and cycles";
 }
 
+TEST(MixtureLoaderTest, AnEpochFromKnownCountsIsTheEpochFromTheStart) {
+  const MixtureDataset ds = mixture(staged());
+  const MixtureSampler plain(ds, 4, 3, 1, kSeed);
+  const std::vector<std::uint64_t> at = plain.consumed_at(40 * 5);
+  // A fresh sampler told the counts at epoch 40's first step, as a saved state
+  // holds them, computes epoch 40 (and the next) from there.
+  const MixtureSampler told({"small", "large"}, {13, 50}, ds.history(), 60, 4, 3, 1,
+                            kSeed, {{40 * 5, at}});
+  for (const std::uint64_t epoch : {40, 41, 7}) {
+    const EpochOrder a = plain.order(epoch);
+    const EpochOrder b = told.order(epoch);
+    EXPECT_EQ(a.indices, b.indices) << "epoch " << epoch;
+    EXPECT_EQ(a.stream_epochs, b.stream_epochs) << "epoch " << epoch;
+  }
+  // Counts that no step can have are refused when used.
+  std::vector<std::uint64_t> wrong = at;
+  wrong[0] += 5;
+  wrong[1] -= 5;
+  const MixtureSampler lied({"small", "large"}, {13, 50}, ds.history(), 60, 4, 3, 1,
+                            kSeed, {{40 * 5, wrong}});
+  EXPECT_THROW(lied.order(40), ConfigError);
+}
+
 TEST(MixtureLoaderTest, WhatAMixtureCannotDoIsAConfigErrorNamingIt) {
   const MixtureDataset ds = mixture(staged());
   LoaderOptions strided = options(2, 0, 0);
