@@ -36,6 +36,7 @@ if [[ -x $build/bench/ddp_allreduce_bench ]]; then
 fi
 run shard_locality "$build/bench/shard_locality" --shards 64 --cache-shards 4
 run mixture_methods /usr/bin/python3 bench/mixture_methods.py
+run mixture_throughput /usr/bin/python3 bench/mixture_throughput.py --quick --build "$build"
 run seedloader-bench "$build/tools/seedloader_bench/seedloader-bench" \
   --data synthetic:512 --transform rrc:64,hflip,normalize:imagenet --batch-size 32 \
   --workers 2 --batches 4 --warmup 1 --json

@@ -1,8 +1,13 @@
 #include "tools/common/data_spec.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <vector>
 
 #include "seedloader/datasets/cifar10.h"
 #include "seedloader/datasets/image_folder.h"
@@ -10,9 +15,93 @@
 #include "seedloader/datasets/synthetic.h"
 #include "seedloader/datasets/tar_shards.h"
 #include "seedloader/error.h"
+#include "seedloader/mixture_dataset.h"
 #include "seedloader/transforms/spec.h"
 
 namespace seedloader::tools {
+
+namespace {
+
+using Json = nlohmann::ordered_json;  // the sources in the file's order
+
+// The weights of one schedule point, in the order of `names`.
+std::vector<double> point_weights(const Json& given,
+                                  const std::vector<std::string>& names,
+                                  const std::string& where) {
+  if (!given.is_object())
+    throw ConfigError(where + ": weights must be an object of name: weight");
+  std::vector<double> out;
+  for (const std::string& name : names) {
+    if (!given.contains(name))
+      throw ConfigError(where + ": no weight for source '" + name +
+                        "' (give every source one; 0 pauses it)");
+    if (!given[name].is_number())
+      throw ConfigError(where + ": the weight of '" + name + "' is not a number");
+    out.push_back(given[name].get<double>());
+  }
+  for (const auto& [name, _] : given.items())
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      throw ConfigError(where + ": '" + name + "' is not a source");
+  return out;
+}
+
+std::unique_ptr<Dataset> open_mixture(const std::string& spec, const std::string& arg,
+                                      const std::string& transform) {
+  std::string text = arg;
+  if (arg.empty() || arg[0] != '{') {
+    std::ifstream in(arg);
+    if (!in)
+      throw ConfigError("--data " + spec + ": cannot read the mixture file " + arg);
+    std::ostringstream all;
+    all << in.rdbuf();
+    text = all.str();
+  }
+  const std::string where = "--data " + (arg[0] == '{' ? std::string("mix:{...}") : spec);
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    throw ConfigError(where + ": not JSON: " + e.what());
+  }
+  if (!j.is_object() || !j.contains("sources") || !j["sources"].is_object() ||
+      j["sources"].empty() || !j.contains("weights"))
+    throw ConfigError(where + ": expected {\"sources\": {name: data spec, ...}, " +
+                      "\"weights\": {...} or [[step, {...}], ...]}");
+  std::vector<MixtureSource> sources;
+  std::vector<std::string> names;
+  for (const auto& [name, source] : j["sources"].items()) {
+    if (!source.is_string())
+      throw ConfigError(where + ": source '" + name + "' must be a data spec string");
+    names.push_back(name);
+    sources.push_back({name, open_dataset(source.get<std::string>(), transform)});
+  }
+  std::vector<WeightPoint> points;
+  const Json& w = j["weights"];
+  if (w.is_object()) {
+    points.push_back({0, point_weights(w, names, where)});
+  } else if (w.is_array()) {
+    for (const Json& p : w) {
+      if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned())
+        throw ConfigError(where + ": a schedule point must be [step, {name: weight}]");
+      const auto step = p[0].get<std::uint64_t>();
+      points.push_back(
+          {step, point_weights(p[1], names,
+                               where + ": the point at step " + std::to_string(step))});
+    }
+  } else {
+    throw ConfigError(where + ": weights must be an object or a list of [step, {...}]");
+  }
+  std::optional<std::uint64_t> per_epoch;
+  if (j.contains("samples_per_epoch")) {
+    if (!j["samples_per_epoch"].is_number_unsigned())
+      throw ConfigError(where + ": samples_per_epoch must be a positive integer");
+    per_epoch = j["samples_per_epoch"].get<std::uint64_t>();
+  }
+  return std::make_unique<MixtureDataset>(
+      std::move(sources), MixtureSchedule(names, std::move(points)), per_epoch);
+}
+
+}  // namespace
 
 std::unique_ptr<Dataset> open_dataset(const std::string& spec,
                                       const std::string& transform) {
@@ -22,6 +111,7 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec,
                       ")");
   }
   std::string kind = spec.substr(0, colon), arg = spec.substr(colon + 1);
+  if (kind == "mix") return open_mixture(spec, arg, transform);
   Compose chain = transform.empty() ? Compose() : parse_transform_spec(transform);
   if (kind == "synthetic") {
     std::uint64_t n = 0;
@@ -76,7 +166,10 @@ std::string data_spec_help() {
          "(s3://, https://, http://), cached in $SEEDLOADER_CACHE_DIR and bounded by "
          "$SEEDLOADER_CACHE_LIMIT (e.g. 200G), cached shards checked as "
          "$SEEDLOADER_CACHE_VERIFY says (stat, hash or none), each worker downloading "
-         "$SEEDLOADER_PREFETCH_SHARDS (4) shards ahead";
+         "$SEEDLOADER_PREFETCH_SHARDS (4) shards ahead; mix:FILE (or mix:{...} inline) "
+         "is a mixture of those by weight: {\"sources\": {NAME: SPEC, ...}, "
+         "\"weights\": {NAME: W, ...} or [[STEP, {NAME: W, ...}], ...], "
+         "\"samples_per_epoch\": N} (docs/datasets.md, Mixtures)";
 }
 
 std::optional<std::uint64_t> parse_byte_size(const std::string& text) {

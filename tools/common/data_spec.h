@@ -5,6 +5,13 @@
 // $SEEDLOADER_CACHE_LIMIT bytes ("200G"; unset: no bound), its shards checked as
 // $SEEDLOADER_CACHE_VERIFY says (stat, hash or none; unset: stat), each worker
 // downloading $SEEDLOADER_PREFETCH_SHARDS shards ahead (unset: 4; 0: none).
+// "mix:FILE" (or "mix:{...}", the same JSON inline) is a mixture
+// (seedloader/mixture_dataset.h) of data sets named as above:
+//   {"sources": {"web": "tar:s3://b/web", "curated": "imagefolder:/data/c"},
+//    "weights": {"web": 3, "curated": 1}
+//            or [[0, {"web": 3, "curated": 1}], [5000, {"web": 1, "curated": 1}]],
+//    "samples_per_epoch": 100000}            (optional: the sum of the sizes)
+// the sources in the file's order, each with the same transform chain.
 #pragma once
 
 #include <cstdint>
