@@ -353,7 +353,7 @@ class DataLoader:
         self._epoch_used = False  # a pass started in this epoch: the next one moves on
         self._resume = None      # (epoch, batch) the next pass starts at
         self._yielded = 0        # batches of the epoch consumed before any pass started
-        self._pass = None        # the newest started pass (_core.Batches): its position
+        self._pass = None        # the newest started pass's _core.PassPosition
         self._record_fingerprints = False  # passes export stream fingerprints (a trace)
         self._done_epoch = None  # the epoch a loaded state finished, while it is next
         self._pinned = None
@@ -395,6 +395,16 @@ class DataLoader:
     def __setstate__(self, pickled):
         self.__init__(**pickled["config"])
         self.load_state_dict(pickled["state"])
+
+    @property
+    def _auto_collation(self):
+        """torch's: whether samples are collated into batches (batch_size=None: not)."""
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self):
+        """torch's: what yields each item's indices, the batch sampler or the sampler."""
+        return self.batch_sampler if self._auto_collation else self.sampler
 
     @property
     def last_indices(self):
@@ -440,7 +450,7 @@ class DataLoader:
         if self._loader is not None and self._loader.busy:
             raise Error(_core.BUSY)
         # A pass that runs in C++ per batch (seedloader._core.Batches says how).
-        batches = _core.Batches(self._start, self._raise_batch_error)
+        batches = _compat.Pass(self._start, self._raise_batch_error)
         accelerate = _compat.gradient_state()
         return batches if accelerate is None else _compat.accelerate_pass(self, batches,
                                                                           accelerate)
@@ -515,7 +525,7 @@ class DataLoader:
         else:
             core.set_epoch(self._epoch)
             replay = first  # worker streams must advance as they did: load, discard
-        self._pass = batches
+        self._pass = batches.position  # not the pass: nothing holds an iterator dropped
         batches.record_fingerprints = self._record_fingerprints
         layout = self._layout
         if self._unbatched and self._collate is None:

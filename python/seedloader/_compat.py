@@ -15,8 +15,12 @@ torch.utils.data.DataLoader as a torch loader of their own (Lightning's
 _update_dataloader, accelerate's prepare_data_loader), which would load
 seedloader's data with torch's workers and seeds; other objects they iterate as
 they are, and seedloader shards by rank itself."""
+import os
 import sys
+import time
 import weakref
+
+from seedloader import _core
 
 
 def samplers(loader):
@@ -140,7 +144,61 @@ def accelerate_pass(loader, batches, state):
         for batch in batches:
             if num_batches is None:  # the pass has started: rank and world size known
                 num_batches, link.remainder = len(loader), loader._last_batch_samples()
-            link.end_of_dataloader = batches.yielded >= num_batches
+            link.end_of_dataloader = batches.position.yielded >= num_batches
             yield batch
     finally:
         state._remove_dataloader(link)
+
+
+class Pass(_core.Batches):
+    """A pass (seedloader._core.Batches) with torch's iterator attribute `_workers`:
+    the worker processes that serve it, read from its position (which outlives it,
+    so the list does not keep a dropped iterator and its workers alive); the
+    engine starts them with the first batch, and the list is empty before."""
+
+    @property
+    def _workers(self):
+        return WorkerProcesses(self.position)
+
+
+class WorkerProcesses:
+    """The workers of a pass as torch's iterator lists them: objects with `pid`,
+    `is_alive()` and `join(timeout)`, read when iterated."""
+
+    def __init__(self, position):
+        self._position = position
+
+    def __iter__(self):
+        return iter([WorkerProcess(pid) for pid in self._position.worker_pids])
+
+    def __len__(self):
+        return len(self._position.worker_pids)
+
+    def __getitem__(self, i):
+        return WorkerProcess(self._position.worker_pids[i])
+
+
+class WorkerProcess:
+    """One worker process of this process's loader, by pid."""
+
+    def __init__(self, pid):
+        self.pid = pid
+
+    def is_alive(self):
+        """Whether the process runs, as this process's child (not a zombie, not a
+        later process given the same pid)."""
+        try:
+            with open("/proc/%d/stat" % self.pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return False
+        return fields[0] != "Z" and int(fields[1]) == os.getpid()
+
+    def join(self, timeout=None):
+        """Waits until the worker has ended, or `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.is_alive() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.01)
+
+    def __repr__(self):
+        return "<seedloader worker pid %d>" % self.pid

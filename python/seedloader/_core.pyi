@@ -79,6 +79,33 @@ class PythonDataset(Dataset):
     @property
     def dataset(self) -> object: ...
 
+class PassPosition:
+    @property
+    def yielded(self) -> int:
+        """batches of the epoch delivered (a resumed pass counts the skipped)"""
+
+    @property
+    def first(self) -> int:
+        """the epoch's batch the pass began at (0 before its first batch)"""
+
+    @property
+    def last_worker(self) -> int:
+        """the worker that filled the last batch (0 with no workers)"""
+
+    @property
+    def last_indices(self) -> object:
+        """the last batch's sample indices as native uint64 bytes, or None"""
+
+    @property
+    def last_fingerprints(self) -> object:
+        """the last batch's stream fingerprints as native uint64 bytes, or None"""
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """
+        the pids of the workers serving the pass (empty before its first batch, and with no workers)
+        """
+
 class Batches:
     def __init__(self, start: object, on_error: object) -> None: ...
 
@@ -91,35 +118,17 @@ class Batches:
     def close(self) -> None: ...
 
     @property
-    def yielded(self) -> int:
-        """batches of the epoch delivered (a resumed pass counts the skipped)"""
-
-    @property
-    def last_indices(self) -> object:
-        """the last batch's sample indices as native uint64 bytes, or None"""
-
-    @property
-    def last_fingerprints(self) -> object:
-        """
-        the last batch's stream fingerprints as native uint64 bytes, or None (until record_fingerprints is set)
-        """
-
-    @property
     def record_fingerprints(self) -> bool:
         """
-        export each batch's stream fingerprints (last_fingerprints), for a trace
+        export each batch's stream fingerprints (position.last_fingerprints), for a trace
         """
 
     @record_fingerprints.setter
     def record_fingerprints(self, arg: bool, /) -> None: ...
 
     @property
-    def last_worker(self) -> int:
-        """the worker that filled the last batch (0 with no workers)"""
-
-    @property
-    def first(self) -> int:
-        """the epoch's batch the pass began at (0 before its first batch)"""
+    def position(self) -> object:
+        """its PassPosition, which outlives it (what a DataLoader keeps)"""
 
 BUSY: str = ...
 

@@ -311,10 +311,26 @@ class Loader {
 //   on with the next batch, as torch's iterator does;
 // - the epoch stops (workers idle or go) when the pass is exhausted, fails or is
 //   collected, unless its Loader has begun another pass.
+// Where a pass is, in an object of its own: a DataLoader follows its newest pass
+// through this without holding the pass (which holds the DataLoader while it
+// runs), so an iterator dropped mid-epoch is collected at once, and its epoch
+// stops, with no cycle for the collector to find; the position outlives it.
+struct PassPosition {
+  std::uint64_t yielded = 0;  // batches of the epoch delivered (see Batches)
+  std::uint64_t first = 0;    // the epoch's batch the pass began at
+  int last_worker = 0;
+  nb::object last_indices = nb::none();       // native uint64 bytes, or None
+  nb::object last_fingerprints = nb::none();  // likewise, once recorded
+  std::vector<int> worker_pids;  // the workers serving it, from its first batch on
+};
+
 class Batches {
  public:
   Batches(nb::object start, nb::object on_error)
-      : start_(std::move(start)), on_error_(std::move(on_error)) {}
+      : start_(std::move(start)),
+        on_error_(std::move(on_error)),
+        position_(nb::cast(PassPosition())),
+        pos_(nb::inst_ptr<PassPosition>(position_)) {}
 
   ~Batches() {
     nb::error_scope keep;  // collected while an exception propagates: keep it
@@ -347,9 +363,14 @@ class Batches {
       if (error) fail(self, error);
       if (!batch) {
         // Every step passed, the skipped ones at the end too.
-        yielded_ = std::max<std::uint64_t>(yielded_, loader.loader().num_batches());
+        pos_->yielded =
+            std::max<std::uint64_t>(pos_->yielded, loader.loader().num_batches());
         finish();
         throw nb::stop_iteration();
+      }
+      if (pos_->worker_pids.empty()) {
+        for (const pid_t p : loader.loader().worker_pids())
+          pos_->worker_pids.push_back(p);
       }
       if (batch->number < replay_) continue;  // loaded again for the worker streams
       try {
@@ -374,18 +395,12 @@ class Batches {
     finish();
   }
 
-  std::uint64_t yielded() const { return yielded_; }
-  // The last delivered batch's sample indices as native uint64 bytes, or None.
-  nb::object last_indices() const { return last_indices_; }
-  // Its samples' stream fingerprints (Batch::fingerprints()) likewise, once
-  // record_fingerprints is set (None before: no batch pays for them untraced), and
-  // its worker.
-  nb::object last_fingerprints() const { return last_fingerprints_; }
+  // Whether batches export their stream fingerprints (PassPosition's
+  // last_fingerprints; None before: no batch pays for them untraced).
   bool record_fingerprints() const { return record_fingerprints_; }
   void set_record_fingerprints(bool on) { record_fingerprints_ = on; }
-  int last_worker() const { return last_worker_; }
-  // The epoch's batch the pass began at (0 until its first next()).
-  std::uint64_t first() const { return first_; }
+  // Where the pass is (PassPosition).
+  nb::object position() const { return position_; }
 
   // For the cyclic collector (a pass kept by an object its loader refers to).
   int traverse(visitproc visit, void* arg) const {
@@ -394,8 +409,7 @@ class Batches {
     Py_VISIT(core_.ptr());
     Py_VISIT(pad_.ptr());
     Py_VISIT(build_.ptr());
-    Py_VISIT(last_indices_.ptr());
-    Py_VISIT(last_fingerprints_.ptr());
+    Py_VISIT(position_.ptr());
     return 0;
   }
 
@@ -406,8 +420,6 @@ class Batches {
     core_.reset();
     pad_.reset();
     build_.reset();
-    last_indices_.reset();
-    last_fingerprints_.reset();
   }
 
  private:
@@ -428,8 +440,8 @@ class Batches {
     }
     core_ = begun[0];
     pass_ = nb::cast<Loader&>(core_).begin_pass();
-    yielded_ = nb::cast<std::uint64_t>(begun[1]);
-    first_ = yielded_;
+    pos_->yielded = nb::cast<std::uint64_t>(begun[1]);
+    pos_->first = pos_->yielded;
     replay_ = nb::cast<std::uint64_t>(begun[2]);
     if (!begun[3].is_none()) build_ = begun[3].attr("build");
     pad_ = nb::bool_(nb::cast<bool>(begun[4]));
@@ -441,10 +453,11 @@ class Batches {
     nb::object out = build_.is_valid()
                          ? build_(std::move(batch.fields), std::move(batch.lengths), pad_)
                          : nb::object(std::move(batch.fields));
-    last_indices_ = std::move(batch.indices);
-    last_fingerprints_ = std::move(batch.fingerprints);
-    last_worker_ = batch.worker;
-    yielded_ = batch.number + 1;  // skipped steps (LoaderOptions::skip) count as passed
+    pos_->last_indices = std::move(batch.indices);
+    pos_->last_fingerprints = std::move(batch.fingerprints);
+    pos_->last_worker = batch.worker;
+    pos_->yielded =
+        batch.number + 1;  // skipped steps (LoaderOptions::skip) count as passed
     return out;
   }
 
@@ -482,9 +495,10 @@ class Batches {
     }
     // Past the failed batch: its number, as deliver() counts, where the error names it.
     if (recoverable)
-      yielded_ = failed >= 0 ? std::max<std::uint64_t>(
-                                   yielded_, static_cast<std::uint64_t>(failed) + 1)
-                             : yielded_ + 1;
+      pos_->yielded = failed >= 0
+                          ? std::max<std::uint64_t>(
+                                pos_->yielded, static_cast<std::uint64_t>(failed) + 1)
+                          : pos_->yielded + 1;
     error_ = std::move(error);
     try {
       on_error_(self);
@@ -498,19 +512,16 @@ class Batches {
     std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
-  nb::object start_;        // () -> (Loader, first, replay, layout, pad) or None
-  nb::object on_error_;     // (pass) -> raises the pass's error
-  nb::object core_;         // the Loader this pass runs on, once started
-  std::uint64_t pass_ = 0;  // this pass's number in its Loader
-  std::uint64_t yielded_ = 0;
+  nb::object start_;          // () -> (Loader, first, replay, layout, pad) or None
+  nb::object on_error_;       // (pass) -> raises the pass's error
+  nb::object core_;           // the Loader this pass runs on, once started
+  nb::object position_;       // its PassPosition
+  PassPosition* pos_;         // position_'s
+  std::uint64_t pass_ = 0;    // this pass's number in its Loader
   std::uint64_t replay_ = 0;  // batches numbered below it are loaded, not delivered
   nb::object pad_;
   nb::object build_;  // layout.build, or unset
-  nb::object last_indices_ = nb::none();
-  nb::object last_fingerprints_ = nb::none();
   bool record_fingerprints_ = false;
-  int last_worker_ = 0;
-  std::uint64_t first_ = 0;
   bool done_ = false;     // exhausted, failed, closed or stale
   bool running_ = false;  // a thread is in next()
   std::exception_ptr error_;
@@ -542,6 +553,21 @@ BatchHolder::~BatchHolder() {
 void bind_loader(nb::module_& m) {
   nb::class_<BatchHolder>(m, "_BatchHolder");
 
+  nb::class_<PassPosition>(m, "PassPosition")
+      .def_ro("yielded", &PassPosition::yielded,
+              "batches of the epoch delivered (a resumed pass counts the skipped)")
+      .def_ro("first", &PassPosition::first,
+              "the epoch's batch the pass began at (0 before its first batch)")
+      .def_ro("last_worker", &PassPosition::last_worker,
+              "the worker that filled the last batch (0 with no workers)")
+      .def_ro("last_indices", &PassPosition::last_indices,
+              "the last batch's sample indices as native uint64 bytes, or None")
+      .def_ro("last_fingerprints", &PassPosition::last_fingerprints,
+              "the last batch's stream fingerprints as native uint64 bytes, or None")
+      .def_ro("worker_pids", &PassPosition::worker_pids,
+              "the pids of the workers serving the pass (empty before its first batch, "
+              "and with no workers)");
+
   nb::class_<Batches>(m, "Batches", nb::type_slots(collected_slots<Batches>))
       .def(nb::init<nb::object, nb::object>(), nb::arg("start"), nb::arg("on_error"))
       .def("__iter__", [](nb::handle self) { return nb::borrow(self); })
@@ -549,21 +575,13 @@ void bind_loader(nb::module_& m) {
            [](nb::handle self) { return nb::cast<Batches&>(self).next(self); })
       .def("rethrow", &Batches::rethrow)
       .def("close", &Batches::close)
-      .def_prop_ro("yielded", &Batches::yielded,
-                   "batches of the epoch delivered (a resumed pass counts the skipped)")
-      .def_prop_ro("last_indices", &Batches::last_indices,
-                   "the last batch's sample indices as native uint64 bytes, or None")
-      .def_prop_ro("last_fingerprints", &Batches::last_fingerprints,
-                   "the last batch's stream fingerprints as native uint64 bytes, or None "
-                   "(until record_fingerprints is set)")
-      .def_prop_rw("record_fingerprints", &Batches::record_fingerprints,
-                   &Batches::set_record_fingerprints,
-                   "export each batch's stream fingerprints (last_fingerprints), for a "
-                   "trace")
-      .def_prop_ro("last_worker", &Batches::last_worker,
-                   "the worker that filled the last batch (0 with no workers)")
-      .def_prop_ro("first", &Batches::first,
-                   "the epoch's batch the pass began at (0 before its first batch)");
+      .def_prop_rw(
+          "record_fingerprints", &Batches::record_fingerprints,
+          &Batches::set_record_fingerprints,
+          "export each batch's stream fingerprints (position.last_fingerprints), "
+          "for a trace")
+      .def_prop_ro("position", &Batches::position,
+                   "its PassPosition, which outlives it (what a DataLoader keeps)");
 
   m.attr("BUSY") = kBusy;
   m.def("draw_base_seed", &draw_base_seed, nb::arg("who"),

@@ -594,6 +594,30 @@ def test_a_loader_in_a_reference_cycle_is_collected_and_its_workers_go():
         time.sleep(0.05)
 
 
+def test_an_iterator_dropped_mid_epoch_stops_its_workers_without_the_collector():
+    # As torch's iterator does when deleted: its workers end, and the loader stays
+    # usable. The pass is no cycle: nothing waits for gc.collect().
+    gc.disable()
+    try:
+        loader = sl.DataLoader(Tuples(), batch_size=2, num_workers=2, seed=1)
+        it = iter(loader)
+        workers = it._workers  # torch's iterator attribute: filled when the pass starts
+        next(it)
+        assert sorted(w.pid for w in workers) == sorted(loader.worker_pids())
+        assert all(w.is_alive() for w in workers)
+        del it
+        for w in workers:
+            w.join(10)
+            assert not w.is_alive(), "worker %d outlived its dropped iterator" % w.pid
+        assert loader._auto_collation and loader._index_sampler is loader.batch_sampler
+        assert [b[1].tolist() for b in loader][:1] == [[0, 1]]
+        unbatched = sl.DataLoader(Tuples(), batch_size=None, seed=1)
+        assert not unbatched._auto_collation
+        assert unbatched._index_sampler is unbatched.sampler
+    finally:
+        gc.enable()
+
+
 def test_closing_an_iterator_stops_its_epoch():
     loader = sl.DataLoader(Tuples(), batch_size=2, num_workers=1, seed=1)
     it = iter(loader)
