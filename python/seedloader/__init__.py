@@ -1085,9 +1085,12 @@ class DataLoader:
             self._pinned = None
 
     def __del__(self):
+        # The workers go with the loader, as torch's go with their iterator, even
+        # while batches are kept: those keep only their memory (the engine's region
+        # lives as long as they do).
         try:
-            self._unpin()
-        except Exception:  # interpreter shutdown: CUDA may be gone already
+            self._close_engine()
+        except Exception:  # interpreter shutdown: CUDA or the module may be gone
             pass
 
 

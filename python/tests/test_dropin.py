@@ -618,6 +618,26 @@ def test_an_iterator_dropped_mid_epoch_stops_its_workers_without_the_collector()
         gc.enable()
 
 
+def test_persistent_workers_go_with_their_loader_while_a_batch_is_kept():
+    # torch's test_partial_workers: the loader reachable only from its iterator, the
+    # last batch still held by the loop variable.
+    gc.disable()
+    try:
+        it = iter(sl.DataLoader(Tuples(), batch_size=2, num_workers=2, seed=1,
+                                persistent_workers=True))
+        workers = it._workers
+        for i, kept in enumerate(it):
+            if i == 1:
+                break
+        del it
+        for w in workers:
+            w.join(10)
+            assert not w.is_alive(), "worker %d outlived its loader" % w.pid
+        assert kept[1].tolist() == [2, 3]  # the kept batch is intact
+    finally:
+        gc.enable()
+
+
 def test_closing_an_iterator_stops_its_epoch():
     loader = sl.DataLoader(Tuples(), batch_size=2, num_workers=1, seed=1)
     it = iter(loader)
