@@ -67,6 +67,12 @@ std::span<const std::uint64_t> Batch::fingerprints() const {
           info_.count};
 }
 
+std::span<const std::uint64_t> Batch::stream_epochs() const {
+  if (empty()) return {};
+  return {reinterpret_cast<const std::uint64_t*>(data_ + geometry_->stream_epochs),
+          info_.count};
+}
+
 std::vector<std::uint64_t> Batch::lengths(std::size_t f) const {
   std::vector<std::uint64_t> out;
   if (empty()) return out;

@@ -365,4 +365,90 @@ std::vector<Index> MixtureSampler::indices(std::uint64_t epoch) const {
   return order(epoch).indices;
 }
 
+namespace {
+
+bool same_schedule(const MixtureSchedule& a, const MixtureSchedule& b) {
+  if (a.sources() != b.sources() || a.points().size() != b.points().size()) return false;
+  for (std::size_t i = 0; i < a.points().size(); ++i)
+    if (a.points()[i].step != b.points()[i].step ||
+        a.points()[i].weights != b.points()[i].weights)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+MixtureState mixture_state(const MixtureDataset& mixture, std::uint64_t global_batch,
+                           std::uint64_t seed, std::uint64_t epoch_first_step,
+                           std::uint64_t step) {
+  const MixtureSampler order(mixture, global_batch, 1, 0, seed);
+  MixtureState s;
+  s.step = step;
+  s.epoch_first_step = epoch_first_step;
+  s.samples_per_epoch = mixture.samples_per_epoch();
+  for (const MixtureSource& source : mixture.sources()) {
+    s.names.push_back(source.name);
+    s.sizes.push_back(source.dataset->size());
+  }
+  s.epoch_first_counts = order.consumed_at(epoch_first_step);
+  s.consumed = order.consumed_at(step);
+  s.history = mixture.history();
+  return s;
+}
+
+MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState& saved,
+                               std::uint64_t global_batch, std::uint64_t seed) {
+  if (saved.samples_per_epoch != mixture.samples_per_epoch())
+    throw ConfigError("the state was saved with samples_per_epoch " +
+                      std::to_string(saved.samples_per_epoch) + ", this mixture has " +
+                      std::to_string(mixture.samples_per_epoch()));
+  const auto& sources = mixture.sources();
+  std::vector<std::string> names;
+  for (const MixtureSource& m : sources) names.push_back(m.name);
+  auto saved_at = [&](const std::string& name) -> std::optional<std::size_t> {
+    const auto it = std::find(saved.names.begin(), saved.names.end(), name);
+    if (it == saved.names.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - saved.names.begin());
+  };
+  for (std::size_t t = 0; t < saved.names.size(); ++t) {
+    const auto it = std::find(names.begin(), names.end(), saved.names[t]);
+    if (it == names.end())
+      throw ConfigError(
+          "the state's source '" + saved.names[t] +
+          "' is not in this mixture; keep it with a weight of 0 to pause it");
+    const std::uint64_t now =
+        sources[static_cast<std::size_t>(it - names.begin())].dataset->size();
+    if (now != saved.sizes[t])
+      throw ConfigError("the mixture's source '" + saved.names[t] + "' had " +
+                        std::to_string(saved.sizes[t]) +
+                        " samples when the state was saved, it has " +
+                        std::to_string(now) + " now");
+  }
+  auto counts = [&](const std::vector<std::uint64_t>& given) {
+    std::vector<std::uint64_t> out;
+    for (const std::string& name : names) {
+      const auto t = saved_at(name);
+      out.push_back(t ? given[*t] : 0);
+    }
+    return out;
+  };
+  std::vector<MixtureSegment> history = saved.history;
+  if (history.empty()) throw ConfigError("the state's mixture history is empty");
+  if (!same_schedule(history.back().schedule, mixture.schedule())) {
+    if (saved.step < history.back().from_step)
+      throw ConfigError("the state's step " + std::to_string(saved.step) +
+                        " is before its last schedule's first, " +
+                        std::to_string(history.back().from_step));
+    if (saved.step == history.back().from_step) history.pop_back();
+    history.push_back({saved.step, mixture.schedule(), counts(saved.consumed)});
+  }
+  std::vector<MixturePoint> known = {
+      {saved.epoch_first_step, counts(saved.epoch_first_counts)},
+      {saved.step, counts(saved.consumed)}};
+  MixtureDataset out(sources, std::move(history), mixture.samples_per_epoch(),
+                     std::move(known));
+  MixtureSampler(out, global_batch, 1, 0, seed).consumed_at(saved.step);  // checks them
+  return out;
+}
+
 }  // namespace seedloader

@@ -74,6 +74,9 @@ class Batch {
 
   std::span<const std::uint64_t> indices() const;
   std::span<const std::uint64_t> fingerprints() const;
+  // The epoch each sample's stream is keyed by: the batch's epoch, or for a
+  // mixture (mixture_dataset.h) the sample's source epoch.
+  std::span<const std::uint64_t> stream_epochs() const;
   // Elements each sample filled in field f (the full size unless variable).
   // Entry i is sample i's count.
   std::vector<std::uint64_t> lengths(std::size_t f) const;

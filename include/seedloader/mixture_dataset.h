@@ -122,6 +122,36 @@ class MixtureDataset : public Dataset {
   std::uint64_t samples_per_epoch_;
 };
 
+// A mixture loader's position as a saved state holds it: the global step, the
+// first step of its epoch, each source's count at both, the sources' sizes and the
+// history of schedules the step was reached under.
+struct MixtureState {
+  std::uint64_t step = 0;
+  std::uint64_t epoch_first_step = 0;
+  std::uint64_t samples_per_epoch = 0;
+  std::vector<std::string> names;  // the sources, in the mixture's order
+  std::vector<std::uint64_t> sizes, consumed, epoch_first_counts;  // per source
+  std::vector<MixtureSegment> history;
+};
+
+// The state of a loader over `mixture` with global batch G and base seed `seed`
+// whose epoch began at global step `epoch_first_step` and that has taken the steps
+// before `step`.
+MixtureState mixture_state(const MixtureDataset& mixture, std::uint64_t global_batch,
+                           std::uint64_t seed, std::uint64_t epoch_first_step,
+                           std::uint64_t step);
+
+// `mixture` (as built for this run: its sources, its weights) continuing from
+// `saved`: the saved history, and, when the weights differ from the saved last
+// schedule's, a new segment from the saved step with each source's saved count
+// (0 for a source new here), with the saved counts as known points. So the saved
+// steps keep their composition and every source continues from its own
+// position. Throws ConfigError naming both values for another samples_per_epoch,
+// a saved source missing or of another size, and as MixtureSampler does for
+// counts that are not the history's (checked here, with G and `seed`).
+MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState& saved,
+                               std::uint64_t global_batch, std::uint64_t seed);
+
 // ConfigError unless `history` is a mixture's over sources `names` (see
 // MixtureDataset's constructor).
 void check_mixture_history(const std::vector<std::string>& names,

@@ -1,4 +1,4 @@
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import enum
 from typing import Annotated
 
@@ -99,6 +99,12 @@ class PassPosition:
     @property
     def last_fingerprints(self) -> object:
         """the last batch's stream fingerprints as native uint64 bytes, or None"""
+
+    @property
+    def last_stream_epochs(self) -> object:
+        """
+        the epochs its samples' streams are keyed by (a mixture's: each source's), likewise
+        """
 
     @property
     def worker_pids(self) -> list[int]:
@@ -388,5 +394,5 @@ class MixtureDataset(Dataset):
 
     def locate(self, index: int) -> tuple[int, int]: ...
 
-def audit_trace(path: str, dataset_size: int | None, allow_missing: int = 0, global_batch: int | None = None) -> str:
+def audit_trace(path: str, dataset_size: int | None, allow_missing: int = 0, global_batch: int | None = None, source_sizes: Mapping[str, int] = {}) -> str:
     """The seed audit of a trace file as the JSON report text."""

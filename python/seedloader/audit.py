@@ -48,7 +48,9 @@ def trace(loader, path, rank=None, generators=(), record_content=False, run=None
 class LoaderTrace:
     """A seedloader.DataLoader that appends to `path`, for every sample it delivers,
     {"rank", "epoch", "worker", "batch", "index", "rng"} (batch: the step in its
-    epoch; rng: the fingerprint of the sample's stream state; "run" when given),
+    epoch; rng: the fingerprint of the sample's stream state; "run" when given;
+    over a Mixture also "source" and "source_epoch", index being the sample's
+    index in its source),
     and for every sample its declared skips leave out (loader.skip(): a skipped
     step, or a skipped sample of a delivered step) {"rank", "epoch", "batch",
     "index", "skipped": true}, as the steps are passed. Each rank traces its own
@@ -97,9 +99,19 @@ class LoaderTrace:
                 written += 1
             epoch, rank, worker = loader.epoch, loader.rank, started.last_worker
             fingerprints = _uint64s(started.last_fingerprints)
-            for index, rng in zip(loader.last_indices, fingerprints):
-                lines.append(self._line(rank=rank, epoch=epoch, worker=worker, batch=step,
-                                        index=index, rng="%016x" % rng))
+            if loader._mixture_history is not None:
+                # A mixture's sample: its source, the source's epoch, its index there.
+                for (name, index), source_epoch, rng in zip(
+                        loader.last_indices, _uint64s(started.last_stream_epochs),
+                        fingerprints):
+                    lines.append(self._line(rank=rank, epoch=epoch, worker=worker,
+                                            batch=step, source=name,
+                                            source_epoch=source_epoch, index=index,
+                                            rng="%016x" % rng))
+            else:
+                for index, rng in zip(loader.last_indices, fingerprints):
+                    lines.append(self._line(rank=rank, epoch=epoch, worker=worker,
+                                            batch=step, index=index, rng="%016x" % rng))
             self._append(lines)
             yield batch
         if started is None and loader._pass is not None:
@@ -147,16 +159,20 @@ def _uint64s(raw):
     return array.array("Q", raw).tolist() if raw is not None else []
 
 
-def check(path, dataset_size=None, allow_missing=0, global_batch=None):
+def check(path, dataset_size=None, allow_missing=0, global_batch=None, source_sizes=None):
     """Audits the trace at `path`; returns the report as a dict.
 
     dataset_size: N to check that every epoch covers [0, N), or None.
     allow_missing: samples an epoch may leave out by design (drop_last).
     global_batch: G for a loader with partition="elastic", whose epochs are padded
       to a multiple of G rather than of the world size.
+    source_sizes: {name: size} of a Mixture's sources (mixture.sizes by
+      mixture.names), to check that every source epoch but the trace's last covers
+      its source; a mixture's samples are checked within their sources' epochs
+      (repeats) with or without it.
     Raises seedloader.DataError for a missing or malformed trace.
     """
     # Imported here, so that trace() works without the compiled module.
     from seedloader import _core
     return json.loads(_core.audit_trace(os.fspath(path), dataset_size, allow_missing,
-                                        global_batch))
+                                        global_batch, dict(source_sizes or {})))

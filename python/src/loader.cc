@@ -113,6 +113,7 @@ struct Exported {
   nb::object indices;        // the sample indices, native uint64 bytes
   nb::object lengths;        // {variable field: [elements per sample]}, or None
   nb::object fingerprints;   // each sample's stream fingerprint, uint64 bytes, or None
+  nb::object stream_epochs;  // each sample's stream epoch, likewise (with fingerprints)
   int worker = 0;            // the worker that filled it (0 with no workers)
 };
 
@@ -257,7 +258,8 @@ class Loader {
         names_.push_back(nb::steal<nb::str>(name));
       }
     }
-    Exported out{0, nb::dict(), nb::none(), nb::none(), nb::none(), b.worker()};
+    Exported out{0,          nb::dict(), nb::none(), nb::none(),
+                 nb::none(), nb::none(), b.worker()};
     for (std::size_t f = 0; f < b.num_fields(); ++f) {
       TensorView v = b.tensor(f);
       out.fields[names_[f]] = export_view(v, owner, format_);
@@ -274,6 +276,8 @@ class Loader {
     if (fingerprints) {
       std::span<const std::uint64_t> f = b.fingerprints();
       out.fingerprints = nb::bytes(f.data(), f.size_bytes());
+      std::span<const std::uint64_t> e = b.stream_epochs();
+      out.stream_epochs = nb::bytes(e.data(), e.size_bytes());
     }
     out.number = b.number();
     return out;
@@ -319,8 +323,9 @@ struct PassPosition {
   std::uint64_t yielded = 0;  // batches of the epoch delivered (see Batches)
   std::uint64_t first = 0;    // the epoch's batch the pass began at
   int last_worker = 0;
-  nb::object last_indices = nb::none();       // native uint64 bytes, or None
-  nb::object last_fingerprints = nb::none();  // likewise, once recorded
+  nb::object last_indices = nb::none();        // native uint64 bytes, or None
+  nb::object last_fingerprints = nb::none();   // likewise, once recorded
+  nb::object last_stream_epochs = nb::none();  // likewise, with the fingerprints
   std::vector<int> worker_pids;  // the workers serving it, from its first batch on
 };
 
@@ -455,6 +460,7 @@ class Batches {
                          : nb::object(std::move(batch.fields));
     pos_->last_indices = std::move(batch.indices);
     pos_->last_fingerprints = std::move(batch.fingerprints);
+    pos_->last_stream_epochs = std::move(batch.stream_epochs);
     pos_->last_worker = batch.worker;
     pos_->yielded =
         batch.number + 1;  // skipped steps (LoaderOptions::skip) count as passed
@@ -564,6 +570,9 @@ void bind_loader(nb::module_& m) {
               "the last batch's sample indices as native uint64 bytes, or None")
       .def_ro("last_fingerprints", &PassPosition::last_fingerprints,
               "the last batch's stream fingerprints as native uint64 bytes, or None")
+      .def_ro("last_stream_epochs", &PassPosition::last_stream_epochs,
+              "the epochs its samples' streams are keyed by (a mixture's: each "
+              "source's), likewise")
       .def_ro("worker_pids", &PassPosition::worker_pids,
               "the pids of the workers serving the pass (empty before its first batch, "
               "and with no workers)");

@@ -1,6 +1,7 @@
 // seedloader._core: the compiled half of the Python package. The public API is
 // the seedloader package (python/seedloader/__init__.py), which wraps this.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
@@ -23,5 +24,6 @@ NB_MODULE(_core, m) {
   m.def("audit_trace", &seedloader::audit_trace_json, nb::arg("path"),
         nb::arg("dataset_size").none(), nb::arg("allow_missing") = 0,
         nb::arg("global_batch").none() = nb::none(),
+        nb::arg("source_sizes") = std::map<std::string, std::uint64_t>(),
         "The seed audit of a trace file as the JSON report text.");
 }

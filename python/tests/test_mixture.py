@@ -200,3 +200,38 @@ def test_a_resume_at_a_far_epoch_continues_it_exactly_from_the_saved_counts():
     resumed = loader(mixture(), 2, 1, 0)
     resumed.load_state_dict(state)
     assert [rows(b) for b in resumed] == [rows(b) for b in it]
+
+
+def test_the_audit_checks_a_mixture_within_each_sources_epochs(tmp_path):
+    import seedloader.audit as audit
+    path = tmp_path / "trace.jsonl"
+    sizes = {"small": 13, "large": 50}
+    before = [audit.trace(loader(mixture(), 2, r, 1), path, run=0) for r in range(2)]
+    for t in before:  # epoch 0 whole
+        for _ in t:
+            pass
+    its = [iter(t) for t in before]
+    for _ in range(2):  # and 2 steps of epoch 1
+        for it in its:
+            next(it)
+    state = before[0].state_dict()
+    assert state["mixture"]["step"] == 7
+    new = mixture({"small": 3, "large": 1})
+    after = [loader(new, 3, r, 0) for r in range(3)]
+    for dl in after:
+        dl.load_state_dict(state)
+    for dl in after:
+        for _ in audit.trace(dl, path, run=1):
+            pass
+    report = audit.check(path, source_sizes=sizes)
+    assert report["verdict"] == "clean", report
+    # Restarted from the epoch's first step instead: steps 5 and 6 trained twice.
+    again = loader(new, 3, 0, 0)
+    again.load_state_dict(dict(state, _num_yielded=0, samples=0))
+    for _ in audit.trace(again, path, run=2):
+        pass
+    report = audit.check(path, source_sizes=sizes)
+    kinds = {f["kind"]: f for f in report["findings"]}
+    assert "resume_duplicate" in kinds, report
+    example = kinds["resume_duplicate"]["examples"][0]
+    assert example["source"] in sizes and "source_epoch" in example

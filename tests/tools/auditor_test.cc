@@ -6,8 +6,10 @@
 #include <map>
 #include <set>
 
+#include "seedloader/derive.h"
 #include "seedloader/elastic_sampler.h"
 #include "seedloader/error.h"
+#include "seedloader/mixture_dataset.h"
 #include "tests/tools/audit_simulation.h"
 #include "tools/seed_audit/auditor.h"
 #include "tools/seed_audit/report_format.h"
@@ -341,6 +343,88 @@ TEST(AuditorTest, ElasticRestartIsCleanWhenPaddingToTheGlobalBatchIsKnown) {
   std::vector<SampleRecord> records = elastic_restart(100, 5);
   EXPECT_TRUE(audit(records, {.dataset_size = 100, .pad_multiple = 8}).clean());
   EXPECT_FALSE(audit(records, {.dataset_size = 100}).clean());
+}
+
+// A mixture run as its trace records it: "small" (13) cycles 3:1 beside "large"
+// (50), 2 ranks of 6, 3 loader epochs of 5 steps; each sample with its source,
+// source epoch, index there and stream.
+std::vector<SampleRecord> mixture_trace() {
+  const std::vector<std::string> names = {"small", "large"};
+  const std::vector<MixtureSegment> history = {
+      {0, MixtureSchedule(names, {{0, {1, 3}}}), {}}};
+  std::vector<SampleRecord> out;
+  for (std::uint32_t rank = 0; rank < 2; ++rank) {
+    const MixtureSampler order(names, {13, 50}, history, 60, 6, 2, rank, 9);
+    for (std::uint32_t epoch = 0; epoch < 3; ++epoch) {
+      for (std::uint64_t k = 0; k < 5; ++k) {
+        const std::vector<MixtureSample> step = order.global_batch(epoch * 5 + k);
+        for (std::size_t i = rank * 6; i < (rank + 1) * 6; ++i) {
+          const MixtureSample& m = step[i];
+          SampleRecord r{.rank = rank, .epoch = epoch, .batch = k, .index = m.index};
+          r.rng = mixture_sample_stream(9, source_key(names[m.source]), m.epoch, m.index)
+                      .fingerprint();
+          r.source = names[m.source];
+          r.source_epoch = static_cast<std::uint32_t>(m.epoch);
+          out.push_back(r);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(AuditorTest, AMixtureIsAuditedWithinEachSourcesEpochs) {
+  const std::vector<SampleRecord> records = mixture_trace();
+  const AuditOptions sized{.source_sizes = {{"small", 13}, {"large", 50}}};
+  EXPECT_TRUE(audit(records).clean()) << report_text(audit(records));
+  // Every source epoch but each source's last is whole; the last is partial by
+  // design and is no gap.
+  EXPECT_TRUE(audit(records, sized).clean()) << report_text(audit(records, sized));
+  // Read as the loader's epochs, the small source's cycles would be repeats.
+  std::vector<SampleRecord> plain = records;
+  for (SampleRecord& r : plain) {
+    r.index += r.source == "large" ? 13 : 0;
+    r.source.clear();
+  }
+  EXPECT_FALSE(audit(plain).clean());
+}
+
+TEST(AuditorTest, AMixtureSampleRepeatedWithinItsSourceEpochIsAFindingNamingTheSource) {
+  std::vector<SampleRecord> records = mixture_trace();
+  // A small-source sample of rank 0 read again on rank 1 in the same source epoch.
+  const auto small = std::find_if(
+      records.begin(), records.end(),
+      [](const SampleRecord& r) { return r.source == "small" && r.rank == 0; });
+  SampleRecord again = *small;
+  again.rank = 1;
+  again.rng ^= 1;  // another stream, as a loader keyed wrongly would give
+  records.push_back(again);
+  Report r = audit(records);
+  EXPECT_EQ(kinds(r), (Kinds{{"rank_batch_duplicate", 1}})) << report_text(r);
+  const Example& e = r.findings.at(0).examples.at(0);
+  EXPECT_EQ(e.sample.source, "small");
+  EXPECT_EQ(e.sample.epoch, small->source_epoch);
+  EXPECT_NE(report_json(r).dump().find("\"source_epoch\""), std::string::npos);
+  // The same sample twice on one rank.
+  again.rank = 0;
+  records.back() = again;
+  EXPECT_EQ(kinds(audit(records)), (Kinds{{"coverage", 1}}))
+      << report_text(audit(records));
+}
+
+TEST(AuditorTest, AMixtureSourceEpochMissingASampleIsAGapOnlyWhenComplete) {
+  std::vector<SampleRecord> records = mixture_trace();
+  // Drop the first small-source sample of its epoch 0 (a complete epoch).
+  const auto first = std::find_if(
+      records.begin(), records.end(),
+      [](const SampleRecord& r) { return r.source == "small" && r.source_epoch == 0; });
+  const std::uint64_t index = first->index;
+  records.erase(first);
+  const AuditOptions sized{.source_sizes = {{"small", 13}, {"large", 50}}};
+  Report r = audit(records, sized);
+  ASSERT_EQ(kinds(r), (Kinds{{"coverage", 1}})) << report_text(r);
+  EXPECT_EQ(r.findings[0].examples.at(0).sample.index, index);
+  EXPECT_EQ(r.findings[0].examples.at(0).sample.source, "small");
 }
 
 TEST(AuditorTest, IndexOutsideTheDatasetIsAnInputError) {

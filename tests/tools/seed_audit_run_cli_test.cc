@@ -113,6 +113,31 @@ TEST(SeedAuditRunCliTest, ElasticResumeAtAnotherWorldSizeIsClean) {
   }
 }
 
+// A mixture whose small source cycles within each loader epoch, restarted at step 3
+// on 2 ranks instead of 4 with other weights and a source added (--resume-data):
+// every source read within its own epochs without a repeat or a gap.
+TEST(SeedAuditRunCliTest, AMixtureRestartedWithOtherWeightsIsClean) {
+  const std::string mix =
+      R"( --data 'mix:{"sources": {"small": "synthetic:13", "large": "synthetic:50"},)"
+      R"( "weights": {"small": 1, "large": 3}, "samples_per_epoch": 60}')";
+  const std::string other =
+      R"( --resume-data 'mix:{"sources": {"small": "synthetic:13", "large": "synthetic:50",)"
+      R"( "extra": "synthetic:5"}, "weights": {"small": 3, "large": 1, "extra": 1},)"
+      R"( "samples_per_epoch": 60}')";
+  const std::string world =
+      " --batch-size 3 --workers 1 --epochs 4 --world-size 4 --seed 5 --seeding sample"
+      " --partition elastic";
+  Audit plain = run_audit(mix + world);
+  EXPECT_EQ(plain.exit_code, 0) << plain.out;
+  Audit restarted = run_audit(mix + world + " --resume-at 3 --resume-world-size 2" + other);
+  EXPECT_EQ(restarted.exit_code, 0) << restarted.out;
+  EXPECT_TRUE(restarted.kinds.empty()) << restarted.out;
+  // Without a mixture the new weights have nothing to apply to.
+  Audit refused = run_audit(" --data synthetic:60" + world +
+                            " --resume-at 3 --resume-world-size 2" + other);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+}
+
 TEST(SeedAuditRunCliTest, ElasticRefusesAWorldSizeNotDividingTheGlobalBatch) {
   auto r = run_command(std::string(SEEDLOADER_SEED_AUDIT) + " run " + kRestart +
                        " --partition elastic --batch-size 4 --world-size 2 "

@@ -36,6 +36,26 @@ TEST(TraceReaderTest, ParsesEveryField) {
   EXPECT_EQ(r.aug, R"({"crop":[1,2]})");
 }
 
+TEST(TraceReaderTest, AMixturesSampleNamesItsSourceAndTheSourcesEpoch) {
+  SampleRecord r = parse_trace_line(
+      R"({"rank":0,"epoch":1,"worker":0,"batch":2,"source":"w\u0065b","source_epoch":7,)"
+      R"("index":3,"rng":"ab"})");
+  EXPECT_EQ(r.source, "web");
+  EXPECT_EQ(r.source_epoch, 7u);
+  EXPECT_EQ(r.index, 3u);
+  EXPECT_TRUE(parse_trace_line(
+                  R"({"rank":0,"epoch":1,"worker":0,"batch":0,"index":3,"rng":"ab"})")
+                  .source.empty());
+  EXPECT_THROW(
+      parse_trace_line(
+          R"({"rank":0,"epoch":1,"worker":0,"batch":0,"index":3,"rng":"ab","source":""})"),
+      DataError);
+  EXPECT_THROW(
+      parse_trace_line(
+          R"({"rank":0,"epoch":1,"worker":0,"batch":0,"index":3,"rng":"ab","source":4})"),
+      DataError);
+}
+
 TEST(TraceReaderTest, EscapedAndPlainSpellingsOfOneStringAreOneState) {
   auto line = [](const std::string& rng) {
     return R"({"rank":0,"epoch":0,"worker":0,"batch":0,"index":0,"rng":)" + rng + "}";

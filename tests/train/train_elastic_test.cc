@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -130,6 +131,57 @@ TEST_F(TrainElastic, ResumedAtAnotherWorldSizeTrainsTheSameDataAndWeights) {
     EXPECT_LT(gap.abs, 1e-7) << other;
     EXPECT_LT(gap.rel, 4e-7) << other;
   }
+}
+
+// A mixture (--data mix:...) saved at step 7 under weights 1:3 on 2 ranks and
+// resumed on 3 with 2:1:1 and a source added: the saved steps keep their
+// composition, the new weights hold from step 8 (1-based) on, and the trace, every
+// source counted within its own epochs, audits clean: nothing of any source read
+// twice or skipped. A resume that drops a source is refused by name.
+TEST_F(TrainElastic, AMixtureResumedWithNewWeightsAtAnotherWorldSizeAuditsClean) {
+  const std::string first =
+      R"('mix:{"sources": {"small": "synthetic:13", "large": "synthetic:50"},)"
+      R"( "weights": {"small": 1, "large": 3}, "samples_per_epoch": 60}')";
+  const std::string second =
+      R"('mix:{"sources": {"small": "synthetic:13", "large": "synthetic:50",)"
+      R"( "extra": "synthetic:7"}, "weights": {"small": 2, "large": 1, "extra": 1},)"
+      R"( "samples_per_epoch": 60}')";
+  const std::string common =
+      " --transform rrc:8,normalize:imagenet --model mlp:192,16,10 --workers 1 --seed 4 "
+      "--partition elastic --seeding sample --global-batch-size 12 --trace " +
+      path("mix.trace");
+  auto a = train("--data " + first + common + " --steps 7 --save " + path("mix.ck"), 2);
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  auto b =
+      train("--data " + second + common + " --steps 25 --resume " + path("mix.ck"), 3);
+  ASSERT_EQ(b.exit_code, 0) << b.out;
+
+  std::map<std::uint64_t, std::map<std::string, int>> per_step;
+  std::ifstream in(path("mix.trace"));
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    ++per_step[j.at("step")][j.at("source")];
+  }
+  ASSERT_EQ(per_step.size(), 25u);
+  for (const auto& [step, counts] : per_step) {
+    const std::map<std::string, int> want =
+        step <= 7 ? std::map<std::string, int>{{"large", 9}, {"small", 3}}
+                  : std::map<std::string, int>{{"extra", 3}, {"large", 3}, {"small", 6}};
+    EXPECT_EQ(counts, want) << "step " << step;
+  }
+  const auto audit = testing_util::run_command(
+      std::string(SEEDLOADER_AUDIT) + " trace " + path("mix.trace") +
+      " --source-size small=13 --source-size large=50"
+      " --source-size extra=7 2>&1");
+  EXPECT_EQ(audit.exit_code, 0) << audit.out;
+  EXPECT_NE(audit.out.find("clean: 300 samples"), std::string::npos) << audit.out;
+
+  const std::string dropped =
+      R"('mix:{"sources": {"large": "synthetic:50"}, "weights": {"large": 1},)"
+      R"( "samples_per_epoch": 60}')";
+  expect_refused(
+      train("--data " + dropped + common + " --steps 9 --resume " + path("mix.ck"), 2),
+      "the state's source 'small' is not in this mixture");
 }
 
 // Declared skips: --skip-steps leaves those steps untrained and every other step

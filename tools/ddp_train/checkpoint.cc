@@ -426,6 +426,7 @@ void save_checkpoint(const std::string& path, std::span<const Stage> stages,
                 {"skip", skip_json(state.skip)},
                 {"optimizer_file", std::filesystem::path(companion).filename().string()},
                 {"optimizer_checksum", opt_checksum}};
+  if (!state.mixture.empty()) model.meta["mixture"] = state.mixture;
   model.seal(kFormat);
 
   const std::array<std::string, 2> tmp{companion + ".tmp", path + ".tmp"};
@@ -487,6 +488,8 @@ CheckpointState load_checkpoint(const std::string& path, std::span<const Stage> 
     fail(path, "metadata 'dataset_fingerprint' is not hex: '" + fp->second + "'");
   auto skip = meta.find("skip");
   if (skip != meta.end()) s.skip = parse_skip(path, skip->second);
+  if (auto mixture = meta.find("mixture"); mixture != meta.end())
+    s.mixture = mixture->second;
   auto config = meta.find("config");
   if (config == meta.end()) fail(path, "metadata has no 'config'");
   s.config = config->second;

@@ -11,7 +11,8 @@
 //                 optimizer_file (the companion's file name), optimizer_checksum (the
 //                 companion's metadata_checksum), checksums and metadata_checksum;
 //                 and run (0 for a fresh run, one more per resume; files written
-//                 before it existed read as 0).
+//                 before it existed read as 0); and mixture, for a mixture (--data
+//                 mix:...), its position and history (mixture_checkpoint.h).
 //                 epoch_samples stays per rank under either partition, so older
 //                 files read as before: the batch to continue at is epoch_samples /
 //                 the per-rank batch size of the run that saved, which is config's
@@ -90,6 +91,8 @@ struct CheckpointState {
   std::string config;                     // resume_config_json()
   std::string optimizer;                  // optimizer_json(), for PyTorch
   SkipList skip;  // the run's declared skips (absent from older checkpoints: none)
+  // A mixture's position (mixture_checkpoint.h's JSON); empty for other data.
+  std::string mixture;
 
   // The file stores samples, not batches, so both need the saving run's per-rank
   // batch size.

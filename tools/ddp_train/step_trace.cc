@@ -12,8 +12,8 @@
 namespace seedloader::train {
 namespace {
 
-// Per rank: count, worker, then (index, rng, content) per sample.
-constexpr std::uint64_t kHeader = 2, kPerSample = 3;
+// Per rank: count, worker, then (index, rng, content, stream epoch) per sample.
+constexpr std::uint64_t kHeader = 2, kPerSample = 4;
 
 std::string hex16(std::uint64_t v) {
   char buf[17];
@@ -43,8 +43,9 @@ std::uint64_t sample_content_hash(const Batch& batch, std::uint64_t i) {
 }
 
 StepTrace::StepTrace(const std::string& path, ddp::Communicator& comm,
-                     std::uint64_t max_batch, std::uint64_t run)
-    : path_(path), comm_(comm), max_batch_(max_batch), run_(run) {
+                     std::uint64_t max_batch, std::uint64_t run,
+                     const MixtureDataset* mixture)
+    : path_(path), comm_(comm), max_batch_(max_batch), run_(run), mixture_(mixture) {
   slots_.resize(static_cast<std::size_t>(comm.size()) *
                 (kHeader + kPerSample * max_batch));
   if (comm.rank() != 0) return;
@@ -65,6 +66,7 @@ void StepTrace::record(std::uint64_t epoch, std::uint64_t number, std::uint64_t 
     s[0] = as_slot(batch.indices()[i]);
     s[1] = as_slot(batch.fingerprints()[i]);
     s[2] = as_slot(sample_content_hash(batch, i));
+    s[3] = as_slot(batch.stream_epochs()[i]);
   }
   comm_.allreduce(std::span<std::int64_t>(slots_), ddp::IntReduceOp::kSum);
   if (comm_.rank() != 0) return;
@@ -81,6 +83,12 @@ void StepTrace::record(std::uint64_t epoch, std::uint64_t number, std::uint64_t 
                        {"content", hex16(from_slot(s[2]))},
                        {"step", step},
                        {"run", run_}};
+      if (mixture_ != nullptr) {
+        const auto [source, local] = mixture_->locate(from_slot(s[0]));
+        j["source"] = mixture_->sources()[source].name;
+        j["source_epoch"] = from_slot(s[3]);
+        j["index"] = local;
+      }
       out_ << j.dump() << "\n";
     }
   }

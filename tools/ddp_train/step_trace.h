@@ -14,6 +14,9 @@
 // Declared skips (--skip-steps, --skip-samples) go in as the samples they leave
 // out, {"rank","epoch","batch","index","step","run","skipped":true}, written by rank
 // 0 alone from the ledger: seed-audit reports them as declared_skip, not as a gap.
+// Over a mixture (--data mix:...), a sample's line also holds "source" and
+// "source_epoch", and index is its index in that source, so seed-audit checks it
+// within the source's epochs.
 // Collective: every rank records every step. Not thread-safe.
 #pragma once
 
@@ -26,6 +29,7 @@
 #include "seedloader/batch.h"
 #include "seedloader/ddp/communicator.h"
 #include "seedloader/ledger.h"
+#include "seedloader/mixture_dataset.h"
 
 namespace seedloader::train {
 
@@ -33,8 +37,10 @@ class StepTrace {
  public:
   // Rank 0 opens `path` for appending (Error naming it when it cannot). Batches hold
   // at most `max_batch` samples on any rank. REQUIRES: `comm` outlives the trace.
+  // `mixture`: the data set when it is a mixture (it must outlive the trace), else
+  // nullptr.
   StepTrace(const std::string& path, ddp::Communicator& comm, std::uint64_t max_batch,
-            std::uint64_t run);
+            std::uint64_t run, const MixtureDataset* mixture = nullptr);
   StepTrace(const StepTrace&) = delete;
   StepTrace& operator=(const StepTrace&) = delete;
 
@@ -53,6 +59,7 @@ class StepTrace {
   std::string path_;
   ddp::Communicator& comm_;
   std::uint64_t max_batch_, run_;
+  const MixtureDataset* mixture_;
   std::ofstream out_;                // rank 0 only
   std::vector<std::int64_t> slots_;  // every rank's samples, for one all-reduce
 };

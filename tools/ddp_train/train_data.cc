@@ -86,9 +86,9 @@ std::uint64_t data_fingerprint(const std::string& spec, const Dataset& data) {
     if (::glob(arg.c_str(), 0, nullptr, &g) == 0)
       for (std::size_t i = 0; i < g.gl_pathc; ++i) list_files(g.gl_pathv[i], files);
     ::globfree(&g);
-  } else if (kind != "synthetic") {
-    list_files(arg, files);
-  }
+  } else if (kind != "synthetic" && !(kind == "mix" && arg.starts_with("{"))) {
+    list_files(arg, files);  // a mixture's spec file, not its sources: resumes
+  }                          // compare a mixture's sources one by one
   std::sort(files.begin(), files.end());
   std::unique_ptr<XXH64_state_t, XXH_errorcode (*)(XXH64_state_t*)> h(XXH64_createState(),
                                                                       &XXH64_freeState);

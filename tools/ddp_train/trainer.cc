@@ -23,6 +23,7 @@
 #include "tools/ddp_train/batch_feed.h"
 #include "tools/ddp_train/checkpoint.h"
 #include "tools/ddp_train/launch_env.h"
+#include "tools/ddp_train/mixture_checkpoint.h"
 #include "tools/ddp_train/rank_agreement.h"
 #include "tools/ddp_train/step_trace.h"
 #include "tools/ddp_train/train_data.h"
@@ -93,11 +94,14 @@ std::string saved_partition(const nlohmann::json& config) {
 }
 
 // Names the first option in which a checkpoint's config differs from this run's.
+// Over a mixture the data spec, size and fingerprint are not compared: its sources
+// and weights may change at a resume (resumed_mixture() checks what must not).
 // A strided run resumes at its own world size only; an elastic one at any world size
 // dividing the same global batch size, since its position is a global batch.
 void check_resume_config(const std::string& path, const CheckpointState& s,
                          const TrainOptions& o, int world, std::uint64_t data_size,
-                         std::uint64_t fingerprint, std::uint64_t canonical_nodes) {
+                         std::uint64_t fingerprint, std::uint64_t canonical_nodes,
+                         bool mixture) {
   const std::uint64_t w = static_cast<std::uint64_t>(world);
   nlohmann::json saved,
       now = nlohmann::json::parse(resume_config_json(o, w, canonical_nodes));
@@ -138,19 +142,29 @@ void check_resume_config(const std::string& path, const CheckpointState& s,
                     "resumes at another)");
   }
   for (auto& [key, value] : now.items()) {
+    if (mixture && key == "data") continue;
     if (!saved.contains(key) || saved[key] != value)
       throw DataError("checkpoint " + path + ": saved with " + key + " = " +
                       (saved.contains(key) ? saved[key].dump() : "(none)") +
                       ", this run has " + value.dump());
   }
-  if (s.dataset_size != data_size)
+  if (mixture) {
+    if (s.mixture.empty())
+      throw DataError(
+          "checkpoint " + path +
+          ": saved from a data set that is not a mixture; this run reads one");
+  } else if (!s.mixture.empty()) {
+    throw DataError("checkpoint " + path +
+                    ": saved from a mixture; this run's data set is not one");
+  } else if (s.dataset_size != data_size) {
     throw DataError("checkpoint " + path + ": saved with a data set of " +
                     std::to_string(s.dataset_size) + " samples, this run's has " +
                     std::to_string(data_size));
-  if (s.dataset_fingerprint != fingerprint)
+  } else if (s.dataset_fingerprint != fingerprint) {
     throw DataError("checkpoint " + path +
                     ": the data set differs from the one it was saved with (its "
                     "description, file names or file sizes changed)");
+  }
   if (o.seed && *o.seed != s.base_seed)
     throw DataError("checkpoint " + path + ": saved with seed " +
                     std::to_string(s.base_seed) + ", --seed says " +
@@ -259,6 +273,8 @@ class Run {
   std::uint64_t seed_ = 0, global_step_ = 0, num_batches_ = 0, total_steps_ = 0;
   std::uint64_t batch_ = 0;  // per rank (rank_batch_size)
   std::uint64_t run_ = 0;    // resumes since the fresh run
+  // A resumed mixture's saved step, checked against the position.
+  std::optional<std::uint64_t> resumed_mixture_step_;
   std::unique_ptr<StepTrace> trace_;
   std::uint64_t data_fingerprint_ = 0;  // only with --save or --resume
   std::optional<CheckpointState> resumed_;
@@ -345,6 +361,9 @@ void Run::open_communicators() {
 
 void Run::open_data() {
   data_ = open_train_data(o_.data, o_.transform);
+  if (dynamic_cast<const MixtureDataset*>(data_.get()) &&
+      (!o_.skip_steps.empty() || !o_.skip_samples.empty()))
+    throw ConfigError("--skip-steps and --skip-samples do not take a mixture yet");
   sample_ = check_fields(*data_, o_.loss);
   classes_ = model_classes(o_.model, sample_);
 }
@@ -383,8 +402,21 @@ Position Run::resume() {
       // check_resume_config() names what is wrong with it.
     }
   }
+  const auto* mixture = dynamic_cast<const MixtureDataset*>(data_.get());
   check_resume_config(o_.resume, s, o_, mpi_.size(), data_->size(), data_fingerprint_,
-                      canonical_nodes_);
+                      canonical_nodes_, mixture != nullptr);
+  if (mixture != nullptr) {
+    // The saved steps keep their weights; this run's apply from the saved step.
+    const MixtureState saved = parse_mixture_state(o_.resume, s.mixture);
+    try {
+      data_ = std::make_unique<MixtureDataset>(resumed_mixture(
+          *mixture, saved, global_batch_size(o_, static_cast<std::uint64_t>(mpi_.size())),
+          s.base_seed));
+    } catch (const ConfigError& e) {
+      throw DataError("checkpoint " + o_.resume + ": " + e.what());
+    }
+    resumed_mixture_step_ = saved.step;
+  }
   resumed_ = s;
   seed_ = s.base_seed;
   global_step_ = s.global_step;
@@ -408,8 +440,14 @@ std::uint64_t Run::saved_batch_size() const {
 }
 
 void Run::check_resumed_position() const {
-  if (resumed_)
-    check_position(o_.resume, *resumed_, saved_batch_size(), num_batches_, total_steps_);
+  if (!resumed_) return;
+  check_position(o_.resume, *resumed_, saved_batch_size(), num_batches_, total_steps_);
+  const Position p = resumed_->position(saved_batch_size());
+  if (resumed_mixture_step_ && *resumed_mixture_step_ != p.epoch * num_batches_ + p.batch)
+    throw DataError("checkpoint " + o_.resume + ": its mixture is at step " +
+                    std::to_string(*resumed_mixture_step_) + ", its position at step " +
+                    std::to_string(p.epoch * num_batches_ + p.batch) + " of epochs of " +
+                    std::to_string(num_batches_));
 }
 
 SkipList Run::declared_skips(const LoaderOptions& lo) const {
@@ -465,7 +503,8 @@ void Run::open_loader() {
 #endif
   if (!feed_) feed_ = make_host_feed(*loader_, o_.loss, classes_, data_->describe());
   if (!o_.trace.empty())
-    trace_ = std::make_unique<StepTrace>(o_.trace, mpi_, batch_, run_);
+    trace_ = std::make_unique<StepTrace>(
+        o_.trace, mpi_, batch_, run_, dynamic_cast<const MixtureDataset*>(data_.get()));
 }
 
 std::vector<RankFact> Run::facts(Position start) const {
@@ -634,6 +673,12 @@ void Run::save(Position next) {
   s.config =
       resume_config_json(o_, static_cast<std::uint64_t>(mpi_.size()), canonical_nodes_);
   s.optimizer = optimizer_json(o_);
+  if (const auto* mixture = dynamic_cast<const MixtureDataset*>(data_.get())) {
+    const std::uint64_t first = next.epoch * num_batches_;
+    s.mixture = mixture_state_json(mixture_state(
+        *mixture, global_batch_size(o_, static_cast<std::uint64_t>(mpi_.size())), seed_,
+        first, first + next.batch));
+  }
   if (mpi_.rank() == 0) save_checkpoint(o_.save, model_->stages(), s);
   mpi_.barrier();
 }

@@ -30,6 +30,10 @@ struct SampleRecord {
   bool skipped = false;
   std::optional<std::uint64_t> content;  // hash of the produced sample, if recorded
   std::string_view aug;                  // drawn parameters as given; may be empty
+  // A mixture's sample ("source", "source_epoch" in a trace): its source's name,
+  // the source's epoch, and `index` within that source. Empty: not a mixture's.
+  std::string source;
+  std::uint32_t source_epoch = 0;
 };
 
 // Limits of the compact per-state and per-index tables (see auditor.h).
@@ -67,6 +71,8 @@ struct SamplePlace {
   std::optional<std::uint64_t> batch;
   std::optional<std::uint64_t> index;
   std::optional<std::uint32_t> run;  // named only by the findings across runs
+  // A mixture's sample: its source, `epoch` then being the source's epoch.
+  std::optional<std::string> source;
 };
 
 struct Example {

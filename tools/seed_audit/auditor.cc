@@ -4,12 +4,31 @@
 #include <string>
 
 #include "seedloader/error.h"
+#include "tools/seed_audit/finding_tally.h"
 
 namespace seedloader::audit {
 
+namespace {
+
+// Adds `f` to the finding of its kind in `to` (its count, and its examples up to
+// kMaxExamples), or as a new one.
+void merge_finding(std::vector<Finding>& to, Finding f) {
+  for (Finding& have : to) {
+    if (have.kind != f.kind) continue;
+    have.count += f.count;
+    for (Example& e : f.examples)
+      if (have.examples.size() < kMaxExamples) have.examples.push_back(std::move(e));
+    return;
+  }
+  to.push_back(std::move(f));
+}
+
+}  // namespace
+
 Auditor::Auditor(AuditOptions options)
     : states_(options.pad_multiple),
-      indices_(options.dataset_size, options.allowed_missing, options.pad_multiple) {
+      indices_(options.dataset_size, options.allowed_missing, options.pad_multiple),
+      options_(options) {
   if (options.pad_multiple && *options.pad_multiple == 0) {
     throw ConfigError("the padding multiple must be positive");
   }
@@ -39,15 +58,44 @@ void Auditor::add(const SampleRecord& r) {
     throw DataError("epoch or worker id exceeds the audit's limit of " +
                     std::to_string(kMaxEpoch));
   }
+  IndexDetector& indices = r.source.empty() ? indices_ : source_detector(r.source);
+  SampleRecord by_source;
+  const SampleRecord* seen = &r;
+  if (!r.source.empty()) {  // the source's own epoch, as its detector counts them
+    by_source = r;
+    by_source.epoch = r.source_epoch;
+    seen = &by_source;
+  }
   if (r.skipped) {  // declared, not trained: where it would have been is all there is
-    indices_.declare(r);
+    indices.declare(*seen);
     return;
   }
-  indices_.add(r);  // first: it rejects indices outside the dataset
+  indices.add(*seen);  // first: it rejects indices outside the dataset
   std::uint32_t owner = owners_.id(r);
   states_.add(r, owner, owners_);
   orders_.add(r, owner, owners_);
   ++samples_;
+}
+
+std::uint64_t Auditor::bytes() const {
+  std::uint64_t b = states_.bytes() + indices_.bytes();
+  for (const auto& [name, detector] : sources_) b += detector->bytes();
+  return b;
+}
+
+IndexDetector& Auditor::source_detector(const std::string& name) {
+  auto it = sources_.find(name);
+  if (it == sources_.end()) {
+    const auto size = options_.source_sizes.find(name);
+    it = sources_
+             .emplace(name, std::make_unique<IndexDetector>(
+                                size == options_.source_sizes.end()
+                                    ? std::nullopt
+                                    : std::optional<std::uint64_t>(size->second),
+                                0, std::nullopt, true))
+             .first;
+  }
+  return *it->second;
 }
 
 Report Auditor::report() const {
@@ -55,6 +103,22 @@ Report Auditor::report() const {
   out.samples = samples_;
   states_.report(out);
   indices_.report(out);
+  for (const auto& [name, detector] : sources_) {
+    Report own;
+    detector->report(own);
+    auto name_source = [&](Example& e) {
+      e.sample.source = name;
+      if (e.other) e.other->source = name;
+    };
+    for (Finding& f : own.findings) {
+      for (Example& e : f.examples) name_source(e);
+      merge_finding(out.findings, std::move(f));
+    }
+    for (Finding& f : own.information) {
+      for (Example& e : f.examples) name_source(e);
+      merge_finding(out.information, std::move(f));
+    }
+  }
   orders_.report(out, owners_);
   std::stable_sort(out.findings.begin(), out.findings.end(),
                    [](const Finding& a, const Finding& b) { return a.kind < b.kind; });

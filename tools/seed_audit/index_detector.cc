@@ -21,10 +21,12 @@ void append_examples(const std::vector<Example>& from, FindingTally& to) {
 
 IndexDetector::IndexDetector(std::optional<std::uint64_t> dataset_size,
                              std::uint64_t allowed_missing,
-                             std::optional<std::uint64_t> pad_multiple)
+                             std::optional<std::uint64_t> pad_multiple,
+                             bool source_epochs)
     : dataset_size_(dataset_size),
       allowed_missing_(allowed_missing),
-      pad_multiple_(pad_multiple) {}
+      pad_multiple_(source_epochs ? std::optional<std::uint64_t>(1) : pad_multiple),
+      source_epochs_(source_epochs) {}
 
 IndexDetector::Epoch& IndexDetector::epoch(std::uint32_t e) {
   if (last_ == nullptr || last_epoch_ != e) {
@@ -173,6 +175,13 @@ void IndexDetector::report(Report& out) const {
         duplicates.count += ep.cross_run;
         append_examples(ep.cross_run_examples, duplicates);
       }
+      // Unpadded: a repeat within a run is one with or without the size.
+      std::uint64_t within = ep.total - ep.distinct - ep.cross_run;
+      for (const auto& [run, share] : ep.runs) within -= share.cross_rank;
+      if (source_epochs_ && within > 0) {
+        coverage.count += within;
+        append_examples(ep.repeat_examples, coverage);
+      }
       continue;
     }
     const std::uint64_t n = *dataset_size_;
@@ -181,7 +190,8 @@ void IndexDetector::report(Report& out) const {
       const std::uint64_t m = multiple(share.num_ranks);
       padding = std::max(padding, m * ((n + m - 1) / m) - n);
     }
-    if (n - ep.distinct - declared_unseen(ep) > allowed_missing_) {
+    const bool open = source_epochs_ && e == epochs_.rbegin()->first;
+    if (!open && n - ep.distinct - declared_unseen(ep) > allowed_missing_) {
       report_missing(e, ep, runs_.size() > 1 ? gaps : coverage);
     }
     const std::uint64_t repeats = ep.total - ep.distinct;

@@ -22,6 +22,11 @@
 // also trains that index elsewhere (padding); an epoch's missing count leaves out
 // the declared indices it did not train.
 // With one run and no pad_multiple this is exactly the single-run audit.
+// A mixture source's detector (`source_epochs`) sees its samples by source epoch:
+// nothing is padded, so every repeat within a source epoch is a finding with or
+// without a size (across ranks rank_batch_duplicate, across runs
+// resume_duplicate, else coverage), and the last source epoch of the trace may be
+// partial, so only the epochs before it are checked for missing indices.
 // Memory: per epoch, 2 bytes per index (the first (run, rank) pair to visit it),
 // in pages of 4096 indices allocated when first touched, so dense dataset indices
 // cost 2 bytes each. Not thread-safe.
@@ -44,7 +49,8 @@ class IndexDetector {
   // dataset_size: check coverage against [0, N) when given. pad_multiple: what an
   // epoch's order is padded to a multiple of; unset: each run's ranks.
   IndexDetector(std::optional<std::uint64_t> dataset_size, std::uint64_t allowed_missing,
-                std::optional<std::uint64_t> pad_multiple = std::nullopt);
+                std::optional<std::uint64_t> pad_multiple = std::nullopt,
+                bool source_epochs = false);
   IndexDetector(const IndexDetector&) = delete;
   IndexDetector& operator=(const IndexDetector&) = delete;
 
@@ -89,6 +95,7 @@ class IndexDetector {
   std::optional<std::uint64_t> dataset_size_;
   std::uint64_t allowed_missing_;
   std::optional<std::uint64_t> pad_multiple_;
+  bool source_epochs_ = false;
   std::map<std::uint32_t, Epoch> epochs_;
   Epoch* last_ = nullptr;
   std::uint32_t last_epoch_ = 0;

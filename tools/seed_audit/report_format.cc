@@ -9,7 +9,8 @@ nlohmann::ordered_json place_json(const SamplePlace& p) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (p.run) j["run"] = *p.run;
   if (p.rank) j["rank"] = *p.rank;
-  if (p.epoch) j["epoch"] = *p.epoch;
+  if (p.source) j["source"] = *p.source;
+  if (p.epoch) j[p.source ? "source_epoch" : "epoch"] = *p.epoch;
   if (p.worker) j["worker"] = *p.worker;
   if (p.batch) j["batch"] = *p.batch;
   if (p.index) j["index"] = *p.index;
@@ -26,7 +27,8 @@ std::string place_text(const SamplePlace& p) {
   };
   field("run", p.run);
   field("rank", p.rank);
-  field("epoch", p.epoch);
+  field("source", p.source);
+  field(p.source ? "source_epoch" : "epoch", p.epoch);
   field("worker", p.worker);
   field("batch", p.batch);
   field("index", p.index);

@@ -14,6 +14,7 @@
 #include "seedloader/data_loader.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
+#include "seedloader/mixture_dataset.h"
 #include "tools/common/data_spec.h"
 #include "tools/common/enum_option.h"
 #include "tools/common/loader_flags.h"
@@ -45,6 +46,7 @@ struct RunArgs : tools::LoaderFlags {
   SeedingMode seeding = SeedingMode::kFull;
   std::optional<std::uint64_t> resume_at;
   std::optional<std::uint64_t> resume_world_size;
+  std::string resume_data;  // run 1's --data: a mixture with other weights
   std::string json;
   bool progress = false;
 };
@@ -105,9 +107,11 @@ LoaderOptions leg_options(const RunArgs& a, const Leg& leg, std::uint64_t rank,
 }
 
 // Batches one rank of `leg` loads in all, for the progress bar.
-std::uint64_t leg_batches(const LoaderOptions& opt, const Leg& leg, std::uint64_t n,
+std::uint64_t leg_batches(const LoaderOptions& opt, const Leg& leg, const Dataset& data,
                           std::uint64_t seed) {
-  const std::uint64_t samples = make_sampler(n, opt, seed)->size();
+  std::unique_ptr<Sampler> own = data.own_order(opt, seed);
+  const std::uint64_t samples =
+      own ? own->size() : make_sampler(data.size(), opt, seed)->size();
   const std::uint64_t per_epoch = opt.drop_last
                                       ? samples / opt.batch_size
                                       : (samples + opt.batch_size - 1) / opt.batch_size;
@@ -118,6 +122,7 @@ std::uint64_t leg_batches(const LoaderOptions& opt, const Leg& leg, std::uint64_
 
 void run_leg(const RunArgs& a, const Dataset& data, std::uint64_t seed, const Leg& leg,
              Auditor& auditor, tools::ProgressBar& bar) {
+  const auto* mixture = dynamic_cast<const MixtureDataset*>(&data);
   for (std::uint64_t rank = 0; rank < leg.world_size; ++rank) {
     // Each simulated rank is its own process: its dataset (and any generator the
     // dataset owns) starts from the state the program gives it, as in a real run.
@@ -146,6 +151,7 @@ void run_leg(const RunArgs& a, const Dataset& data, std::uint64_t seed, const Le
           break;  // the failure: the rest of the epoch is never loaded
         ++batches;
         auto indices = b.indices();
+        auto stream_epochs = b.stream_epochs();
         auto fps = b.tensor(fp_field).values<std::int64_t>();
         auto used = b.tensor(fp_field + 1).values<std::uint8_t>();
         for (std::size_t i = 0; i < indices.size(); ++i) {
@@ -156,6 +162,12 @@ void run_leg(const RunArgs& a, const Dataset& data, std::uint64_t seed, const Le
           r.worker = static_cast<std::uint32_t>(b.worker());
           r.batch = b.number();
           r.index = indices[i];
+          if (mixture != nullptr) {  // audited within its source's epochs
+            const auto [source, local] = mixture->locate(indices[i]);
+            r.source = mixture->sources()[source].name;
+            r.source_epoch = static_cast<std::uint32_t>(stream_epochs[i]);
+            r.index = local;
+          }
           r.rng = std::bit_cast<std::uint64_t>(fps[i]);
           r.has_rng = used[i] != 0;
           auditor.add(r);
@@ -170,11 +182,37 @@ int run_pipeline(const RunArgs& a) {
   if (a.resume_at.has_value() != a.resume_world_size.has_value()) {
     throw ConfigError("--resume-at and --resume-world-size go together");
   }
+  if (!a.resume_data.empty() && !a.resume_at)
+    throw ConfigError("--resume-data goes with --resume-at");
   std::unique_ptr<Dataset> data = tools::open_dataset(a.data, a.transform);
   const std::uint64_t seed = a.seed ? *a.seed : draw_base_seed("seed-audit");
   const std::uint64_t n = data->size();
   const std::vector<Leg> legs = plan_legs(a);
+  // Each leg's data: run 1 reads --resume-data when given, a mixture with other
+  // weights continuing from run 0's position as a checkpoint would carry it.
+  std::vector<const Dataset*> leg_data(legs.size(), data.get());
+  std::unique_ptr<Dataset> resumed;
+  const auto* mixture = dynamic_cast<const MixtureDataset*>(data.get());
+  if (!a.resume_data.empty()) {
+    std::unique_ptr<Dataset> next = tools::open_dataset(a.resume_data, a.transform);
+    const auto* next_mixture = dynamic_cast<const MixtureDataset*>(next.get());
+    if (mixture == nullptr || next_mixture == nullptr)
+      throw ConfigError(
+          "--resume-data changes a mixture's weights: --data and "
+          "--resume-data must both be mix:...");
+    const std::uint64_t global = a.batch_size * a.world_size;
+    resumed = std::make_unique<MixtureDataset>(resumed_mixture(
+        *next_mixture, mixture_state(*mixture, global, seed, 0, *a.resume_at), global,
+        seed));
+    leg_data.back() = resumed.get();
+  }
   AuditOptions audit{.dataset_size = n};
+  if (mixture != nullptr) {  // counted within each source's epochs instead
+    audit.dataset_size.reset();
+    for (const Dataset* d : leg_data)
+      for (const MixtureSource& s : static_cast<const MixtureDataset*>(d)->sources())
+        audit.source_sizes[s.name] = s.dataset->size();
+  }
   if (a.partition == Partition::kElastic) {
     // Padded (or, with drop_last, truncated) to a multiple of the global batch.
     const std::uint64_t global = a.batch_size * a.world_size;
@@ -196,10 +234,14 @@ int run_pipeline(const RunArgs& a) {
   for (const Leg& leg : legs) {
     LoaderOptions opt = leg_options(a, leg, 0, seed, scope);
     validate(opt, n);
-    total += leg_batches(opt, leg, n, seed) * leg.world_size;
+  }
+  for (std::size_t l = 0; l < legs.size(); ++l) {
+    LoaderOptions opt = leg_options(a, legs[l], 0, seed, scope);
+    total += leg_batches(opt, legs[l], *leg_data[l], seed) * legs[l].world_size;
   }
   tools::ProgressBar bar(a.progress || isatty(STDERR_FILENO), total);
-  for (const Leg& leg : legs) run_leg(a, *data, seed, leg, auditor, bar);
+  for (std::size_t l = 0; l < legs.size(); ++l)
+    run_leg(a, *leg_data[l], seed, legs[l], auditor, bar);
   bar.finish();
   // The summary goes with the text report: to stderr when the JSON takes stdout.
   std::FILE* text = a.json == "-" ? stderr : stdout;
@@ -214,6 +256,9 @@ int run_pipeline(const RunArgs& a) {
                  tools::enum_name(tools::partition_names(), a.partition).c_str(),
                  static_cast<unsigned long long>(*a.resume_at),
                  static_cast<unsigned long long>(*a.resume_world_size));
+    if (resumed)
+      std::fprintf(text, "run 1 read %s from there, every source where run 0 left it\n",
+                   resumed->describe().c_str());
   }
   std::fflush(text);
   return emit_report(auditor.report(), a.json);
@@ -270,6 +315,10 @@ void add_run_command(CLI::App& app, Action& action) {
                   "Ranks of the resumed run (with --resume-at)")
       ->check(tools::non_negative_integer())
       ->check(CLI::Range(std::uint64_t{1}, kMaxRank + 1));
+  cmd->add_option("--resume-data", args->resume_data,
+                  "With --resume-at over a mixture (--data mix:...): run 1 reads this "
+                  "mixture spec instead, other weights or a source added, continuing "
+                  "every source from run 0's position as a checkpoint would");
   cmd->add_flag("--drop-last", args->drop_last, "Drop the last, short batch");
   cmd->add_flag("--persistent-workers", args->persistent_workers,
                 "Keep workers across epochs");

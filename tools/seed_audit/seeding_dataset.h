@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,19 @@ class SeedingDataset final : public Dataset {
   void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
   std::string describe() const override;
   std::vector<std::uint64_t> shard_sizes() const override { return inner_.shard_sizes(); }
+  // The inner data set's own streams, order and reads ahead (a mixture's).
+  Rng sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
+                 std::uint64_t index) const override {
+    return inner_.sample_rng(base_seed, epoch, index);
+  }
+  std::unique_ptr<Sampler> own_order(const LoaderOptions& options,
+                                     std::uint64_t seed) const override {
+    return inner_.own_order(options, seed);
+  }
+  void will_read(std::span<const std::uint64_t> indices) const noexcept override {
+    inner_.will_read(indices);
+  }
+  std::uint64_t read_ahead() const override { return inner_.read_ahead(); }
 
   // The field holding each sample's fingerprint; the next one says if it was used.
   std::size_t fingerprint_field() const { return layout_.num_fields() - 2; }

@@ -22,13 +22,17 @@ Report audit_trace_file(const std::string& path, const AuditOptions& options) {
 std::string audit_trace_json(const std::string& path,
                              std::optional<std::uint64_t> dataset_size,
                              std::uint64_t allowed_missing,
-                             std::optional<std::uint64_t> global_batch) {
+                             std::optional<std::uint64_t> global_batch,
+                             const std::map<std::string, std::uint64_t>& source_sizes) {
   if (global_batch && *global_batch == 0)
     throw ConfigError("audit of " + path + ": global_batch must be at least 1");
-  return audit::report_json(
-             audit::audit_trace_file(
-                 path, audit::AuditOptions{dataset_size, allowed_missing, global_batch}))
-      .dump();
+  audit::AuditOptions options{dataset_size, allowed_missing, global_batch, {}};
+  for (const auto& [name, size] : source_sizes) {
+    if (size == 0)
+      throw ConfigError("audit of " + path + ": source '" + name + "' is empty");
+    options.source_sizes.emplace(name, size);
+  }
+  return audit::report_json(audit::audit_trace_file(path, options)).dump();
 }
 
 }  // namespace seedloader

@@ -1,7 +1,9 @@
 // seed-audit trace: audit a per-sample trace recorded from any loader (JSONL).
+#include <charconv>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "seedloader/error.h"
 #include "tools/common/number_checks.h"
@@ -20,7 +22,8 @@ struct TraceArgs {
   std::uint64_t allowed_missing = 0;
   std::optional<std::uint64_t> global_batch;
   std::string json;
-  std::string expect;  // the flags of `order`, as one string
+  std::string expect;                     // the flags of `order`, as one string
+  std::vector<std::string> source_sizes;  // NAME=N
 };
 
 // The configuration --expect names, parsed with `order`'s flags.
@@ -41,8 +44,20 @@ LedgerQuery expected_config(const std::string& flags) {
 int run_trace(const TraceArgs& a) {
   std::optional<LedgerQuery> expected;
   if (!a.expect.empty()) expected = expected_config(a.expect);  // before the long audit
-  Report report = audit_trace_file(
-      a.path, AuditOptions{a.dataset_size, a.allowed_missing, a.global_batch});
+  AuditOptions options{a.dataset_size, a.allowed_missing, a.global_batch, {}};
+  for (const std::string& given : a.source_sizes) {
+    const std::size_t eq = given.rfind('=');
+    std::uint64_t n = 0;
+    const char* end = given.data() + given.size();
+    const auto [p, ec] =
+        eq == std::string::npos || eq == 0
+            ? std::from_chars_result{given.data(), std::errc::invalid_argument}
+            : std::from_chars(given.data() + eq + 1, end, n);
+    if (ec != std::errc() || p != end || n == 0)
+      throw ConfigError("--source-size " + given + ": expected NAME=N, N > 0");
+    options.source_sizes.emplace(given.substr(0, eq), n);
+  }
+  Report report = audit_trace_file(a.path, options);
   if (expected) {
     std::uint64_t checked = 0;
     if (auto mismatch = check_expected_order(a.path, *expected, checked))
@@ -62,7 +77,9 @@ void add_trace_command(CLI::App& app, Action& action) {
       "{\"rank\":0,\"epoch\":0,\"worker\":1,\"batch\":3,\"index\":17,\"rng\":\"<state>\"}"
       "\n"
       "with optional \"content\", \"aug\" and \"run\" (0, 1, ...: which run of a job\n"
-      "that restarted; absent: 0). \"rng\" is any string equal exactly when the random\n"
+      "that restarted; absent: 0), and for a mixture's sample \"source\" and\n"
+      "\"source_epoch\" (\"index\" then in its source: checked within each source's\n"
+      "epochs). \"rng\" is any string equal exactly when the random\n"
       "state the sample started from is equal (tools/torch_trace.py records PyTorch\n"
       "pipelines). Exit 0 clean, 1 findings, 2 usage or input error.");
   cmd->add_option("FILE", args->path, "Trace file (JSONL)")->required();
@@ -78,6 +95,9 @@ void add_trace_command(CLI::App& app, Action& action) {
                   "partition's global batch); default: the ranks of each run")
       ->check(tools::non_negative_integer())
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--source-size", args->source_sizes,
+                  "NAME=N: a mixture source's size, to check that each of its epochs "
+                  "(but the trace's last) covers [0, N); repeatable");
   cmd->add_option(
       "--expect", args->expect,
       "The configuration the run had, as `order` takes it (\"--size N --seed S "

@@ -205,6 +205,13 @@ class LineParser {
     } else if (key == "run") {
       mark(seen, 8, key);
       r.run = static_cast<std::uint32_t>(bounded("run", kMaxRun));
+    } else if (key == "source") {
+      mark(seen, 10, key);
+      r.source = std::string(string_value("source"));
+      if (r.source.empty()) fail("\"source\" is empty");
+    } else if (key == "source_epoch") {
+      mark(seen, 11, key);
+      r.source_epoch = static_cast<std::uint32_t>(bounded("source_epoch", kMaxEpoch));
     } else if (key == "skipped") {
       mark(seen, 9, key);
       r.skipped = bool_value("skipped");
