@@ -78,6 +78,15 @@ class MixtureSchedule {
   std::vector<std::vector<unsigned __int128>> cumulative_;  // integral() at each point
 };
 
+// A schedule in force from global step `from_step` on, its sources having had
+// `consumed` samples before it (one count per source of `schedule`; empty: none):
+// one segment of a mixture's history (mixture_dataset.h).
+struct MixtureSegment {
+  std::uint64_t from_step = 0;
+  MixtureSchedule schedule;
+  std::vector<std::uint64_t> consumed;
+};
+
 // The composition of global batches of G samples, step after step.
 class MixtureAllocation {
  public:

@@ -60,13 +60,6 @@ struct MixturePoint {
   std::vector<std::uint64_t> consumed;
 };
 
-// A schedule in force from global step `from_step` on, its sources having had
-// `consumed` samples before it (one count per source of `schedule`; empty: none).
-struct MixtureSegment {
-  std::uint64_t from_step = 0;
-  MixtureSchedule schedule;
-  std::vector<std::uint64_t> consumed;
-};
 
 class MixtureDataset : public Dataset {
  public:

@@ -394,5 +394,5 @@ class MixtureDataset(Dataset):
 
     def locate(self, index: int) -> tuple[int, int]: ...
 
-def audit_trace(path: str, dataset_size: int | None, allow_missing: int = 0, global_batch: int | None = None, source_sizes: Mapping[str, int] = {}) -> str:
+def audit_trace(path: str, dataset_size: int | None, allow_missing: int = 0, global_batch: int | None = None, source_sizes: Mapping[str, int] = {}, mixture_state: str = '') -> str:
     """The seed audit of a trace file as the JSON report text."""

@@ -159,7 +159,8 @@ def _uint64s(raw):
     return array.array("Q", raw).tolist() if raw is not None else []
 
 
-def check(path, dataset_size=None, allow_missing=0, global_batch=None, source_sizes=None):
+def check(path, dataset_size=None, allow_missing=0, global_batch=None, source_sizes=None,
+          mixture=None):
     """Audits the trace at `path`; returns the report as a dict.
 
     dataset_size: N to check that every epoch covers [0, N), or None.
@@ -170,9 +171,14 @@ def check(path, dataset_size=None, allow_missing=0, global_batch=None, source_si
       mixture.names), to check that every source epoch but the trace's last covers
       its source; a mixture's samples are checked within their sources' epochs
       (repeats) with or without it.
+    mixture: a Mixture loader's state_dict()["mixture"] (its last, for a trace
+      across restarts: it holds every schedule the run had), with global_batch:
+      each global step's sources are checked against the weights in force
+      (mixture_composition).
     Raises seedloader.DataError for a missing or malformed trace.
     """
     # Imported here, so that trace() works without the compiled module.
     from seedloader import _core
     return json.loads(_core.audit_trace(os.fspath(path), dataset_size, allow_missing,
-                                        global_batch, dict(source_sizes or {})))
+                                        global_batch, dict(source_sizes or {}),
+                                        "" if mixture is None else json.dumps(mixture)))

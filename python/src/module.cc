@@ -25,5 +25,6 @@ NB_MODULE(_core, m) {
         nb::arg("dataset_size").none(), nb::arg("allow_missing") = 0,
         nb::arg("global_batch").none() = nb::none(),
         nb::arg("source_sizes") = std::map<std::string, std::uint64_t>(),
+        nb::arg("mixture_state") = std::string(),
         "The seed audit of a trace file as the JSON report text.");
 }

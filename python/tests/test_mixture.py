@@ -225,6 +225,15 @@ def test_the_audit_checks_a_mixture_within_each_sources_epochs(tmp_path):
             pass
     report = audit.check(path, source_sizes=sizes)
     assert report["verdict"] == "clean", report
+    # Every step drew its sources as the weights in force said: 1:3, then 3:1 from
+    # the saved step (the last state's history holds both).
+    last = after[0].state_dict()["mixture"]
+    assert [h[0] for h in last["history"]] == [0, 7]
+    report = audit.check(path, source_sizes=sizes, mixture=last, global_batch=G)
+    assert report["verdict"] == "clean", report
+    # Against the first weights alone, the steps after the restart are off.
+    report = audit.check(path, mixture=state["mixture"], global_batch=G)
+    assert [f["kind"] for f in report["findings"]] == ["mixture_composition"], report
     # Restarted from the epoch's first step instead: steps 5 and 6 trained twice.
     again = loader(new, 3, 0, 0)
     again.load_state_dict(dict(state, _num_yielded=0, samples=0))

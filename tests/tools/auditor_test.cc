@@ -412,6 +412,36 @@ TEST(AuditorTest, AMixtureSampleRepeatedWithinItsSourceEpochIsAFindingNamingTheS
       << report_text(audit(records));
 }
 
+TEST(AuditorTest, AMixturesStepsAreCheckedAgainstItsWeights) {
+  std::vector<SampleRecord> records = mixture_trace();
+  const MixtureExpectation expected{
+      {{0, MixtureSchedule({"small", "large"}, {{0, {1, 3}}}), {}}}, 12, 5};
+  Report r = audit(records, {.mixture = expected});
+  EXPECT_TRUE(r.clean()) << report_text(r);
+  // Under other weights the same steps are off from the first.
+  const MixtureExpectation other{
+      {{0, MixtureSchedule({"small", "large"}, {{0, {1, 1}}}), {}}}, 12, 5};
+  r = audit(records, {.mixture = other});
+  ASSERT_EQ(r.findings.size(), 1u) << report_text(r);
+  EXPECT_EQ(finding_name(r.findings[0].kind), std::string("mixture_composition"));
+  EXPECT_EQ(r.findings[0].examples.at(0).sample.batch, 0u);
+  // One large-source sample of step 2 read from the small source instead: 3 + 1 of
+  // 12 there, beyond one sample off 1:3.
+  for (SampleRecord& rec : records) {
+    if (rec.epoch == 0 && rec.batch == 2 && rec.source == "large") {
+      rec.source = "small";
+      rec.source_epoch = 9;  // its own epoch, so no repeat is found
+      rec.index = 12;
+      break;
+    }
+  }
+  r = audit(records, {.mixture = expected});
+  ASSERT_EQ(r.findings.size(), 1u) << report_text(r);
+  const Example& e = r.findings[0].examples.at(0);
+  EXPECT_EQ(e.sample.batch, 2u);
+  EXPECT_NE(e.note.find("in global steps 0 to 2"), std::string::npos) << e.note;
+}
+
 TEST(AuditorTest, AMixtureSourceEpochMissingASampleIsAGapOnlyWhenComplete) {
   std::vector<SampleRecord> records = mixture_trace();
   // Drop the first small-source sample of its epoch 0 (a complete epoch).

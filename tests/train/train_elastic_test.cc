@@ -152,8 +152,9 @@ TEST_F(TrainElastic, AMixtureResumedWithNewWeightsAtAnotherWorldSizeAuditsClean)
       path("mix.trace");
   auto a = train("--data " + first + common + " --steps 7 --save " + path("mix.ck"), 2);
   ASSERT_EQ(a.exit_code, 0) << a.out;
-  auto b =
-      train("--data " + second + common + " --steps 25 --resume " + path("mix.ck"), 3);
+  auto b = train("--data " + second + common + " --steps 25 --resume " + path("mix.ck") +
+                     " --save " + path("mix2.ck"),
+                 3);
   ASSERT_EQ(b.exit_code, 0) << b.out;
 
   std::map<std::uint64_t, std::map<std::string, int>> per_step;
@@ -175,6 +176,24 @@ TEST_F(TrainElastic, AMixtureResumedWithNewWeightsAtAnotherWorldSizeAuditsClean)
       " --source-size extra=7 2>&1");
   EXPECT_EQ(audit.exit_code, 0) << audit.out;
   EXPECT_NE(audit.out.find("clean: 300 samples"), std::string::npos) << audit.out;
+  // Each step's sources against the weights of a checkpoint's mixture state.
+  auto composition = [&](const std::string& checkpoint) {
+    {
+      std::ofstream state(path("state.json"));
+      state << SafetensorsFile(path(checkpoint)).metadata().at("mixture");
+    }
+    return testing_util::run_command(std::string(SEEDLOADER_AUDIT) + " trace " +
+                                     path("mix.trace") + " --mixture " +
+                                     path("state.json") + " --global-batch 12 2>&1");
+  };
+  // The last state holds both schedules: every step drew as the weights then said.
+  const auto last = composition("mix2.ck");
+  EXPECT_EQ(last.exit_code, 0) << last.out;
+  // The first holds only the first weights: steps 8 on are off.
+  const auto first_only = composition("mix.ck");
+  EXPECT_EQ(first_only.exit_code, 1) << first_only.out;
+  EXPECT_NE(first_only.out.find("mixture_composition"), std::string::npos)
+      << first_only.out;
 
   const std::string dropped =
       R"('mix:{"sources": {"large": "synthetic:50"}, "weights": {"large": 1},)"

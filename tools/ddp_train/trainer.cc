@@ -19,11 +19,11 @@
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
 #include "seedloader/ledger.h"
+#include "tools/common/mixture_json.h"
 #include "tools/common/progress_bar.h"
 #include "tools/ddp_train/batch_feed.h"
 #include "tools/ddp_train/checkpoint.h"
 #include "tools/ddp_train/launch_env.h"
-#include "tools/ddp_train/mixture_checkpoint.h"
 #include "tools/ddp_train/rank_agreement.h"
 #include "tools/ddp_train/step_trace.h"
 #include "tools/ddp_train/train_data.h"
@@ -407,7 +407,8 @@ Position Run::resume() {
                       canonical_nodes_, mixture != nullptr);
   if (mixture != nullptr) {
     // The saved steps keep their weights; this run's apply from the saved step.
-    const MixtureState saved = parse_mixture_state(o_.resume, s.mixture);
+    const MixtureState saved = tools::parse_mixture_state(
+        "checkpoint " + o_.resume + ": metadata 'mixture'", s.mixture);
     try {
       data_ = std::make_unique<MixtureDataset>(resumed_mixture(
           *mixture, saved, global_batch_size(o_, static_cast<std::uint64_t>(mpi_.size())),
@@ -675,7 +676,7 @@ void Run::save(Position next) {
   s.optimizer = optimizer_json(o_);
   if (const auto* mixture = dynamic_cast<const MixtureDataset*>(data_.get())) {
     const std::uint64_t first = next.epoch * num_batches_;
-    s.mixture = mixture_state_json(mixture_state(
+    s.mixture = tools::mixture_state_json(mixture_state(
         *mixture, global_batch_size(o_, static_cast<std::uint64_t>(mpi_.size())), seed_,
         first, first + next.batch));
   }

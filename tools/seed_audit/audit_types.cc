@@ -24,6 +24,8 @@ const char* finding_name(FindingKind kind) {
       return "resume_gap";
     case FindingKind::kOrderMismatch:
       return "order_mismatch";
+    case FindingKind::kMixtureComposition:
+      return "mixture_composition";
     case FindingKind::kDeclaredSkip:
       return "declared_skip";
   }
@@ -72,6 +74,12 @@ const char* finding_hint(FindingKind kind) {
       return "These steps are not what the expected configuration trains on (the first "
              "example says what it matches instead): run with the configuration given, "
              "or give the one the run had.";
+    case FindingKind::kMixtureComposition:
+      return "A mixture's global steps drew a source more or less often than its "
+             "weights give (by one sample or more over the steps of a schedule "
+             "segment): the loader does not compose steps by the weights given, or "
+             "the trace comes from another schedule (give the state it was saved "
+             "with).";
     case FindingKind::kDeclaredSkip:
       return "The run declared these samples skipped (loader.skip(), ddp-train "
              "--skip-steps or --skip-samples): not trained, by choice. They are "

@@ -53,8 +53,9 @@ enum class FindingKind {
   kCoverage,
   kResumeDuplicate,
   kResumeGap,
-  kOrderMismatch,  // trace --expect: a step that is not the configuration's
-  kDeclaredSkip,   // information, not a finding: samples the run declared skipped
+  kOrderMismatch,       // trace --expect: a step that is not the configuration's
+  kMixtureComposition,  // trace --mixture: a step's sources off the weights
+  kDeclaredSkip,        // information, not a finding: samples the run declared skipped
 };
 
 // The finding's name in reports ("worker_rng_duplicate", ...).

@@ -29,6 +29,7 @@ Auditor::Auditor(AuditOptions options)
     : states_(options.pad_multiple),
       indices_(options.dataset_size, options.allowed_missing, options.pad_multiple),
       options_(options) {
+  if (options_.mixture) composition_.emplace(*options_.mixture);
   if (options.pad_multiple && *options.pad_multiple == 0) {
     throw ConfigError("the padding multiple must be positive");
   }
@@ -71,6 +72,7 @@ void Auditor::add(const SampleRecord& r) {
     return;
   }
   indices.add(*seen);  // first: it rejects indices outside the dataset
+  if (composition_) composition_->add(r);
   std::uint32_t owner = owners_.id(r);
   states_.add(r, owner, owners_);
   orders_.add(r, owner, owners_);
@@ -103,6 +105,7 @@ Report Auditor::report() const {
   out.samples = samples_;
   states_.report(out);
   indices_.report(out);
+  if (composition_) composition_->report(out);
   for (const auto& [name, detector] : sources_) {
     Report own;
     detector->report(own);

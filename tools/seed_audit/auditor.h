@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tools/seed_audit/index_detector.h"
+#include "tools/seed_audit/mixture_composition.h"
 #include "tools/seed_audit/order_detector.h"
 #include "tools/seed_audit/owner_table.h"
 #include "tools/seed_audit/state_detector.h"
@@ -33,6 +34,9 @@ struct AuditOptions {
   // A mixture's sources by name and size, for the coverage of their epochs;
   // a source not named is checked for repeats only.
   std::map<std::string, std::uint64_t, std::less<>> source_sizes;
+  // A mixture's schedule, to check each global step's sources against its weights
+  // (mixture_composition.h).
+  std::optional<MixtureExpectation> mixture;
 };
 
 class Auditor {
@@ -62,6 +66,7 @@ class Auditor {
   // Per mixture source, by name.
   std::map<std::string, std::unique_ptr<IndexDetector>, std::less<>> sources_;
   AuditOptions options_;
+  std::optional<CompositionDetector> composition_;
   OrderDetector orders_;
   std::uint64_t samples_ = 0;
 };

@@ -23,7 +23,8 @@ std::string audit_trace_json(const std::string& path,
                              std::optional<std::uint64_t> dataset_size,
                              std::uint64_t allowed_missing,
                              std::optional<std::uint64_t> global_batch,
-                             const std::map<std::string, std::uint64_t>& source_sizes) {
+                             const std::map<std::string, std::uint64_t>& source_sizes,
+                             const std::string& mixture_state) {
   if (global_batch && *global_batch == 0)
     throw ConfigError("audit of " + path + ": global_batch must be at least 1");
   audit::AuditOptions options{dataset_size, allowed_missing, global_batch, {}};
@@ -31,6 +32,13 @@ std::string audit_trace_json(const std::string& path,
     if (size == 0)
       throw ConfigError("audit of " + path + ": source '" + name + "' is empty");
     options.source_sizes.emplace(name, size);
+  }
+  if (!mixture_state.empty()) {
+    if (!global_batch)
+      throw ConfigError("audit of " + path + ": a mixture state needs the global batch");
+    options.mixture =
+        audit::mixture_expectation("audit of " + path, mixture_state, *global_batch);
+    options.pad_multiple.reset();  // a mixture's steps are whole: nothing is padded
   }
   return audit::report_json(audit::audit_trace_file(path, options)).dump();
 }

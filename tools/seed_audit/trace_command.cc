@@ -1,7 +1,9 @@
 // seed-audit trace: audit a per-sample trace recorded from any loader (JSONL).
 #include <charconv>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,7 @@ struct TraceArgs {
   std::string json;
   std::string expect;                     // the flags of `order`, as one string
   std::vector<std::string> source_sizes;  // NAME=N
+  std::string mixture;                    // a mixture state's JSON file
 };
 
 // The configuration --expect names, parsed with `order`'s flags.
@@ -56,6 +59,17 @@ int run_trace(const TraceArgs& a) {
     if (ec != std::errc() || p != end || n == 0)
       throw ConfigError("--source-size " + given + ": expected NAME=N, N > 0");
     options.source_sizes.emplace(given.substr(0, eq), n);
+  }
+  if (!a.mixture.empty()) {
+    if (!a.global_batch)
+      throw ConfigError("--mixture needs --global-batch G, the run's global batch");
+    std::ifstream in(a.mixture);
+    if (!in) throw ConfigError("--mixture " + a.mixture + ": cannot read it");
+    std::ostringstream text;
+    text << in.rdbuf();
+    options.mixture =
+        mixture_expectation("--mixture " + a.mixture, text.str(), *a.global_batch);
+    options.pad_multiple.reset();  // a mixture's steps are whole: nothing is padded
   }
   Report report = audit_trace_file(a.path, options);
   if (expected) {
@@ -98,6 +112,11 @@ void add_trace_command(CLI::App& app, Action& action) {
   cmd->add_option("--source-size", args->source_sizes,
                   "NAME=N: a mixture source's size, to check that each of its epochs "
                   "(but the trace's last) covers [0, N); repeatable");
+  cmd->add_option("--mixture", args->mixture,
+                  "A mixture's state as JSON (Python: state_dict()[\"mixture\"]; "
+                  "ddp-train: its checkpoint's metadata \"mixture\"): check that each "
+                  "global step drew its sources as the weights of its history say "
+                  "(mixture_composition); needs --global-batch");
   cmd->add_option(
       "--expect", args->expect,
       "The configuration the run had, as `order` takes it (\"--size N --seed S "

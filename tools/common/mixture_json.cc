@@ -1,12 +1,13 @@
-#include "tools/ddp_train/mixture_checkpoint.h"
+#include "tools/common/mixture_json.h"
 
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
 
 #include "seedloader/error.h"
+#include "tools/seed_audit/mixture_composition.h"
 
-namespace seedloader::train {
+namespace seedloader::tools {
 
 using Json = nlohmann::ordered_json;  // the sources keep the mixture's order
 
@@ -32,7 +33,7 @@ std::string mixture_state_json(const MixtureState& s) {
       .dump();
 }
 
-MixtureState parse_mixture_state(const std::string& path, const std::string& text) {
+MixtureState parse_mixture_state(const std::string& where, const std::string& text) {
   MixtureState s;
   try {
     const Json j = Json::parse(text);
@@ -46,23 +47,13 @@ MixtureState parse_mixture_state(const std::string& path, const std::string& tex
       s.epoch_first_counts.push_back(info.at("epoch_first_count").get<std::uint64_t>());
       if (s.sizes.back() == 0) throw DataError("source '" + name + "' has size 0");
     }
-    for (const Json& seg : j.at("history")) {
-      std::vector<WeightPoint> points;
-      for (const Json& p : seg.at(2))
-        points.push_back(
-            {p.at(0).get<std::uint64_t>(), p.at(1).get<std::vector<double>>()});
-      s.history.push_back(
-          {seg.at(0).get<std::uint64_t>(),
-           MixtureSchedule(seg.at(1).get<std::vector<std::string>>(), std::move(points)),
-           seg.at(3).get<std::vector<std::uint64_t>>()});
-    }
+    s.history = audit::parse_mixture_history(where, j.at("history"));
   } catch (const Json::exception& e) {
-    throw DataError("checkpoint " + path +
-                    ": metadata 'mixture' is malformed: " + e.what());
+    throw DataError(where + ": the mixture state is malformed: " + e.what());
   } catch (const Error& e) {
-    throw DataError("checkpoint " + path + ": metadata 'mixture': " + e.what());
+    throw DataError(where + ": the mixture state: " + e.what());
   }
   return s;
 }
 
-}  // namespace seedloader::train
+}  // namespace seedloader::tools
