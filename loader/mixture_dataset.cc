@@ -365,19 +365,6 @@ std::vector<Index> MixtureSampler::indices(std::uint64_t epoch) const {
   return order(epoch).indices;
 }
 
-namespace {
-
-bool same_schedule(const MixtureSchedule& a, const MixtureSchedule& b) {
-  if (a.sources() != b.sources() || a.points().size() != b.points().size()) return false;
-  for (std::size_t i = 0; i < a.points().size(); ++i)
-    if (a.points()[i].step != b.points()[i].step ||
-        a.points()[i].weights != b.points()[i].weights)
-      return false;
-  return true;
-}
-
-}  // namespace
-
 MixtureState mixture_state(const MixtureDataset& mixture, std::uint64_t global_batch,
                            std::uint64_t seed, std::uint64_t epoch_first_step,
                            std::uint64_t step) {
@@ -434,7 +421,7 @@ MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState
   };
   std::vector<MixtureSegment> history = saved.history;
   if (history.empty()) throw ConfigError("the state's mixture history is empty");
-  if (!same_schedule(history.back().schedule, mixture.schedule())) {
+  if (!history.back().schedule.same_as(mixture.schedule())) {
     if (saved.step < history.back().from_step)
       throw ConfigError("the state's step " + std::to_string(saved.step) +
                         " is before its last schedule's first, " +

@@ -67,6 +67,30 @@ std::vector<std::uint64_t> to_units(const std::vector<double>& weights) {
   return units;
 }
 
+// The stairs of linear ramps between `given` points (see kMaxStairs): the weights
+// of each stair evaluated at its first step. Convex combinations of two points
+// with positive sums, so never all 0.
+std::vector<WeightPoint> stairs(const std::vector<WeightPoint>& given) {
+  std::vector<WeightPoint> out;
+  for (std::size_t i = 0; i + 1 < given.size(); ++i) {
+    const WeightPoint& a = given[i];
+    const WeightPoint& b = given[i + 1];
+    const std::uint64_t length = b.step - a.step;
+    const std::uint64_t stair =
+        std::max<std::uint64_t>(1, (length + kMaxStairs - 1) / kMaxStairs);
+    for (std::uint64_t t = a.step; t < b.step; t += stair) {
+      const double f = static_cast<double>(t - a.step) / static_cast<double>(length);
+      WeightPoint p{t, a.weights};
+      for (std::size_t s = 0; s < p.weights.size(); ++s)
+        p.weights[s] = a.weights[s] + (b.weights[s] - a.weights[s]) * f;
+      out.push_back(std::move(p));
+      if (b.step - t <= stair) break;
+    }
+  }
+  out.push_back(given.back());
+  return out;
+}
+
 std::uint64_t floor_units(u128 t) { return static_cast<std::uint64_t>(t / kMixtureUnit); }
 std::uint64_t ceil_units(u128 t) {
   return static_cast<std::uint64_t>((t + kMixtureUnit - 1) / kMixtureUnit);
@@ -75,8 +99,9 @@ std::uint64_t ceil_units(u128 t) {
 }  // namespace
 
 MixtureSchedule::MixtureSchedule(std::vector<std::string> sources,
-                                 std::vector<WeightPoint> points)
-    : sources_(std::move(sources)), points_(std::move(points)) {
+                                 std::vector<WeightPoint> points, bool interpolate)
+    : sources_(std::move(sources)), given_(std::move(points)), interpolate_(interpolate) {
+  points_ = given_;
   if (sources_.empty()) throw ConfigError("a mixture needs at least one source");
   if (sources_.size() > 65536)
     throw ConfigError("a mixture of " + std::to_string(sources_.size()) +
@@ -109,14 +134,26 @@ MixtureSchedule::MixtureSchedule(std::vector<std::string> sources,
       any = any || w > 0;
     }
     if (!any) throw ConfigError(point_name(p) + " are all 0: no source to draw from");
-    units_.push_back(to_units(p.weights));
   }
+  if (interpolate_) points_ = stairs(given_);
+  for (const WeightPoint& p : points_) units_.push_back(to_units(p.weights));
   cumulative_.assign(points_.size(), std::vector<u128>(sources_.size(), 0));
   for (std::size_t i = 1; i < points_.size(); ++i)
     for (std::size_t s = 0; s < sources_.size(); ++s)
       cumulative_[i][s] =
           cumulative_[i - 1][s] +
           static_cast<u128>(points_[i].step - points_[i - 1].step) * units_[i - 1][s];
+}
+
+bool MixtureSchedule::same_as(const MixtureSchedule& other) const {
+  if (sources_ != other.sources_ || interpolate_ != other.interpolate_ ||
+      given_.size() != other.given_.size())
+    return false;
+  for (std::size_t i = 0; i < given_.size(); ++i)
+    if (given_[i].step != other.given_[i].step ||
+        given_[i].weights != other.given_[i].weights)
+      return false;
+  return true;
 }
 
 std::size_t MixtureSchedule::point_at(std::uint64_t step) const {
@@ -202,9 +239,7 @@ std::uint64_t MixtureAllocation::deadline(std::size_t s, std::uint64_t count,
   u128 have = target(s, after);
   const auto& points = schedule_.points();
   std::uint64_t at = after;
-  std::size_t i = 0;
-  while (i + 1 < points.size() && points[i + 1].step <= at) ++i;
-  for (; i < points.size(); ++i) {
+  for (std::size_t i = schedule_.point_at(at); i < points.size(); ++i) {
     const u128 rate =
         static_cast<u128>(global_batch_) * schedule_.point_proportions(i)[s];
     const bool last = i + 1 == points.size();

@@ -47,6 +47,14 @@ struct WeightPoint {
 // Proportions are multiples of 1 / kMixtureUnit.
 inline constexpr std::uint64_t kMixtureUnit = std::uint64_t{1} << 40;
 
+// With `interpolate`, the weights between two points change linearly: from point a
+// to point b, the weights at step t are a's + (b's - a's) x (t - a.step) /
+// (b.step - a.step), held for a stair of ceil((b.step - a.step) / 4096) steps from
+// each stair's first step (one step per stair when the points are at most 4096
+// steps apart), so a ramp is exact per step up to 4096 steps and at most 4096
+// stairs beyond; after the last point its weights hold.
+inline constexpr std::uint64_t kMaxStairs = 4096;
+
 class MixtureSchedule {
  public:
   // Throws ConfigError naming the problem, the point (by its step) and the source:
@@ -54,11 +62,19 @@ class MixtureSchedule {
   // first point after
   // step 0, steps not increasing, a weight list of another length than the sources,
   // a weight that is negative or not finite, or a point whose weights are all 0.
-  MixtureSchedule(std::vector<std::string> sources, std::vector<WeightPoint> points);
+  MixtureSchedule(std::vector<std::string> sources, std::vector<WeightPoint> points,
+                  bool interpolate = false);
 
   const std::vector<std::string>& sources() const { return sources_; }
   std::size_t num_sources() const { return sources_.size(); }
+  // The points the weights change at: the given ones, or with interpolation
+  // every stair's.
   const std::vector<WeightPoint>& points() const { return points_; }
+  // The points as given, and whether the schedule interpolates between them.
+  const std::vector<WeightPoint>& given_points() const { return given_; }
+  bool interpolated() const { return interpolate_; }
+  // The same schedule: sources, given points and interpolation.
+  bool same_as(const MixtureSchedule& other) const;
 
   // The proportions at `step`, in units of 1 / kMixtureUnit (they sum to it).
   std::span<const std::uint64_t> proportions(std::uint64_t step) const;
@@ -66,13 +82,15 @@ class MixtureSchedule {
   std::span<const std::uint64_t> point_proportions(std::size_t i) const {
     return units_[i];
   }
+  // The index into points() of the point in force at `step`.
+  std::size_t point_at(std::uint64_t step) const;
   // sum over t in [0, step) of source s's proportion, in units.
   unsigned __int128 integral(std::size_t s, std::uint64_t step) const;
 
  private:
-  std::size_t point_at(std::uint64_t step) const;
-
   std::vector<std::string> sources_;
+  std::vector<WeightPoint> given_;
+  bool interpolate_ = false;
   std::vector<WeightPoint> points_;
   std::vector<std::vector<std::uint64_t>> units_;           // per point, per source
   std::vector<std::vector<unsigned __int128>> cumulative_;  // integral() at each point

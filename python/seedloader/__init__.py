@@ -662,8 +662,9 @@ class DataLoader:
                             for name, size, count, start
                             in zip(m.names, m.sizes, consumed, at_first)},
                 "history": [[from_step, list(names), [[s, list(w)] for s, w in points],
-                             list(counts)]
-                            for from_step, names, points, counts in self._mixture_history]}
+                             list(counts), interpolate]
+                            for from_step, names, points, counts, interpolate
+                            in self._mixture_history]}
 
     def _consumed(self):
         """Batches of the current epoch consumed: the started pass's count, else the
@@ -1165,11 +1166,13 @@ def _loaded_mixture_history(loader, state):
                           _checks.integer(info["epoch_first_count"],
                                           what + " epoch_first_count"))
                    for name, info in saved["sources"].items()}
-        history = [(_checks.integer(f, what + " history"), [str(n) for n in names],
+        # A segment's fifth element, interpolation, is absent from older states.
+        history = [(_checks.integer(seg[0], what + " history"), [str(n) for n in seg[1]],
                     [(_checks.integer(s, what + " history"), [float(x) for x in w])
-                     for s, w in points],
-                    [_checks.integer(c, what + " history") for c in counts])
-                   for f, names, points, counts in saved["history"]]
+                     for s, w in seg[2]],
+                    [_checks.integer(c, what + " history") for c in seg[3]],
+                    bool(seg[4]) if len(seg) > 4 else False)
+                   for seg in saved["history"]]
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ConfigError("%s is malformed (%s: %s)" % (what, type(e).__name__, e)) from None
     if per_epoch != m.samples_per_epoch:
@@ -1186,14 +1189,15 @@ def _loaded_mixture_history(loader, state):
     if not history:
         raise ConfigError("%s history is empty" % what)
     points = [(s, list(w)) for s, w in m.points]
-    if (history[-1][1], history[-1][2]) != (m.names, points):
+    if (history[-1][1], history[-1][2], history[-1][4]) != (m.names, points,
+                                                             m.interpolate):
         counts = [sources[name][1] if name in sources else 0 for name in m.names]
         if step < history[-1][0]:
             raise ConfigError("load_state_dict: the state's step %d is before its last "
                               "schedule's first, %d" % (step, history[-1][0]))
         if step == history[-1][0]:
             history.pop()
-        history.append((step, list(m.names), points, counts))
+        history.append((step, list(m.names), points, counts, m.interpolate))
     # The whole history checked now, not at the next iteration.
     known = [(at, [sources[name][field] if name in sources else 0 for name in m.names])
              for at, field in ((first, 2), (step, 1))]

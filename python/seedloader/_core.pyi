@@ -370,13 +370,13 @@ class Loader:
     def shared_memory(self) -> tuple[int, int]:
         """(address, bytes) of the shared region holding every slot"""
 
-def check_mixture_schedule(names: Sequence[str], points: Sequence[tuple[int, Sequence[float]]]) -> None:
+def check_mixture_schedule(names: Sequence[str], points: Sequence[tuple[int, Sequence[float]]], interpolate: bool = False) -> None:
     """ConfigError unless (names, [(step, weights)]) is a valid schedule."""
 
 class MixtureOrder:
     """A mixture's order for one rank (mixture_dataset.h)."""
 
-    def __init__(self, names: Sequence[str], sizes: Sequence[int], history: Sequence[tuple[int, Sequence[str], Sequence[tuple[int, Sequence[float]]], Sequence[int]]], samples_per_epoch: int, batch_size: int, world_size: int, rank: int, seed: int, known: Sequence[tuple[int, Sequence[int]]] = []) -> None: ...
+    def __init__(self, names: Sequence[str], sizes: Sequence[int], history: Sequence[tuple[int, Sequence[str], Sequence[tuple[int, Sequence[float]]], Sequence[int], bool]], samples_per_epoch: int, batch_size: int, world_size: int, rank: int, seed: int, known: Sequence[tuple[int, Sequence[int]]] = []) -> None: ...
 
     @property
     def steps_per_epoch(self) -> int: ...
@@ -390,7 +390,7 @@ class MixtureOrder:
         """[(source, source epoch, index)] of global step `step`."""
 
 class MixtureDataset(Dataset):
-    def __init__(self, names: Sequence[str], datasets: Sequence[Dataset], history: Sequence[tuple[int, Sequence[str], Sequence[tuple[int, Sequence[float]]], Sequence[int]]], samples_per_epoch: int, known: Sequence[tuple[int, Sequence[int]]] = []) -> None: ...
+    def __init__(self, names: Sequence[str], datasets: Sequence[Dataset], history: Sequence[tuple[int, Sequence[str], Sequence[tuple[int, Sequence[float]]], Sequence[int], bool]], samples_per_epoch: int, known: Sequence[tuple[int, Sequence[int]]] = []) -> None: ...
 
     def locate(self, index: int) -> tuple[int, int]: ...
 

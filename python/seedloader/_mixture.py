@@ -16,6 +16,9 @@ class Mixture:
     weights: {name: weight}, or a schedule: [(global_step, {name: weight})], the
         first at step 0, each point in force until the next (piecewise constant).
         Every source is named at every point; a weight of 0 pauses a source.
+    interpolate: True: the weights ramp linearly from one point to the next
+        (exact per step over up to 4096 steps, in at most 4096 stairs beyond);
+        False (the default): each point's weights hold until the next.
     samples_per_epoch: the loader epoch's length (default: the sum of the
         sources' sizes); the epoch holds ceil(samples_per_epoch / G) global
         batches of G = batch_size * world_size, and each source goes on where the
@@ -23,9 +26,10 @@ class Mixture:
 
     Its indices are the sources' end to end (source s's sample i is the sum of
     the sizes before s, plus i): `mixture[i]` reads that sample, `locate(i)` says
-    whose it is. loader.last_indices gives (name, index) pairs."""
+    whose it is (indexing reads Python sources; seedloader's own are read by the
+    loader's engine). loader.last_indices gives (name, index) pairs."""
 
-    def __init__(self, sources, weights, samples_per_epoch=None):
+    def __init__(self, sources, weights, samples_per_epoch=None, interpolate=False):
         if not isinstance(sources, dict) or not sources:
             raise ConfigError("Mixture: sources must be a non-empty dict of name -> data "
                               "set, got %r" % (type(sources).__name__,))
@@ -36,12 +40,14 @@ class Mixture:
         self.sources = dict(sources)
         self.names = list(self.sources)
         self.points = _schedule(weights, self.names)
+        self.interpolate = _checks.boolean(interpolate, "Mixture: interpolate")
         from seedloader import _core
-        _core.check_mixture_schedule(self.names, self.points)
+        _core.check_mixture_schedule(self.names, self.points, self.interpolate)
         self.sizes = []
         for name in self.names:
             dataset = self.sources[name]
-            if not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__"):
+            if not isinstance(dataset, _core.Dataset) and (
+                    not hasattr(dataset, "__len__") or not hasattr(dataset, "__getitem__")):
                 raise ConfigError("Mixture: source %r (%s) is not a map-style data set "
                                   "(len() and indexing)" % (name, type(dataset).__name__))
             size = len(dataset)
@@ -79,7 +85,7 @@ class Mixture:
 
     def history(self):
         """The one segment of a fresh run, as the engine takes it."""
-        return [(0, self.names, self.points, [])]
+        return [(0, self.names, self.points, [], self.interpolate)]
 
 
 def _schedule(weights, names):

@@ -2,7 +2,8 @@
 // engine over seedloader datasets, and MixtureOrder, the order of a mixture from
 // its shape alone, for what the Python loader computes without an engine (len(),
 // the sampler it shows, state_dict()). A history crosses as a list of
-// (from_step, source names, [(step, [weight per source])], consumed counts).
+// (from_step, source names, [(step, [weight per source])], consumed counts,
+// interpolate).
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -26,7 +27,7 @@ namespace {
 
 using Points = std::vector<std::pair<std::uint64_t, std::vector<double>>>;
 using Segment = std::tuple<std::uint64_t, std::vector<std::string>, Points,
-                           std::vector<std::uint64_t>>;
+                           std::vector<std::uint64_t>, bool>;
 // (step, consumed per source): counts a saved state gives (MixturePoint).
 using Known = std::vector<std::pair<std::uint64_t, std::vector<std::uint64_t>>>;
 
@@ -38,10 +39,11 @@ std::vector<MixturePoint> points_from(const Known& known) {
 
 std::vector<MixtureSegment> history_from(const std::vector<Segment>& segments) {
   std::vector<MixtureSegment> out;
-  for (const auto& [from, names, points, consumed] : segments) {
+  for (const auto& [from, names, points, consumed, interpolate] : segments) {
     std::vector<WeightPoint> weights;
     for (const auto& [step, w] : points) weights.push_back({step, w});
-    out.push_back({from, MixtureSchedule(names, std::move(weights)), consumed});
+    out.push_back(
+        {from, MixtureSchedule(names, std::move(weights), interpolate), consumed});
   }
   return out;
 }
@@ -61,10 +63,10 @@ nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>> owned(
 void bind_mixture(nb::module_& m) {
   m.def(
       "check_mixture_schedule",
-      [](const std::vector<std::string>& names, const Points& points) {
-        history_from({Segment{0, names, points, {}}});
+      [](const std::vector<std::string>& names, const Points& points, bool interpolate) {
+        history_from({Segment{0, names, points, {}, interpolate}});
       },
-      nb::arg("names"), nb::arg("points"),
+      nb::arg("names"), nb::arg("points"), nb::arg("interpolate") = false,
       "ConfigError unless (names, [(step, weights)]) is a valid schedule.");
 
   nb::class_<MixtureSampler>(m, "MixtureOrder",

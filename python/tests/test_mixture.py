@@ -244,3 +244,25 @@ def test_the_audit_checks_a_mixture_within_each_sources_epochs(tmp_path):
     assert "resume_duplicate" in kinds, report
     example = kinds["resume_duplicate"]["examples"][0]
     assert example["source"] in sizes and "source_epoch" in example
+
+
+def test_interpolated_weights_ramp_step_by_step_and_survive_a_resume():
+    ramp = [(0, {"small": 0, "large": 1}), (10, {"small": 1, "large": 0})]
+    m = sl.Mixture({"small": Source(13, 0), "large": Source(50, 1)}, ramp,
+                   samples_per_epoch=60, interpolate=True)
+    small = [sum(1 for t, _, _ in step if t == 0) for step in global_batches(m, 1, 0, 3)]
+    # Within one sample of 12 x t/10 summed over the steps so far, then all small.
+    total, target = 0, 0.0
+    for t, n in enumerate(small):
+        total += n
+        target += 12 * min(t / 10, 1.0)
+        assert abs(total - target) < 1, (t, small)
+    assert small[0] == 0 and small[12:] == [12] * (len(small) - 12)
+    dl = loader(m, 2, 1, 0)
+    it = iter(dl)
+    next(it)
+    state = dl.state_dict()
+    assert state["mixture"]["history"][0][4] is True
+    resumed = loader(m, 2, 1, 1)
+    resumed.load_state_dict(state)
+    assert [rows(b) for b in resumed] == [rows(b) for b in it]

@@ -196,3 +196,32 @@ def test_cache_verify_hash_fetches_a_changed_shard_again(nginx, tmp_path):
     with pytest.raises(sl.ConfigError, match="cache_verify"):
         sl.TarShards(nginx + "data/", transform="rrc:16", cache_dir=str(cache),
                      cache_verify="full")
+
+
+def test_a_mixture_of_a_remote_and_a_local_pack_reads_both_through_their_streams(
+        nginx, tmp_path):
+    # Two packs, one served over HTTP through the cache (reading ahead across the
+    # mixture's indices), one local: the same batches as two local packs.
+    write_packed(str(tmp_path / "www" / "web"))
+    write_packed(str(tmp_path / "local"), shards=2, per_shard=4)
+
+    def mixture(web):
+        return sl.Mixture({"web": web, "curated": sl.TarShards(str(tmp_path / "local"),
+                                                               transform="rrc:16,hflip")},
+                          {"web": 3, "curated": 1}, samples_per_epoch=24)
+
+    def batches(data, workers):
+        loader = sl.DataLoader(data, batch_size=4, num_workers=workers, seed=9,
+                               seeding="sample")
+        out = []
+        for epoch in range(2):
+            loader.set_epoch(epoch)
+            out += [(b["image"].numpy().tobytes(), loader.last_indices) for b in loader]
+        return out
+
+    want = batches(mixture(sl.TarShards(str(tmp_path / "www" / "web"),
+                                        transform="rrc:16,hflip")), 0)
+    remote = sl.TarShards(nginx + "web/", transform="rrc:16,hflip",
+                          cache_dir=str(tmp_path / "cache"))
+    assert batches(mixture(remote), 2) == want
+    assert {name for _, indices in want for name, _ in indices} == {"web", "curated"}

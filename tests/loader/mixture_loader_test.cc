@@ -97,11 +97,17 @@ std::vector<std::vector<Row>> global_batches(const MixtureDataset& ds,
 class MixtureWorldTest : public ::testing::TestWithParam<std::uint64_t> {};
 
 TEST_P(MixtureWorldTest, GlobalBatchesAreTheSameAtEveryWorldSizeAndWorkerCount) {
-  const MixtureDataset ds = mixture(staged());
-  const auto want = global_batches(ds, 1, 0, 3);
-  for (const int workers : {0, 1, 2}) {
-    EXPECT_EQ(global_batches(ds, GetParam(), workers, 3), want)
-        << "world " << GetParam() << ", " << workers << " workers";
+  // A schedule, static weights, and a ramp between points.
+  for (const MixtureDataset& ds :
+       {mixture(staged()), mixture({{0, {1, 2}}}),
+        MixtureDataset(
+            {{"small", probe(13)}, {"large", probe(50)}},
+            MixtureSchedule({"small", "large"}, {{0, {0, 1}}, {9, {1, 0}}}, true), 60)}) {
+    const auto want = global_batches(ds, 1, 0, 3);
+    for (const int workers : {0, 1, 2}) {
+      EXPECT_EQ(global_batches(ds, GetParam(), workers, 3), want)
+          << ds.describe() << ", world " << GetParam() << ", " << workers << " workers";
+    }
   }
 }
 

@@ -259,5 +259,37 @@ TEST(MixtureTest, BadSchedulesAreRefusedNamingThePointAndTheSource) {
       ConfigError);
 }
 
+// Interpolated weights: a ramp of 100 steps from all "a" to all "b" is exact per
+// step (the weights at step t are the linear blend), a ramp of 10^6 steps at most
+// 4096 stairs, the counts stay within one of the ramp's integral, and the schedule keeps
+// the points as given.
+TEST(MixtureTest, InterpolatedWeightsRampLinearlyBetweenPoints) {
+  const MixtureSchedule ramp(names(2), {{0, {1, 0}}, {100, {0, 1}}}, true);
+  EXPECT_TRUE(ramp.interpolated());
+  EXPECT_EQ(ramp.given_points().size(), 2u);
+  EXPECT_EQ(ramp.points().size(), 101u);
+  for (const std::uint64_t t : {0u, 25u, 50u, 99u, 100u, 500u}) {
+    const long double want_b = t >= 100 ? 1.0L : t / 100.0L;
+    EXPECT_NEAR(static_cast<long double>(ramp.proportions(t)[1]) / kMixtureUnit, want_b,
+                1e-9L)
+        << "step " << t;
+  }
+  EXPECT_FALSE(ramp.same_as(MixtureSchedule(names(2), {{0, {1, 0}}, {100, {0, 1}}})));
+  EXPECT_TRUE(
+      ramp.same_as(MixtureSchedule(names(2), {{0, {1, 0}}, {100, {0, 1}}}, true)));
+
+  const MixtureSchedule long_ramp(names(2), {{0, {3, 1}}, {1'000'000, {1, 3}}}, true);
+  EXPECT_LE(long_ramp.points().size(), kMaxStairs + 1);  // stairs of 245 steps
+  EXPECT_GT(long_ramp.points().size(), kMaxStairs - 245);
+  MixtureAllocation a(ramp, 16);
+  long double target = 0;
+  for (std::uint64_t step = 0; step < 200; ++step) {
+    a.next();
+    target += 16 * (step >= 100 ? 1.0L : step / 100.0L);
+    EXPECT_LT(std::fabs(static_cast<long double>(a.consumed()[1]) - target), 1.0L)
+        << "step " << step;
+  }
+}
+
 }  // namespace
 }  // namespace seedloader

@@ -92,13 +92,20 @@ std::unique_ptr<Dataset> open_mixture(const std::string& spec, const std::string
     throw ConfigError(where + ": weights must be an object or a list of [step, {...}]");
   }
   std::optional<std::uint64_t> per_epoch;
+  bool interpolate = false;
+  if (j.contains("interpolate")) {
+    if (!j["interpolate"].is_boolean())
+      throw ConfigError(where + ": interpolate must be true or false");
+    interpolate = j["interpolate"].get<bool>();
+  }
   if (j.contains("samples_per_epoch")) {
     if (!j["samples_per_epoch"].is_number_unsigned())
       throw ConfigError(where + ": samples_per_epoch must be a positive integer");
     per_epoch = j["samples_per_epoch"].get<std::uint64_t>();
   }
   return std::make_unique<MixtureDataset>(
-      std::move(sources), MixtureSchedule(names, std::move(points)), per_epoch);
+      std::move(sources), MixtureSchedule(names, std::move(points), interpolate),
+      per_epoch);
 }
 
 }  // namespace
@@ -169,7 +176,8 @@ std::string data_spec_help() {
          "$SEEDLOADER_PREFETCH_SHARDS (4) shards ahead; mix:FILE (or mix:{...} inline) "
          "is a mixture of those by weight: {\"sources\": {NAME: SPEC, ...}, "
          "\"weights\": {NAME: W, ...} or [[STEP, {NAME: W, ...}], ...], "
-         "\"samples_per_epoch\": N} (docs/datasets.md, Mixtures)";
+         "\"samples_per_epoch\": N, \"interpolate\": false} (docs/datasets.md, "
+         "Mixtures)";
 }
 
 std::optional<std::uint64_t> parse_byte_size(const std::string& text) {

@@ -10,7 +10,8 @@
 //   {"sources": {"web": "tar:s3://b/web", "curated": "imagefolder:/data/c"},
 //    "weights": {"web": 3, "curated": 1}
 //            or [[0, {"web": 3, "curated": 1}], [5000, {"web": 1, "curated": 1}]],
-//    "samples_per_epoch": 100000}            (optional: the sum of the sizes)
+//    "samples_per_epoch": 100000,            (optional: the sum of the sizes)
+//    "interpolate": false}                   (optional: linear ramps between points)
 // the sources in the file's order, each with the same transform chain.
 #pragma once
 

@@ -21,9 +21,10 @@ std::string mixture_state_json(const MixtureState& s) {
   Json history = Json::array();
   for (const MixtureSegment& seg : s.history) {
     Json points = Json::array();
-    for (const WeightPoint& p : seg.schedule.points())
+    for (const WeightPoint& p : seg.schedule.given_points())
       points.push_back({p.step, p.weights});
-    history.push_back({seg.from_step, seg.schedule.sources(), points, seg.consumed});
+    history.push_back({seg.from_step, seg.schedule.sources(), points, seg.consumed,
+                       seg.schedule.interpolated()});
   }
   return Json{{"step", s.step},
               {"samples_per_epoch", s.samples_per_epoch},

@@ -4,7 +4,7 @@
 //   {"step": S, "samples_per_epoch": N, "epoch_first_step": F,
 //    "sources": {NAME: {"size", "epoch", "consumed", "epoch_first_count"}, ...},
 //    "history": [[FROM_STEP, [NAME, ...], [[STEP, [WEIGHT, ...]], ...],
-//                 [COUNT, ...]], ...]}
+//                 [COUNT, ...], INTERPOLATE], ...]}
 // (the sources in the mixture's order). Pure functions.
 #pragma once
 

@@ -20,10 +20,12 @@ std::vector<MixtureSegment> parse_mixture_history(const std::string& where,
       for (const Json& p : seg.at(2))
         points.push_back(
             {p.at(0).get<std::uint64_t>(), p.at(1).get<std::vector<double>>()});
-      out.push_back(
-          {seg.at(0).get<std::uint64_t>(),
-           MixtureSchedule(seg.at(1).get<std::vector<std::string>>(), std::move(points)),
-           seg.at(3).get<std::vector<std::uint64_t>>()});
+      // The fifth element, interpolation, is absent from states written before it.
+      const bool interpolate = seg.size() > 4 && seg.at(4).get<bool>();
+      out.push_back({seg.at(0).get<std::uint64_t>(),
+                     MixtureSchedule(seg.at(1).get<std::vector<std::string>>(),
+                                     std::move(points), interpolate),
+                     seg.at(3).get<std::vector<std::uint64_t>>()});
     }
   } catch (const Json::exception& e) {
     throw DataError(where + ": the mixture history is malformed: " + e.what());

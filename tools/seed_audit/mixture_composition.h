@@ -27,7 +27,8 @@ struct MixtureExpectation {
 };
 
 // A history as JSON: [[FROM_STEP, [NAME, ...], [[STEP, [WEIGHT, ...]], ...],
-// [COUNT, ...]], ...] (docs/datasets.md, Mixtures). Throws DataError naming `where`.
+// [COUNT, ...], INTERPOLATE], ...] (INTERPOLATE optional: false) (docs/datasets.md,
+// Mixtures). Throws DataError naming `where`.
 std::vector<MixtureSegment> parse_mixture_history(const std::string& where,
                                                   const nlohmann::ordered_json& history);
 
