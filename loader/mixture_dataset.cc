@@ -169,6 +169,10 @@ std::unique_ptr<Sampler> MixtureDataset::own_order(const LoaderOptions& o,
                       "composed whole), not strided");
   if (o.mix.enabled())
     throw ConfigError("DataLoader: MixUp / CutMix over a mixture is not supported");
+  if (o.on_bad_sample == BadSample::kSkip)
+    throw ConfigError(
+        "DataLoader: on_bad_sample skip over a mixture is not supported (a "
+        "replacement could come from another source)");
   return std::make_unique<MixtureSampler>(*this, o.batch_size, o.world_size, o.rank,
                                           seed);
 }
@@ -244,7 +248,7 @@ MixtureSampler::MixtureSampler(std::vector<std::string> names,
   }
   known_ = std::move(known);
   given_ = known_.size();
-  known_.resize(given_ + 2);  // the first and last steps of the epoch computed last
+  known_.resize(given_ + 3);  // remember()'s slots
   steps_ = (samples_per_epoch + global_ - 1) / global_;
 }
 
@@ -268,8 +272,8 @@ MixtureAllocation MixtureSampler::allocation_near(std::size_t i,
 }
 
 void MixtureSampler::remember(std::size_t i, const MixtureAllocation& reached,
-                              bool first) const {
-  MixturePoint& last = known_[given_ + (first ? 0 : 1)];
+                              std::size_t slot) const {
+  MixturePoint& last = known_[given_ + slot];
   last.step = reached.step();
   last.consumed.assign(sizes_.size(), 0);
   for (std::size_t t = 0; t < to_mixture_[i].size(); ++t)
@@ -318,7 +322,7 @@ std::vector<std::vector<MixtureSample>> MixtureSampler::steps(std::uint64_t from
     return MixturePlan(std::move(alloc), sizes, seed_);
   };
   MixturePlan plan = plan_for(i, allocation_near(i, from));
-  remember(i, plan.allocation(), true);
+  remember(i, plan.allocation(), 0);
   std::vector<std::vector<MixtureSample>> out;
   out.reserve(count);
   for (std::uint64_t g = from; g < from + count; ++g) {
@@ -331,13 +335,14 @@ std::vector<std::vector<MixtureSample>> MixtureSampler::steps(std::uint64_t from
     for (MixtureSample& m : batch) m.source = to_mixture_[i][m.source];
     out.push_back(std::move(batch));
   }
-  remember(i, plan.allocation(), false);
+  remember(i, plan.allocation(), 1);
   return out;
 }
 
 std::vector<std::uint64_t> MixtureSampler::consumed_at(std::uint64_t step) const {
   const std::size_t i = segment_at(step);
   const MixtureAllocation a = allocation_near(i, step);
+  remember(i, a, 2);
   std::vector<std::uint64_t> out(sizes_.size(), 0);
   for (std::size_t t = 0; t < to_mixture_[i].size(); ++t)
     out[to_mixture_[i][t]] = a.consumed()[t];
@@ -368,7 +373,12 @@ std::vector<Index> MixtureSampler::indices(std::uint64_t epoch) const {
 MixtureState mixture_state(const MixtureDataset& mixture, std::uint64_t global_batch,
                            std::uint64_t seed, std::uint64_t epoch_first_step,
                            std::uint64_t step) {
-  const MixtureSampler order(mixture, global_batch, 1, 0, seed);
+  return mixture_state(mixture, MixtureSampler(mixture, global_batch, 1, 0, seed),
+                       epoch_first_step, step);
+}
+
+MixtureState mixture_state(const MixtureDataset& mixture, const MixtureSampler& order,
+                           std::uint64_t epoch_first_step, std::uint64_t step) {
   MixtureState s;
   s.step = step;
   s.epoch_first_step = epoch_first_step;
@@ -421,6 +431,16 @@ MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState
   };
   std::vector<MixtureSegment> history = saved.history;
   if (history.empty()) throw ConfigError("the state's mixture history is empty");
+  // The saved counts must be the saved history's own, from the epoch's first step.
+  const std::vector<std::uint64_t> reached =
+      MixtureSampler(saved.names, saved.sizes, history, saved.samples_per_epoch,
+                     global_batch, 1, 0, seed,
+                     {{saved.epoch_first_step, saved.epoch_first_counts}})
+          .consumed_at(saved.step);
+  if (reached != saved.consumed)
+    throw ConfigError("the state's mixture counts at step " + std::to_string(saved.step) +
+                      " are not those its history gives there: the state does not "
+                      "belong together");
   if (!history.back().schedule.same_as(mixture.schedule())) {
     if (saved.step < history.back().from_step)
       throw ConfigError("the state's step " + std::to_string(saved.step) +

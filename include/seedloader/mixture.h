@@ -3,7 +3,8 @@
 // G, seed), so every rank, worker and world size dividing G computes the same.
 //
 // Composition. Source s's proportion at step t is its weight over the weights' sum
-// at the schedule point in force (piecewise constant), rounded to a multiple of
+// at the schedule point in force (piecewise constant, or in stairs of a linear ramp
+// with interpolation: see kMaxStairs), rounded to a multiple of
 // 2^-40 (the proportions of a step sum to exactly 1; integer arithmetic from there
 // on, so the allocation is the same on every machine). Its target after g steps
 // (steps [0, g)) is T_s(g) = c_s + G * sum_{t in [origin, g)} p_s(t), from the

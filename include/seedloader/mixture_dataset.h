@@ -11,7 +11,8 @@
 // [r * batch_size, (r + 1) * batch_size) of each, as under Partition::kElastic.
 // So the global batches are the same at every world size dividing G, and the
 // sources' positions carry over from one loader epoch to the next. shuffle and
-// order play no part: a source is always read through its own permutations.
+// order play no part (ShuffleOrder::kShards is refused: a mixture is not stored in
+// shards); a source is always read through its own permutations.
 //
 // The streams. Under SeedScope::kSample, sample i of source s in that source's
 // epoch f draws from mixture_sample_stream(seed, source_key(name), f, i)
@@ -29,7 +30,8 @@
 // mixture's, and no source of an earlier one may be left out of it.
 //
 // Not supported yet, each a ConfigError naming it: a batch plan (a user's
-// sampler), Partition::kStrided over more than one rank, MixUp / CutMix.
+// sampler), Partition::kStrided over more than one rank, MixUp / CutMix,
+// BadSample::kSkip.
 // Immutable after construction; get() is as safe across processes as the
 // sources' get().
 #pragma once
@@ -59,7 +61,6 @@ struct MixturePoint {
   std::uint64_t step = 0;
   std::vector<std::uint64_t> consumed;
 };
-
 
 class MixtureDataset : public Dataset {
  public:
@@ -115,6 +116,8 @@ class MixtureDataset : public Dataset {
   std::uint64_t samples_per_epoch_;
 };
 
+class MixtureSampler;
+
 // A mixture loader's position as a saved state holds it: the global step, the
 // first step of its epoch, each source's count at both, the sources' sizes and the
 // history of schedules the step was reached under.
@@ -133,6 +136,11 @@ struct MixtureState {
 MixtureState mixture_state(const MixtureDataset& mixture, std::uint64_t global_batch,
                            std::uint64_t seed, std::uint64_t epoch_first_step,
                            std::uint64_t step);
+// The same through `order` (a MixtureSampler of `mixture` with that G and seed),
+// which goes on from the step it last computed: a run that saves again and again
+// keeps one.
+MixtureState mixture_state(const MixtureDataset& mixture, const MixtureSampler& order,
+                           std::uint64_t epoch_first_step, std::uint64_t step);
 
 // `mixture` (as built for this run: its sources, its weights) continuing from
 // `saved`: the saved history, and, when the weights differ from the saved last
@@ -157,7 +165,8 @@ void check_mixture_history(const std::vector<std::string>& names,
 // or last step of the epoch computed last — and each source's permutation is built for
 // the source epochs the epoch reads. So a run that goes epoch after epoch, or resumes
 // from a state holding its epoch's first counts, costs one epoch's steps per epoch, at
-// step 10 as at step 10^9. Not thread-safe (it remembers the last epoch's ends).
+// step 10 as at step 10^9; consumed_at() likewise goes on from the step it was
+// asked last. Not thread-safe (it remembers what it computed).
 class MixtureSampler : public Sampler {
  public:
   // Throws ConfigError for a batch size or world size of 0 or a rank outside it,
@@ -193,16 +202,16 @@ class MixtureSampler : public Sampler {
   MixtureAllocation allocation(std::size_t i) const;
   // Segment i's allocation at the latest known step in [its first step, step].
   MixtureAllocation allocation_near(std::size_t i, std::uint64_t step) const;
-  // Remembers the counts the allocation of segment i reached, at the first or the
-  // last step of the steps computed last.
-  void remember(std::size_t i, const MixtureAllocation& reached, bool first) const;
+  // Remembers the counts the allocation of segment i reached, in slot 0 (the first
+  // step of the steps computed last), 1 (their end) or 2 (the last consumed_at()).
+  void remember(std::size_t i, const MixtureAllocation& reached, std::size_t slot) const;
   // ConfigError unless segment i + 1's counts are those segment i's allocation
   // reaches at its step.
   void check_boundary(std::size_t i, const MixtureAllocation& reached) const;
 
   std::vector<MixtureSegment> history_;
   std::vector<std::vector<std::uint32_t>> to_mixture_;  // per segment, per its source
-  // The points given, then the two remembered (empty counts: none yet).
+  // The points given, then the three remembered (empty counts: none yet).
   mutable std::vector<MixturePoint> known_;
   std::size_t given_ = 0;
   std::vector<std::uint64_t> sizes_;

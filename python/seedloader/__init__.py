@@ -690,9 +690,14 @@ class DataLoader:
         # (say rank 0's checkpoint) resumes them all.
         mine = self.state_dict()
         must_match = ["partition", "seeding", "order", "shuffle_block", "dataset"]
-        history = None
-        if self._mixture_history is not None or "mixture" in state:
-            history, known = _loaded_mixture_history(self, state)
+        mixture = self._mixture_history is not None or "mixture" in state
+        if mixture:
+            if self._mixture_history is None:
+                raise ConfigError("load_state_dict: the state is a Mixture's; this loader "
+                                  "reads %s" % type(self.dataset).__name__)
+            if not isinstance(state.get("mixture"), dict):
+                raise ConfigError("load_state_dict: this loader reads a Mixture; the state "
+                                  "has no mixture section")
             must_match.remove("dataset")  # the sources are checked one by one
         # Unset, C is the state's (a run goes on with the split it started with);
         # given, it must be the same.
@@ -727,6 +732,9 @@ class DataLoader:
             if saved != mine[key]:
                 raise ConfigError("load_state_dict: the state was saved with %s=%r, this "
                                   "loader has %r" % (key, saved, mine[key]))
+        history = None
+        if mixture:  # after the global batch is known to be the same
+            history, known = _loaded_mixture_history(self, state)
         yielded = _resumed_batches(state, mine["global_batch_size"], len(self),
                                    self.partition == "elastic")
         # Everything is checked before anything changes: a refused state leaves
@@ -966,6 +974,9 @@ class DataLoader:
         before; state_dict() keeps the list and load_state_dict() adds a state's to
         this loader's, so a resumed run (at another world size too, elastic) keeps
         it. From the next pass on; ledger() marks what is skipped."""
+        if self._mixture_history is not None:
+            raise ConfigError("DataLoader.skip: a Mixture's steps and samples cannot be "
+                              "skipped yet")
         per_epoch = len(self)
         new_steps = set()
         for pair in steps:
@@ -1188,6 +1199,16 @@ def _loaded_mixture_history(loader, state):
                               "the state was saved, it has %d now" % (name, size, now))
     if not history:
         raise ConfigError("%s history is empty" % what)
+    # The saved counts must be the saved history's own, from the epoch's first step.
+    saved_names = list(sources)
+    at_step = _core.MixtureOrder(
+        saved_names, [sources[n][0] for n in saved_names], history, per_epoch,
+        loader._batch_size, loader.world_size, loader.rank, state["base_seed"],
+        [(first, [sources[n][2] for n in saved_names])]).consumed_at(step)
+    if at_step != [sources[n][1] for n in saved_names]:
+        raise ConfigError("load_state_dict: the state's mixture counts at step %d are %s, "
+                          "but its history gives %s there: the state does not belong "
+                          "together" % (step, [sources[n][1] for n in saved_names], at_step))
     points = [(s, list(w)) for s, w in m.points]
     if (history[-1][1], history[-1][2], history[-1][4]) != (m.names, points,
                                                              m.interpolate):

@@ -184,6 +184,16 @@ def test_what_a_mixture_cannot_do_is_refused_by_name():
         loader(gone).load_state_dict(state)
     with pytest.raises(sl.ConfigError, match="the state is a Mixture's"):
         sl.DataLoader(Source(63, 0), batch_size=12, seed=SEED).load_state_dict(state)
+    # Counts the saved history does not give at the saved step, even with new weights
+    # (which would otherwise start from them).
+    dl = loader(mixture(), 1, 0, 0)
+    it = iter(dl)
+    next(it), next(it)
+    forged = dl.state_dict()
+    forged["mixture"]["sources"]["small"]["consumed"] += 1
+    forged["mixture"]["sources"]["large"]["consumed"] -= 1
+    with pytest.raises(sl.ConfigError, match="does not belong together"):
+        loader(mixture({"small": 1, "large": 1})).load_state_dict(forged)
     plain = sl.DataLoader(Source(63, 0), batch_size=12, seed=SEED).state_dict()
     with pytest.raises(sl.ConfigError, match="no mixture section"):
         loader(mixture()).load_state_dict(plain)

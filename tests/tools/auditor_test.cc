@@ -405,11 +405,17 @@ TEST(AuditorTest, AMixtureSampleRepeatedWithinItsSourceEpochIsAFindingNamingTheS
   EXPECT_EQ(e.sample.source, "small");
   EXPECT_EQ(e.sample.epoch, small->source_epoch);
   EXPECT_NE(report_json(r).dump().find("\"source_epoch\""), std::string::npos);
+  // With the sizes, still one finding, not a coverage repeat besides.
+  const AuditOptions sized{.source_sizes = {{"small", 13}, {"large", 50}}};
+  EXPECT_EQ(kinds(audit(records, sized)), (Kinds{{"rank_batch_duplicate", 1}}))
+      << report_text(audit(records, sized));
   // The same sample twice on one rank.
   again.rank = 0;
   records.back() = again;
   EXPECT_EQ(kinds(audit(records)), (Kinds{{"coverage", 1}}))
       << report_text(audit(records));
+  EXPECT_EQ(kinds(audit(records, sized)), (Kinds{{"coverage", 1}}))
+      << report_text(audit(records, sized));
 }
 
 TEST(AuditorTest, AMixturesStepsAreCheckedAgainstItsWeights) {

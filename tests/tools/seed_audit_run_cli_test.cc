@@ -129,7 +129,8 @@ TEST(SeedAuditRunCliTest, AMixtureRestartedWithOtherWeightsIsClean) {
       " --partition elastic";
   Audit plain = run_audit(mix + world);
   EXPECT_EQ(plain.exit_code, 0) << plain.out;
-  Audit restarted = run_audit(mix + world + " --resume-at 3 --resume-world-size 2" + other);
+  Audit restarted =
+      run_audit(mix + world + " --resume-at 3 --resume-world-size 2" + other);
   EXPECT_EQ(restarted.exit_code, 0) << restarted.out;
   EXPECT_TRUE(restarted.kinds.empty()) << restarted.out;
   // Without a mixture the new weights have nothing to apply to.

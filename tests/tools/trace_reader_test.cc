@@ -54,6 +54,15 @@ TEST(TraceReaderTest, AMixturesSampleNamesItsSourceAndTheSourcesEpoch) {
       parse_trace_line(
           R"({"rank":0,"epoch":1,"worker":0,"batch":0,"index":3,"rng":"ab","source":4})"),
       DataError);
+  // One without the other would file every cycle of a source under its epoch 0.
+  EXPECT_THROW(
+      parse_trace_line(
+          R"({"rank":0,"epoch":1,"worker":0,"batch":0,"index":3,"rng":"ab","source":"a"})"),
+      DataError);
+  EXPECT_THROW(
+      parse_trace_line(
+          R"({"rank":0,"epoch":1,"worker":0,"batch":0,"index":3,"rng":"ab","source_epoch":2})"),
+      DataError);
 }
 
 TEST(TraceReaderTest, EscapedAndPlainSpellingsOfOneStringAreOneState) {

@@ -72,6 +72,9 @@ std::unique_ptr<Dataset> open_mixture(const std::string& spec, const std::string
   for (const auto& [name, source] : j["sources"].items()) {
     if (!source.is_string())
       throw ConfigError(where + ": source '" + name + "' must be a data spec string");
+    if (source.get<std::string>().starts_with("mix:"))
+      throw ConfigError(where + ": source '" + name +
+                        "' is a mixture; a mixture's sources are plain data sets");
     names.push_back(name);
     sources.push_back({name, open_dataset(source.get<std::string>(), transform)});
   }

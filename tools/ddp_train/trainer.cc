@@ -275,6 +275,7 @@ class Run {
   std::uint64_t run_ = 0;    // resumes since the fresh run
   // A resumed mixture's saved step, checked against the position.
   std::optional<std::uint64_t> resumed_mixture_step_;
+  std::unique_ptr<MixtureSampler> mixture_order_;  // over data_, for save()
   std::unique_ptr<StepTrace> trace_;
   std::uint64_t data_fingerprint_ = 0;  // only with --save or --resume
   std::optional<CheckpointState> resumed_;
@@ -675,10 +676,14 @@ void Run::save(Position next) {
       resume_config_json(o_, static_cast<std::uint64_t>(mpi_.size()), canonical_nodes_);
   s.optimizer = optimizer_json(o_);
   if (const auto* mixture = dynamic_cast<const MixtureDataset*>(data_.get())) {
+    // One sampler for the run: each save goes on from the step the last one reached.
+    if (!mixture_order_)
+      mixture_order_ = std::make_unique<MixtureSampler>(
+          *mixture, global_batch_size(o_, static_cast<std::uint64_t>(mpi_.size())), 1, 0,
+          seed_);
     const std::uint64_t first = next.epoch * num_batches_;
-    s.mixture = tools::mixture_state_json(mixture_state(
-        *mixture, global_batch_size(o_, static_cast<std::uint64_t>(mpi_.size())), seed_,
-        first, first + next.batch));
+    s.mixture = tools::mixture_state_json(
+        mixture_state(*mixture, *mixture_order_, first, first + next.batch));
   }
   if (mpi_.rank() == 0) save_checkpoint(o_.save, model_->stages(), s);
   mpi_.barrier();

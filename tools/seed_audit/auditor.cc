@@ -55,7 +55,7 @@ void Auditor::add(const SampleRecord& r) {
     throw DataError("run " + std::to_string(r.run) + " exceeds the audit's limit of " +
                     std::to_string(kMaxRun));
   }
-  if (r.epoch > kMaxEpoch || r.worker > kMaxWorker) {
+  if (r.epoch > kMaxEpoch || r.worker > kMaxWorker || r.source_epoch > kMaxEpoch) {
     throw DataError("epoch or worker id exceeds the audit's limit of " +
                     std::to_string(kMaxEpoch));
   }

@@ -194,7 +194,9 @@ void IndexDetector::report(Report& out) const {
     if (!open && n - ep.distinct - declared_unseen(ep) > allowed_missing_) {
       report_missing(e, ep, runs_.size() > 1 ? gaps : coverage);
     }
-    const std::uint64_t repeats = ep.total - ep.distinct;
+    std::uint64_t repeats = ep.total - ep.distinct;
+    if (source_epochs_)  // unpadded: the cross-rank repeats are counted above
+      for (const auto& [run, share] : ep.runs) repeats -= share.cross_rank;
     if (repeats > padding) {
       const std::uint64_t excess = repeats - padding;
       const std::uint64_t across = std::min(ep.cross_run, excess);

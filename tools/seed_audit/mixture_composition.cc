@@ -59,7 +59,7 @@ CompositionDetector::CompositionDetector(MixtureExpectation expected)
 
 void CompositionDetector::add(const SampleRecord& r) {
   if (r.source.empty()) return;
-  ++steps_[std::uint64_t{r.epoch} * expected_.steps_per_epoch + r.batch][r.source];
+  ++steps_[std::uint64_t{r.epoch} * expected_.steps_per_epoch + r.batch][r.run][r.source];
 }
 
 void CompositionDetector::report(Report& out) const {
@@ -79,8 +79,12 @@ void CompositionDetector::report(Report& out) const {
     std::vector<std::uint64_t> counts(schedule.num_sources());
     for (std::uint64_t step = first; it != steps_.end() && it->first < end;
          ++it, ++step) {
-      if (it->first != step) break;  // a step missing from the trace
-      for (const auto& [name, n] : it->second) {
+      if (it->first != step) break;                      // a step missing from the trace
+      const auto& latest = it->second.rbegin()->second;  // the last run's
+      std::uint64_t total = 0;
+      for (const auto& [name, n] : latest) total += n;
+      if (total != g_batch) break;  // some ranks' samples only
+      for (const auto& [name, n] : latest) {
         const auto& names = schedule.sources();
         const auto at = std::find(names.begin(), names.end(), name);
         if (at == names.end()) {
@@ -100,9 +104,10 @@ void CompositionDetector::report(Report& out) const {
                                                           schedule.integral(s, first));
         const u128 have = static_cast<u128>(counts[s]) * kMixtureUnit;
         if ((have > target ? have - target : target - have) < tolerance) continue;
-        SamplePlace place{std::nullopt, static_cast<std::uint32_t>(step / k),
-                          std::nullopt, step % k, std::nullopt};
-        place.source = schedule.sources()[s];
+        // The loader's epoch and step (no source named: its epoch would be read as
+        // the source's).
+        const SamplePlace place{std::nullopt, static_cast<std::uint32_t>(step / k),
+                                std::nullopt, step % k, std::nullopt};
         const double want =
             static_cast<double>(target) / static_cast<double>(kMixtureUnit);
         off.add(Example{place, std::nullopt,

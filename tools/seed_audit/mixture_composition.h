@@ -5,8 +5,10 @@
 // (within two when the trace starts inside the segment, whose first counts it does
 // not know). A loader that draws by weight in any way that holds the weights
 // passes; seedloader's allocation always does. Step s of a trace line is
-// epoch x K + batch, K = ceil(samples_per_epoch / G). A step missing from the
-// trace ends the check of its segment. Not thread-safe.
+// epoch x K + batch, K = ceil(samples_per_epoch / G). A step several runs trained
+// (a restart from an earlier checkpoint) counts as the latest run trained it. A
+// step missing from the trace, or not holding G samples (a trace of some ranks
+// only), ends the check of its segment. Not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +50,9 @@ class CompositionDetector {
 
  private:
   MixtureExpectation expected_;
-  std::map<std::uint64_t, std::map<std::string, std::uint64_t>> steps_;
+  // Per step, per run, each source's samples.
+  std::map<std::uint64_t, std::map<std::uint32_t, std::map<std::string, std::uint64_t>>>
+      steps_;
 };
 
 }  // namespace seedloader::audit

@@ -165,6 +165,10 @@ void run_leg(const RunArgs& a, const Dataset& data, std::uint64_t seed, const Le
           if (mixture != nullptr) {  // audited within its source's epochs
             const auto [source, local] = mixture->locate(indices[i]);
             r.source = mixture->sources()[source].name;
+            if (stream_epochs[i] > kMaxEpoch)
+              throw DataError(
+                  "source '" + r.source + "' epoch " + std::to_string(stream_epochs[i]) +
+                  " exceeds the audit's limit of " + std::to_string(kMaxEpoch));
             r.source_epoch = static_cast<std::uint32_t>(stream_epochs[i]);
             r.index = local;
           }

@@ -55,6 +55,10 @@ class LineParser {
       if (r.skipped && (i == 2 || i == 5)) continue;
       if (!(seen & (1u << i))) fail(std::string("missing \"") + kRequired[i] + "\"");
     }
+    // A mixture's sample names its source and the source's epoch together.
+    if (((seen >> 10) & 1u) != ((seen >> 11) & 1u))
+      fail((seen & (1u << 10)) ? "\"source\" without \"source_epoch\""
+                               : "\"source_epoch\" without \"source\"");
     if (r.skipped) r.has_rng = false;
     return r;
   }
