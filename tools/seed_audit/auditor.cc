@@ -106,10 +106,11 @@ Report Auditor::report() const {
   states_.report(out);
   indices_.report(out);
   if (composition_) composition_->report(out);
-  for (const auto& [name, detector] : sources_) {
+  for (const auto& [source, detector] : sources_) {
     Report own;
     detector->report(own);
-    auto name_source = [&](Example& e) {
+    const std::string& name = source;  // a lambda may not capture a structured binding
+    auto name_source = [&name](Example& e) {
       e.sample.source = name;
       if (e.other) e.other->source = name;
     };
