@@ -205,7 +205,7 @@ ImageHeader probe_image(std::span<const std::uint8_t> b, std::uint64_t max_pixel
     h.height = size.height;
   } else if (is_tiff(b)) {
     h.format = ImageFormat::kTiff;
-    const cv::Size size = probe_tiff(b);
+    const cv::Size size = probe_tiff(b, max_pixels);
     h.width = size.width;
     h.height = size.height;
   } else {

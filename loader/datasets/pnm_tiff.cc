@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <iterator>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <string>
@@ -157,7 +158,7 @@ cv::Size probe_pnm(std::span<const std::uint8_t> b) {
   return {static_cast<int>(h.width), static_cast<int>(h.height)};
 }
 
-cv::Size probe_tiff(std::span<const std::uint8_t> b) {
+cv::Size probe_tiff(std::span<const std::uint8_t> b, std::uint64_t max_pixels) {
   const TiffReader r{b, b[0] == 'M'};
   if (b.size() < 8) throw DataError("truncated TIFF header");
   const std::uint32_t ifd = r.u32(4);
@@ -170,22 +171,59 @@ cv::Size probe_tiff(std::span<const std::uint8_t> b) {
     throw DataError("truncated TIFF: the first directory's " + std::to_string(entries) +
                     " entries run past the end of the file");
   }
-  std::int64_t size[2] = {-1, -1};
+  // The tags that size the image and the buffer libtiff's readers fill:
+  // ImageWidth, ImageLength, RowsPerStrip, TileWidth, TileLength.
+  constexpr std::uint32_t kTags[] = {256, 257, 278, 322, 323};
+  constexpr const char* kNames[] = {"ImageWidth", "ImageLength", "RowsPerStrip",
+                                    "TileWidth", "TileLength"};
+  std::int64_t value[5] = {-1, -1, -1, -1, -1};
   for (std::uint32_t i = 0; i < entries; ++i) {
     const std::size_t at = ifd + 2 + 12 * std::size_t{i};
-    const std::uint32_t tag = r.u16(at);
-    if (tag != 256 && tag != 257) continue;
+    const auto* tag = std::find(std::begin(kTags), std::end(kTags), r.u16(at));
+    if (tag == std::end(kTags)) continue;
+    const auto k = static_cast<std::size_t>(tag - std::begin(kTags));
+    const std::string name = std::string("corrupt TIFF: ") + kNames[k];
+    // A directory holds a tag once; libtiff and this probe must not read two
+    // different sizes from one file.
+    if (value[k] >= 0) throw DataError(name + " appears twice in the first directory");
     const std::uint32_t type = r.u16(at + 2);
-    std::int64_t value = -1;
-    if (type == 3) value = r.u16(at + 8);  // SHORT
-    if (type == 4) value = r.u32(at + 8);  // LONG
-    size[tag - 256] = value;
+    if (r.u32(at + 4) != 1) throw DataError(name + " does not hold exactly one value");
+    if (type == 3) {
+      value[k] = r.u16(at + 8);  // SHORT
+    } else if (type == 4) {
+      value[k] = r.u32(at + 8);  // LONG
+    } else {
+      throw DataError(name + " has type " + std::to_string(type) +
+                      " (SHORT or LONG expected)");
+    }
   }
-  if (size[0] < 0 || size[1] < 0) {
+  const std::int64_t width = value[0];
+  const std::int64_t height = value[1];
+  if (width < 0 || height < 0) {
     throw DataError("corrupt TIFF: no ImageWidth and ImageLength in the first directory");
   }
-  if (size[0] > INT_MAX || size[1] > INT_MAX) throw DataError("TIFF size out of range");
-  return {static_cast<int>(size[0]), static_cast<int>(size[1])};
+  if (width > INT_MAX || height > INT_MAX) throw DataError("TIFF size out of range");
+  // OpenCV allocates one strip (width x RowsPerStrip) or one tile at a time, at
+  // up to 4 bytes a sample; RowsPerStrip is not clipped to the image's height,
+  // so a strip may claim far more than the image. It is held to the cap on the
+  // image's own pixels. A missing RowsPerStrip, or 2^32 - 1, means one strip.
+  const bool tiled = value[3] >= 0 || value[4] >= 0;
+  std::int64_t strip_width = width;
+  std::int64_t strip_rows = value[2];
+  if (tiled) {
+    strip_width = value[3] > 0 ? value[3] : width;
+    strip_rows = value[4];
+  }
+  if (strip_rows <= 0 || (!tiled && strip_rows == 0xffffffffLL)) strip_rows = height;
+  const auto strip_pixels =
+      static_cast<std::uint64_t>(strip_width) * static_cast<std::uint64_t>(strip_rows);
+  if (strip_pixels > max_pixels) {
+    throw DataError(std::string("TIFF ") + (tiled ? "tiles" : "strips") + " of " +
+                    std::to_string(strip_width) + "x" + std::to_string(strip_rows) +
+                    " = " + std::to_string(strip_pixels) +
+                    " pixels are above the cap of " + std::to_string(max_pixels));
+  }
+  return {static_cast<int>(width), static_cast<int>(height)};
 }
 
 cv::Mat decode_pnm(std::span<const std::uint8_t> b, int channels) {

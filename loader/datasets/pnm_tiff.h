@@ -27,7 +27,11 @@ bool is_tiff(std::span<const std::uint8_t> bytes);
 
 // Width and height from the header. Throw DataError when it cannot be read.
 cv::Size probe_pnm(std::span<const std::uint8_t> bytes);
-cv::Size probe_tiff(std::span<const std::uint8_t> bytes);
+// TIFF also throws when its first directory holds a sizing tag (ImageWidth,
+// ImageLength, RowsPerStrip, TileWidth, TileLength) twice or not as one SHORT
+// or LONG, or when one strip or tile covers more than `max_pixels`: OpenCV
+// allocates a whole strip, whatever the image's height.
+cv::Size probe_tiff(std::span<const std::uint8_t> bytes, std::uint64_t max_pixels);
 
 // Decodes to CV_8UC3 (RGB) or CV_8UC1 (channels 1). Throw DataError for a
 // truncated or corrupt file, and for TIFF when OpenCV was built without it.

@@ -279,6 +279,47 @@ TEST(PnmTiffTest, BrokenTiffIsADataErrorSayingWhy) {
   EXPECT_NE(decode_error(cut), "");
 }
 
+// The entry of `tag` in the first directory of a little-endian TIFF.
+std::size_t tiff_entry(const Bytes& tiff, std::uint32_t tag) {
+  const std::size_t ifd = tiff[4] | tiff[5] << 8 | tiff[6] << 16 | tiff[7] << 24;
+  const std::size_t entries = tiff[ifd] | tiff[ifd + 1] << 8;
+  for (std::size_t i = 0; i < entries; ++i) {
+    const std::size_t at = ifd + 2 + 12 * i;
+    if ((tiff[at] | tiff[at + 1] << 8) == tag) return at;
+  }
+  ADD_FAILURE() << "no tag " << tag;
+  return 0;
+}
+
+// OpenCV allocates a whole strip of RowsPerStrip rows, however short the image:
+// a strip beyond the pixel cap is refused before OpenCV sees the file, and so is
+// a directory giving a size twice (libtiff and the probe could read different
+// ones).
+TEST(PnmTiffTest, TiffStripsAndSizesTheProbeCannotTrustAreRefused) {
+  const Bytes tiff = encode(pattern(CV_8UC3, 64, 4), ".tiff");
+  ASSERT_EQ(tiff[0], 'I');
+  Bytes tall = tiff;
+  const std::size_t rows = tiff_entry(tall, 278);
+  tall[rows + 2] = 4;  // LONG
+  tall[rows + 8] = tall[rows + 9] = tall[rows + 10] = 0xff;
+  tall[rows + 11] = 0x0f;  // 268435455 rows of 64 pixels
+  EXPECT_TRUE(contains(decode_error(tall), "TIFF strips of 64x268435455"))
+      << decode_error(tall);
+  EXPECT_THROW(probe_image(tall, kDefaultMaxPixels), DataError);
+
+  Bytes twice = tiff;
+  const std::size_t length = tiff_entry(twice, 257);
+  twice[length - 12] = 1;  // the ImageWidth entry before it becomes ImageLength
+  twice[length - 11] = 1;
+  EXPECT_TRUE(contains(decode_error(twice), "ImageLength appears twice"))
+      << decode_error(twice);
+
+  Bytes typed = tiff;
+  typed[tiff_entry(typed, 256) + 2] = 1;  // BYTE
+  EXPECT_TRUE(contains(decode_error(typed), "ImageWidth has type 1"))
+      << decode_error(typed);
+}
+
 // A file whose content is not what its extension says is a DataError naming it.
 TEST(PnmTiffTest, ImageFolderNamesTheFileThatFails) {
   TempDir dir;
