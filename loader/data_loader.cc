@@ -23,6 +23,9 @@ std::vector<double> DataLoader::worker_busy_seconds() const {
 std::span<std::byte> DataLoader::shared_memory() const {
   return engine_->expose_region();
 }
+void DataLoader::serve_worker(const WorkerLaunch& launch) {
+  engine_->serve_worker(launch);
+}
 
 DataLoader::Iterator DataLoader::begin() {
   engine_->begin_epoch(epoch_, start_batch_);

@@ -406,6 +406,10 @@ void Engine::start_workers() {
       word.store(kFree, std::memory_order_relaxed);
     }
   }
+  if (!options_.worker_command.empty()) {
+    start_programs();
+    return;
+  }
   WorkerConfig config;
   config.parent = getpid();
   config.rank = options_.rank;
@@ -422,6 +426,102 @@ void Engine::start_workers() {
     config.first_task = ring_.tasks_issued(w);  // the ring continues across forks
     worker_main(config);
   });
+}
+
+std::uint64_t Engine::worker_digest() const {
+  std::string what = dataset_.describe();
+  const auto add = [&what](std::uint64_t v) { what += ' ' + std::to_string(v); };
+  add(dataset_.size());
+  for (std::size_t f = 0; f < layout_.num_fields(); ++f) {
+    const FieldSpec& spec = layout_.field(f);
+    what += ' ' + spec.name;
+    add(static_cast<std::uint64_t>(spec.dtype));
+    add(spec.variable);
+    for (std::int64_t d : spec.shape) add(static_cast<std::uint64_t>(d));
+  }
+  const SlotGeometry& slot = region_layout_.slot();
+  add(region_layout_.total_bytes());
+  add(slot.batch_size);
+  add(slot.bytes);
+  for (std::size_t offset : slot.field_offset) add(offset);
+  add(base_seed_);
+  add(static_cast<std::uint64_t>(fill_.seeding));
+  add(static_cast<std::uint64_t>(fill_.on_bad_sample));
+  add(fill_.rank);
+  add(fill_.partner_row);
+  what += ' ' + std::to_string(options_.mix.mixup_alpha) + ' ' +
+          std::to_string(options_.mix.cutmix_alpha) + ' ' +
+          std::to_string(options_.mix.cutmix_prob);
+  add(static_cast<std::uint64_t>(options_.mix.num_classes));
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bit
+  for (unsigned char c : what) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+
+void Engine::start_programs() {
+  std::vector<std::vector<std::string>> commands;
+  for (int w = 0; w < workers(); ++w) {
+    WorkerLaunch launch;
+    launch.worker = w;
+    launch.parent = getpid();
+    launch.first_task = ring_.tasks_issued(w);
+    launch.start_epoch = epoch_;
+    launch.region_fd = region_.fd();
+    launch.region_bytes = region_.size();
+    launch.digest = worker_digest();
+    if (spares_) {
+      launch.spares_fd = spares_->fd();
+      launch.spare_block_bytes = spares_->block_bytes();
+      launch.spare_count = spares_->count();
+    }
+    std::vector<std::string>& command = commands.emplace_back(options_.worker_command);
+    for (std::string& arg : launch.arguments()) command.push_back(std::move(arg));
+  }
+  std::vector<int> keep = options_.worker_fds;
+  keep.push_back(region_.fd());
+  if (spares_) keep.push_back(spares_->fd());
+  pool_.start_exec(commands, keep);
+}
+
+void Engine::serve_worker(const WorkerLaunch& launch) {
+  if (launch.region_bytes != region_layout_.total_bytes() || launch.worker < 0 ||
+      launch.worker >= workers() || launch.digest != worker_digest()) {
+    throw ConfigError("DataLoader.serve_worker: worker " + std::to_string(launch.worker) +
+                      " of a parent whose shared memory is " +
+                      std::to_string(launch.region_bytes) + " bytes (digest " +
+                      std::to_string(launch.digest) + "), but this loader has " +
+                      std::to_string(workers()) + " workers and lays out " +
+                      std::to_string(region_layout_.total_bytes()) + " bytes (digest " +
+                      std::to_string(worker_digest()) +
+                      "): it was not built as the parent's was (the same data set, "
+                      "sample layout and options)");
+  }
+  // Locals: worker_main never returns, so they live as long as the worker.
+  const SharedRegion region = SharedRegion::attach(launch.region_fd, launch.region_bytes);
+  std::optional<SpareBlocks> spares;
+  if (launch.spares_fd >= 0) {
+    spares.emplace(SpareBlocks::attach(launch.spares_fd, launch.spare_block_bytes,
+                                       launch.spare_count));
+  }
+  // The parent's detaches moved only its own views: in the file, every slot's
+  // data is where the layout places it.
+  std::vector<std::byte*> slot_data;
+  for (int s = 0; s < region_layout_.num_slots(); ++s)
+    slot_data.push_back(region.base() + region_layout_.data(s));
+  WorkerConfig config;
+  config.worker = launch.worker;
+  config.parent = static_cast<pid_t>(launch.parent);
+  config.rank = options_.rank;
+  config.base_seed = base_seed_;
+  config.start_epoch = launch.start_epoch;
+  config.first_task = launch.first_task;
+  config.options = &options_;
+  config.layout = &region_layout_;
+  config.region = &region;
+  config.slot_data = slot_data.data();
+  config.spares = spares ? &*spares : nullptr;
+  config.fill = fill_;
+  worker_main(config);
 }
 
 void Engine::check_forking_thread() {

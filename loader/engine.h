@@ -37,6 +37,7 @@
 #include "loader/worker_pool.h"
 #include "seedloader/batch.h"
 #include "seedloader/batch_sampler.h"
+#include "seedloader/data_loader.h"
 #include "seedloader/dataset.h"
 #include "seedloader/loader_options.h"
 #include "seedloader/sampler.h"
@@ -97,6 +98,11 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // detached before this call, else such a batch is an Error (see fetch()).
   std::span<std::byte> expose_region();
 
+  // DataLoader::serve_worker: worker launch.worker of the engine that started
+  // this program, served on the parent's shared memory through this engine's
+  // layout, data set and options.
+  [[noreturn]] void serve_worker(const WorkerLaunch& launch);
+
   std::uint64_t skipped_samples() const { return skipped_; }
   std::vector<pid_t> worker_pids() const;
   std::vector<double> worker_busy_seconds() const;
@@ -137,6 +143,11 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // batch holds only the newest).
   bool kept_past_newer(int slot) const;
   void start_workers();
+  // start_workers() under LoaderOptions::worker_command: each worker a new
+  // program, told where the shared memory is (WorkerLaunch).
+  void start_programs();
+  // WorkerLaunch::digest of this engine.
+  std::uint64_t worker_digest() const;
   // Leaves the skipped samples out of the epoch's batches and marks its skipped
   // steps (LoaderOptions::skip), after batches_ was built.
   void apply_skips(std::uint64_t epoch);

@@ -1,6 +1,8 @@
 #include "loader/worker_pool.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -62,6 +64,44 @@ void WorkerPool::start(int n, const std::function<void(int)>& body) {
       }
       // body() must not return; leave without running atexit handlers.
       _exit(kWorkerFailedExit);
+    }
+    pids_[w] = pid;
+  }
+}
+
+void WorkerPool::start_exec(const std::vector<std::vector<std::string>>& commands,
+                            const std::vector<int>& keep_fds) {
+  // Everything the child needs is built here: after fork it may not allocate.
+  std::vector<std::vector<char*>> argvs;
+  for (const auto& command : commands) {
+    std::vector<char*>& argv = argvs.emplace_back();
+    for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+  }
+  const std::string failed =
+      "seedloader: cannot start the worker program " +
+      (commands.empty() || commands[0].empty() ? std::string("(none)") : commands[0][0]) +
+      "\n";
+  const pid_t parent = getpid();
+  pids_.assign(commands.size(), -1);
+  forking_tid_ = static_cast<pid_t>(syscall(SYS_gettid));
+  for (std::size_t w = 0; w < commands.size(); ++w) {
+    std::fflush(nullptr);
+    const pid_t pid = fork();
+    if (pid < 0) {
+      const int err = errno;
+      kill_all();
+      errno = err;
+      SL_CHECK_SYS(pid);
+    }
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across execve
+      if (getppid() != parent) _exit(0);
+      for (int fd : keep_fds) fcntl(fd, F_SETFD, 0);
+      execv(argvs[w][0], argvs[w].data());
+      const ssize_t ignored = write(STDERR_FILENO, failed.data(), failed.size());
+      (void)ignored;
+      _exit(kWorkerExecFailedExit);
     }
     pids_[w] = pid;
   }

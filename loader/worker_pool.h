@@ -18,6 +18,10 @@ namespace seedloader {
 // (EX_SOFTWARE, sysexits.h): an internal failure, not a signal or a user code.
 inline constexpr int kWorkerFailedExit = 70;
 
+// The exit code of a worker whose program could not be started (exec failed),
+// as a shell reports a command it cannot run.
+inline constexpr int kWorkerExecFailedExit = 127;
+
 // A stop() grace of zero: SIGKILL at once, without waiting for the children.
 inline constexpr std::chrono::milliseconds kKillNow{0};
 
@@ -43,6 +47,15 @@ class WorkerPool {
   // return. Throws Error (after killing the ones started) when fork fails.
   // REQUIRES: !running().
   void start(int n, const std::function<void(int)>& body);
+  // Forks n children; child w runs the program commands[w] (argv, argv[0] a
+  // path) with the descriptors `keep_fds` left open across the exec, and with
+  // PR_SET_PDEATHSIG armed as for a fork. Between fork and exec the child only
+  // makes async-signal-safe calls, so a parent with threads (or CUDA) can start
+  // workers this way. An exec that fails writes why to stderr and exits with
+  // kWorkerExecFailedExit. Throws Error (after killing the ones started) when
+  // fork fails. REQUIRES: !running(), commands.size() == n.
+  void start_exec(const std::vector<std::vector<std::string>>& commands,
+                  const std::vector<int>& keep_fds);
   bool running() const { return !pids_.empty(); }
   int size() const { return static_cast<int>(pids_.size()); }
   // -1 once the worker is reaped.

@@ -33,6 +33,28 @@ namespace seedloader {
 
 class Engine;
 
+// What a worker started by LoaderOptions::worker_command is told: its
+// arguments after the command, each a decimal number in this order.
+struct WorkerLaunch {
+  int worker = 0;
+  std::int64_t parent = 0;        // the main process's pid
+  std::uint64_t first_task = 0;   // the task it serves first (tasks count across starts)
+  std::uint64_t start_epoch = 0;  // seeds the stream worker_init runs after
+  int region_fd = -1;             // the shared region's memory file
+  std::uint64_t region_bytes = 0;
+  int spares_fd = -1;  // the spare blocks' memory file, or -1 for none
+  std::uint64_t spare_block_bytes = 0;
+  std::uint64_t spare_count = 0;
+  // A digest of everything a worker's batches depend on (the shared memory's
+  // layout, the data set's size, name and sample layout, the seeding and
+  // mixing options): a worker whose loader gives another refuses to serve.
+  std::uint64_t digest = 0;
+
+  std::vector<std::string> arguments() const;
+  // Throws ConfigError naming the argument that is missing, extra or not a number.
+  static WorkerLaunch parse(const std::vector<std::string>& arguments);
+};
+
 class DataLoader {
  public:
   class Iterator;
@@ -83,6 +105,15 @@ class DataLoader {
   // workers run (persistent ones, or in an epoch), there are no spare blocks, and
   // keeping more batches than slots is an Error.
   std::span<std::byte> shared_memory() const;
+
+  // The body of a worker started by LoaderOptions::worker_command, in that
+  // program, on a loader built as its parent's was: maps the parent's shared
+  // memory and serves worker launch.worker's slots until the parent stops it or
+  // dies; never returns (it leaves with _exit). Throws ConfigError, before
+  // serving anything, when this loader lays out its shared memory otherwise
+  // than the parent's (not built the same way), and Error when the memory
+  // cannot be mapped.
+  [[noreturn]] void serve_worker(const WorkerLaunch& launch);
 
  private:
   std::shared_ptr<Engine> engine_;

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "seedloader/batch_mix.h"
@@ -121,6 +122,16 @@ struct LoaderOptions {
   // A batch not delivered within this time is a TimeoutError naming the worker;
   // zero waits indefinitely (a dead worker is still detected).
   std::chrono::milliseconds timeout{0};
+  // Empty: each worker is a fork of this process. Set: each worker is a new
+  // program, started (fork, then exec) as this command — argv, argv[0] a path —
+  // followed by WorkerLaunch::arguments(); it must build a DataLoader as this one
+  // was built (the same data set and options, worker_command aside) and hand the
+  // parsed arguments to DataLoader::serve_worker(). Python's
+  // multiprocessing_context="spawn" runs a fresh interpreter this way. The
+  // descriptors in worker_fds (close-on-exec or not) stay open across the exec,
+  // beside the shared memory's own.
+  std::vector<std::string> worker_command;
+  std::vector<int> worker_fds;
   // Runs in each worker after its stream is seeded: (worker id, rank), once
   // per fork (so once per epoch without persistent_workers; never when
   // num_workers = 0). Thrown exceptions are reported on the first batch that

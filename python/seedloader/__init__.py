@@ -29,7 +29,7 @@ from seedloader._errors import (CommError, ConfigError, DataError, Error, Timeou
 from seedloader import _core
 from seedloader._core import (Cifar10, Dataset, ImageFolder, Mnist, Synthetic, TarShards,
                               TensorFile, Transform)
-from seedloader import _checks, _compat, _dataset, _errors, _samples
+from seedloader import _checks, _compat, _dataset, _errors, _samples, _spawned
 from seedloader._mixture import Mixture
 
 __all__ = [
@@ -120,9 +120,13 @@ class DataLoader:
       numpy Generator. Batches have default_collate's structure and dtypes.
     batch_size, shuffle, sampler, batch_sampler, num_workers, pin_memory,
       drop_last, timeout (seconds, 0 = none), worker_init_fn(worker_id),
-      multiprocessing_context ("fork" only), generator (seeds the loader when
-      seed is None), prefetch_factor (batches each worker loads ahead, default
-      2), persistent_workers, in_order: as PyTorch's, in its positional order.
+      multiprocessing_context, generator (seeds the loader when seed is None),
+      prefetch_factor (batches each worker loads ahead, default 2),
+      persistent_workers, in_order: as PyTorch's, in its positional order.
+      Under multiprocessing_context "spawn" or "forkserver" each worker that runs
+      Python is a fresh interpreter that receives the dataset pickled (nothing of
+      the parent runs in it), with the same streams and batches as a forked one;
+      the workers of seedloader's own data sets run no Python and are forked.
       batch_size=None gives samples one by one (default_convert, or collate_fn
       called on each sample), as PyTorch's loader does without auto-batching.
       A sampler or batch_sampler is drawn in the main process when each epoch
@@ -257,6 +261,13 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
+        # "spawn" and "forkserver" start workers that run Python as fresh
+        # interpreters (seedloader._spawned); the others are forked.
+        self._start_method = ("fork" if multiprocessing_context is None else
+                              _check_start_method(multiprocessing_context, num_workers))
+        self._payload = None  # a spawned worker's recipe (_spawned.Payload)
+        self._spawn_args = None
+        self._recipe = None  # how the engine's data set was built (_spawned)
         self.in_order = in_order
         self.collate_fn = collate_fn if collate_fn is not None else _default_collate(
             self._unbatched)
@@ -519,6 +530,8 @@ class DataLoader:
                 self._loader.begin_pass()  # an older pass is stale all the same
             return None  # the epoch was consumed whole before this pass
         core = self._engine()
+        if self._spawn_args is not None and not self.persistent_workers:
+            self._payload.write(*self._spawn_args)  # the dataset as it is now, as torch
         replay = 0
         if first and self.seeding == "sample":
             core.resume(self._epoch, first)  # the batches before `first` are not loaded
@@ -790,6 +803,9 @@ class DataLoader:
         if self._loader is not None:
             self._loader.close()
             self._loader = None
+        if self._payload is not None:
+            self._payload.close()
+            self._payload, self._spawn_args = None, None
 
     def _engine(self):
         """The engine, built on first use; a Python dataset's layout is learned here.
@@ -813,8 +829,22 @@ class DataLoader:
         else:
             dataset, plan = self._sample_dataset()
         self._options.seed = self._seed
-        self._loader = _core.Loader(dataset, self._options, self._worker_init(),
+        worker_init = self._worker_init()
+        self._options.worker_command, self._options.worker_fds = [], []
+        spawned = (self._start_method in ("spawn", "forkserver") and self.num_workers > 0
+                   and self._recipe is not None)
+        if spawned:
+            self._payload = _spawned.Payload()
+            self._options.worker_command = _spawned.command(self._payload.fd)
+            self._options.worker_fds = [self._payload.fd] + (
+                [self._channel._fd] if self._collate is not None else [])
+        self._loader = _core.Loader(dataset, self._options, worker_init,
                                   self._format, plan)
+        if spawned:
+            self._spawn_args = (self._recipe, _spawned.options_state(self._options),
+                                worker_init, self._format,
+                                "the dataset, its layout and worker_init_fn")
+            self._payload.write(*self._spawn_args)
         self._skips_changed = False  # built with the skips declared now
         if self._pin_request is not False:
             self._pin(required=bool(self._pin_request))
@@ -824,14 +854,15 @@ class DataLoader:
         """(the engine's dataset, its batch plan or None), the batch size set: a C++
         dataset as it is, a Python one with its layout; a user's sampler drawn."""
         dataset, plan = self.dataset, None
+        self._recipe = None  # seedloader's own data set: its workers are forked
         if not isinstance(dataset, Dataset):
             if self._layout is None:
                 self._layout = self._learn_layout()
             if self.num_workers == 0 and self.seeding == "sample":
                 dataset = _dataset.SampleSeeded(dataset)
-            dataset = _core.PythonDataset(
-                dataset, [f.as_tuple() for f in self._layout.fields],
-                _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
+            self._recipe = ("python", dataset, [f.as_tuple() for f in self._layout.fields],
+                            _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
+            dataset = _spawned.build_engine_dataset(self._recipe)
         capacity = self._batch_size
         if self._sampler is not None or self._batch_sampler is not None:
             plan = self._draw_plan
@@ -846,7 +877,7 @@ class DataLoader:
         Python ones each with its layout (learned, or declared by `fields`), which
         must be one; the batches are built from the first's."""
         m = self.dataset
-        sources = []
+        sources, recipes = [], []
         for name in m.names:
             source = m.sources[name]
             if not isinstance(source, Dataset):
@@ -862,9 +893,14 @@ class DataLoader:
                         "%r gives %s" % (first[0], first[1], name, fields))
                 if self.num_workers == 0 and self.seeding == "sample":
                     source = _dataset.SampleSeeded(source)
-                source = _core.PythonDataset(source, fields, _samples.Flatten(layout),
-                                             _dataset.takes_rng(source))
+                recipes.append(("python", source, fields, _samples.Flatten(layout),
+                                _dataset.takes_rng(source)))
+                source = _spawned.build_engine_dataset(recipes[-1])
             sources.append(source)
+        self._recipe = None  # seedloader's own sources: the workers are forked
+        if len(recipes) == len(sources):
+            self._recipe = ("mixture", m.names, recipes, self._mixture_history,
+                            m.samples_per_epoch, self._mixture_known)
         return _core.MixtureDataset(m.names, sources, self._mixture_history,
                                     m.samples_per_epoch, self._mixture_known)
 
@@ -882,9 +918,9 @@ class DataLoader:
             budget = self._variable[1]
             self._layout = self._learn_layout(
                 batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2)
-        dataset = _core.PythonDataset(batches, [f.as_tuple() for f in self._layout.fields],
-                                      self._layout, True)
-        return dataset, self._publish
+        self._recipe = ("python", batches, [f.as_tuple() for f in self._layout.fields],
+                        self._layout, True)
+        return _spawned.build_engine_dataset(self._recipe), self._publish
 
     def _worker_init(self):
         """What each forked worker runs first: torch's get_worker_info() set for a
@@ -892,12 +928,7 @@ class DataLoader:
         user, workers, dataset = self._worker_init_fn, self.num_workers, self.dataset
         if isinstance(dataset, Dataset) and user is None:
             return None  # the workers run no Python at all
-
-        def init(worker_id):
-            _dataset.enter_worker(worker_id, workers, dataset)
-            if user is not None:
-                user(worker_id)
-        return init
+        return _dataset.WorkerInit(user, workers, dataset)
 
     def _publish(self, epoch):
         """The engine's plan under a collate_fn: the epoch's batches go to the
@@ -1440,9 +1471,7 @@ def _check_start_method(context, num_workers):
         raise TypeError("multiprocessing_context option should be a valid context object "
                         "or a string specifying the start method, but got "
                         "multiprocessing_context=%r" % (context,))
-    if method != "fork":
-        raise ConfigError("multiprocessing_context=%r: seedloader's workers are forked by "
-                          "its engine; only 'fork' (or None) is possible" % (context,))
+    return method
 
 
 def _is_default_collate(fn):

@@ -278,6 +278,18 @@ class LoaderOptions:
     def on_bad_sample(self, arg: BadSample, /) -> None: ...
 
     @property
+    def worker_command(self) -> list[str]: ...
+
+    @worker_command.setter
+    def worker_command(self, arg: Sequence[str], /) -> None: ...
+
+    @property
+    def worker_fds(self) -> list[int]: ...
+
+    @worker_fds.setter
+    def worker_fds(self, arg: Sequence[int], /) -> None: ...
+
+    @property
     def skip_steps(self) -> list[tuple[int, int, int]]:
         """
         (epoch, first step, end step) ranges not delivered (LoaderOptions::skip)
@@ -366,6 +378,11 @@ class Loader:
         """whether a thread waits in it for a batch"""
 
     def worker_pids(self) -> list[int]: ...
+
+    def serve_worker(self, arguments: Sequence[str]) -> None:
+        """
+        In a worker program (LoaderOptions.worker_command): serves the worker its arguments name, on the parent's shared memory; never returns.
+        """
 
     def shared_memory(self) -> tuple[int, int]:
         """(address, bytes) of the shared region holding every slot"""

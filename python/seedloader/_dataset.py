@@ -114,6 +114,14 @@ class PlanChannel:
         while at < len(data):
             at += os.pwrite(self._fd, view[at:], at)
 
+    def __getstate__(self):
+        # For a worker started by spawn: the descriptor, which the engine keeps
+        # open across its exec (LoaderOptions.worker_fds).
+        return {"fd": self._fd}
+
+    def __setstate__(self, state):
+        self._fd, self._version, self._seen = state["fd"], 0, None
+
     def current(self):
         """(epoch, offsets, indices) of the batches published last."""
         head = np.frombuffer(os.pread(self._fd, 8 * self._HEAD, 0), np.int64)
@@ -184,6 +192,20 @@ def enter_worker(worker_id, num_workers, dataset):
     from torch.utils.data._utils import worker
     worker._worker_info = worker.WorkerInfo(id=worker_id, num_workers=num_workers,
                                             seed=torch.initial_seed(), dataset=dataset)
+
+
+class WorkerInit:
+    """What each worker runs first: torch's get_worker_info() set for the dataset,
+    then the user's worker_init_fn. A class, not a closure: a worker started by
+    spawn receives it pickled."""
+
+    def __init__(self, user, num_workers, dataset):
+        self.user, self.num_workers, self.dataset = user, num_workers, dataset
+
+    def __call__(self, worker_id):
+        enter_worker(worker_id, self.num_workers, self.dataset)
+        if self.user is not None:
+            self.user(worker_id)
 
 
 def read_sample(dataset, index, rng, with_rng):

@@ -56,6 +56,7 @@ struct ForkState {
   std::uint64_t base_seed = 0;
   std::uint64_t epoch = 0;             // the epoch begin() is starting
   bool runs_python = false;            // a Python dataset or a worker_init_fn
+  bool started = false;  // this process is a worker program (serve_worker), not a fork
   PyObject* worker_init_fn = nullptr;  // borrowed from the Loader, which owns it
 };
 
@@ -67,7 +68,7 @@ void run_in_worker(const ForkState& s, int worker, std::uint64_t rank) {
   // below 32 MB from the heap.
   mallopt(M_TRIM_THRESHOLD, 64 << 20);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  PyOS_AfterFork_Child();
+  if (!s.started) PyOS_AfterFork_Child();
   nb::gil_scoped_acquire gil;
   try {
     enter_python_worker(worker, worker_stream(s.base_seed, s.epoch, rank, worker));
@@ -164,6 +165,14 @@ class Loader {
   void close() {
     if (busy_) throw Error(kBusy);
     release();
+  }
+
+  // DataLoader::serve_worker with the worker's stream set up as a fork's is,
+  // in the interpreter this program started (the GIL stays with it).
+  [[noreturn]] void serve_worker(const WorkerLaunch& launch) {
+    fork_->epoch = launch.start_epoch;
+    fork_->started = true;
+    loader().serve_worker(launch);
   }
 
   DataLoader& loader() {
@@ -689,6 +698,8 @@ void bind_loader(nb::module_& m) {
       .def_rw("nodes", &LoaderOptions::nodes)
       .def_rw("seeding", &LoaderOptions::seeding)
       .def_rw("on_bad_sample", &LoaderOptions::on_bad_sample)
+      .def_rw("worker_command", &LoaderOptions::worker_command)
+      .def_rw("worker_fds", &LoaderOptions::worker_fds)
       .def_prop_rw(
           "skip_steps",
           [](const LoaderOptions& o) {
@@ -764,6 +775,14 @@ void bind_loader(nb::module_& m) {
              for (pid_t p : l.loader().worker_pids()) pids.push_back(p);
              return pids;
            })
+      .def(
+          "serve_worker",
+          [](Loader& l, const std::vector<std::string>& arguments) {
+            l.serve_worker(WorkerLaunch::parse(arguments));
+          },
+          nb::arg("arguments"),
+          "In a worker program (LoaderOptions.worker_command): serves the worker "
+          "its arguments name, on the parent's shared memory; never returns.")
       .def("shared_memory", &Loader::shared_memory,
            "(address, bytes) of the shared region holding every slot");
 }

@@ -306,7 +306,6 @@ def test_resume_continues_a_user_samplers_epoch_without_drawing_it_again():
     (dict(prefetch_factor=3), "prefetch_factor option could only be specified"),
     (dict(num_workers=-1), "num_workers option should be non-negative"),
     (dict(persistent_workers=True), "persistent_workers option needs num_workers > 0"),
-    (dict(multiprocessing_context="spawn", num_workers=1), "only 'fork'"),
     (dict(multiprocessing_context="fork"), r"multi-process loading \(num_workers > 0\)"),
     (dict(multiprocessing_context="bad", num_workers=1), "should specify a valid start"),
     (dict(batch_size=None, drop_last=True), "mutually exclusive with drop_last"),

@@ -1,0 +1,120 @@
+"""Workers started as fresh interpreters: multiprocessing_context="spawn" (and
+"forkserver", which starts them the same way) for a loader whose workers run
+Python.
+
+The engine forks each worker and at once executes `command(fd)` in it: nothing
+of the parent runs in the child (only async-signal-safe calls between fork and
+exec), so a parent with CUDA initialised or threads holding locks is safe. The
+child reads from the memory file `fd` multiprocessing's preparation data (sys.path,
+the main module, run as __mp_main__ as multiprocessing's spawn does, so that a
+script's classes unpickle), then the engine's recipe: its data set as built in the
+parent (the user's dataset, its learned layout), the options and worker_init. It
+builds the same engine (no sample is read to learn anything) and serves its
+worker on the parent's shared memory, whose file the engine passes
+(_core.Loader.serve_worker): the same streams, slots and batches as a forked
+worker. The dataset is pickled when the workers start, as torch's loader does:
+each epoch without persistent_workers, once with them."""
+
+import io
+import os
+import pickle
+import subprocess
+import sys
+
+from seedloader import _core
+
+# The LoaderOptions fields the engine's command sets; the rest travel.
+_LOCAL_OPTIONS = ("worker_command", "worker_fds")
+
+
+def options_state(options):
+    """The LoaderOptions fields by name, as a worker program rebuilds them."""
+    return {name: getattr(options, name) for name, value in vars(type(options)).items()
+            if isinstance(value, property) and name not in _LOCAL_OPTIONS}
+
+
+def _options(state):
+    options = _core.LoaderOptions()
+    for name, value in state.items():
+        setattr(options, name, value)
+    return options
+
+
+def build_engine_dataset(recipe):
+    """The engine's data set from its recipe: ("python", dataset, fields, flatten,
+    takes_rng) or ("mixture", names, [source recipes], history, samples_per_epoch,
+    known points)."""
+    if recipe[0] == "python":
+        _, dataset, fields, flatten, takes_rng = recipe
+        return _core.PythonDataset(dataset, fields, flatten, takes_rng)
+    _, names, sources, history, samples_per_epoch, known = recipe
+    return _core.MixtureDataset(names, [build_engine_dataset(s) for s in sources],
+                                history, samples_per_epoch, known)
+
+
+class Payload:
+    """The memory file a worker program reads its recipe from (close-on-exec;
+    the engine keeps it open across the workers' exec). Rewritten before workers
+    start; no worker reads it then."""
+
+    def __init__(self):
+        self.fd = os.memfd_create("seedloader-worker-payload", os.MFD_CLOEXEC)
+
+    def write(self, recipe, options, worker_init, fmt, what):
+        """Pickles what a worker needs (`options` as options_state() gives them);
+        an object that does not pickle raises its
+        own error with a note naming `what` it belongs to (torch's loader raises
+        the same error under spawn)."""
+        from multiprocessing import spawn
+        preparation = spawn.get_preparation_data("seedloader-worker")
+        # Plain bytes: multiprocessing pickles its key only inside its own spawn.
+        preparation["authkey"] = bytes(preparation["authkey"])
+        try:
+            data = (pickle.dumps(preparation) +
+                    pickle.dumps((recipe, options, worker_init, fmt)))
+        except Exception as e:
+            e.add_note("seedloader: workers started by spawn or forkserver receive %s "
+                       "pickled; it could not be pickled" % what)
+            raise
+        os.ftruncate(self.fd, len(data))
+        view, at = memoryview(data), 0
+        while at < len(data):
+            at += os.pwrite(self.fd, view[at:], at)
+
+    def close(self):
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self):
+        self.close()
+
+
+def command(payload_fd):
+    """The worker program: this interpreter, with its flags, running main()."""
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = ("import sys; sys.path.insert(0, %r); "
+            "from seedloader._spawned import main; main()" % package_root)
+    return ([sys.executable] + subprocess._args_from_interpreter_flags() +
+            ["-c", code, str(payload_fd)])
+
+
+def main():
+    """A worker program's body: argv is [-c, payload fd, launch arguments...]."""
+    fd, launch = int(sys.argv[1]), sys.argv[2:]  # prepare() sets the parent's argv
+    size = os.fstat(fd).st_size
+    data, at = bytearray(), 0
+    while at < size:
+        chunk = os.pread(fd, size - at, at)
+        if not chunk:
+            break
+        data += chunk
+        at += len(chunk)
+    os.close(fd)
+    stream = io.BytesIO(bytes(data))  # two pickles, each read by its own unpickler
+    from multiprocessing import spawn
+    spawn.prepare(pickle.load(stream))
+    recipe, options, worker_init, fmt = pickle.load(stream)
+    loader = _core.Loader(build_engine_dataset(recipe), _options(options), worker_init,
+                          fmt, None)
+    loader.serve_worker(launch)
