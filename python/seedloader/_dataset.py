@@ -27,7 +27,7 @@ import numpy as np
 
 from seedloader import _samples, _seeding
 from seedloader._errors import (ConfigError, DataError, TimeoutError, WorkerError,
-                                describe_exception)
+                                as_dataset_error, describe_exception, type_name)
 
 # Samples the probe reads to tell fixed fields from variable ones.
 PROBE_SAMPLES = 8
@@ -240,8 +240,9 @@ def _read_probe(dataset, with_rng, seed, epoch, seed_globals, count, report=None
         except Exception as e:
             if samples:
                 break
-            raise WorkerError("%s[%d]: %s" % (type(dataset).__name__, index,
-                                              describe_exception(e)), index=index) from e
+            error = WorkerError("%s[%d]: %s" % (type(dataset).__name__, index,
+                                                describe_exception(e)), index=index)
+            raise as_dataset_error(error, type_name(type(e))) or error from e
         if report is not None:
             report(samples)
     if not samples:
@@ -282,7 +283,7 @@ def learn_in_child(dataset, with_rng, seed, epoch, learn, timeout, count=PROBE_S
                         lambda samples: send(("ok", learn(samples))))
         except BaseException as e:  # noqa: B902 (everything goes back to the parent)
             try:
-                send(("error", type(e.__cause__ or e).__name__, str(e),
+                send(("error", type_name(type(e.__cause__ or e)), str(e),
                       traceback.format_exc(), getattr(e, "index", None),
                       isinstance(e, (ConfigError, DataError))))
             except BaseException:  # noqa: B902
@@ -320,11 +321,13 @@ def learn_in_child(dataset, with_rng, seed, epoch, learn, timeout, count=PROBE_S
         return _resolved(result[1])
     _, name, message, remote_traceback, index, ours = result
     if ours:
-        raise (ConfigError if name == "ConfigError" else DataError)(message)
-    raise WorkerError("%s in the probe process (pid %d) reading the first samples to "
-                      "learn the layout: %s\n\nOriginal traceback:\n%s"
-                      % (name, pid, message, remote_traceback), worker=-1, pid=pid,
-                      index=index)
+        raise (ConfigError if name.endswith("ConfigError") else DataError)(message)
+    # The dataset's own exception type, as past the probe and as torch raises it.
+    error = WorkerError("%s in the probe process (pid %d) reading the first samples to "
+                        "learn the layout: %s\n\nOriginal traceback:\n%s"
+                        % (name, pid, message, remote_traceback), worker=-1, pid=pid,
+                        index=index)
+    raise as_dataset_error(error, name) or error
 
 
 def _messages(data):

@@ -94,14 +94,17 @@ def _find_type(name):
     return None
 
 
-def as_dataset_error(error):
+def as_dataset_error(error, kind_name=None):
     """A WorkerError for a sample whose __getitem__ raised, as an instance of both
     WorkerError (its fields kept) and the dataset's exception type, as torch's
     loader re-raises a worker's exception as its own type (`except KeyError:` and
     `except seedloader.WorkerError:` both catch it); None when the type cannot
-    be found or made so (a constructor that takes more than a message)."""
-    found = _DATASET_FAILURE.search(str(error))
-    kind = found and _find_type(found.group(2))
+    be found or made so (a constructor that takes more than a message). The type
+    is named by `kind_name` (as type_name gives it), else read from the message."""
+    if kind_name is None:
+        found = _DATASET_FAILURE.search(str(error))
+        kind_name = found and found.group(2)
+    kind = kind_name and _find_type(kind_name)
     if kind is None:
         return None
     if kind not in _combined:

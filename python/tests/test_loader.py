@@ -292,6 +292,23 @@ def test_a_python_exception_in_a_worker_is_a_worker_error_with_the_message():
     assert "in __getitem__" in str(e)
 
 
+class AlwaysFails:
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, index):
+        raise NotImplementedError("no sample %d yet" % index)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_dataset_that_always_raises_raises_its_own_type_before_any_batch(workers):
+    # Also where the layout is still to be learned from the first samples, as
+    # torch's loader raises the first batch's exception.
+    with pytest.raises(NotImplementedError, match="no sample 0 yet") as info:
+        next(iter(sl.DataLoader(AlwaysFails(), batch_size=2, num_workers=workers, seed=1)))
+    assert isinstance(info.value, sl.WorkerError) and info.value.index == 0
+
+
 @pytest.mark.parametrize("how,field,value", [("exit", "exit_code", 3),
                                              ("kill", "signal", signal.SIGKILL)])
 def test_a_worker_that_dies_is_a_worker_error(how, field, value):
