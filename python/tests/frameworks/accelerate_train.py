@@ -21,6 +21,7 @@ from accelerate import Accelerator
 
 import seedloader as sl
 from indexed import Indexed
+from leave import leave
 
 
 TRAIN, EVAL = 64, 251
@@ -89,7 +90,7 @@ def main():
     if accelerator.is_main_process:
         with open(os.path.join(args.out, "eval.json"), "w") as f:
             json.dump({"gathered": gathered}, f)
-    return 0
+    return leave(log)
 
 
 if __name__ == "__main__":

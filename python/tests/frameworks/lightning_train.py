@@ -19,6 +19,7 @@ import torch113_shim  # noqa: F401  (Lightning on Debian's torch 1.13)
 
 import seedloader as sl
 from indexed import Indexed
+from leave import leave
 
 
 def make_loader(args):
@@ -86,7 +87,7 @@ def main():
         trainer.fit(model, loader, ckpt_path=args.resume)
     else:
         trainer.fit(model, ckpt_path=args.resume)
-    return 0
+    return leave()
 
 
 if __name__ == "__main__":

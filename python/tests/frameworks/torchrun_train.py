@@ -16,6 +16,7 @@ import torch.distributed as dist
 
 import seedloader as sl
 from indexed import Indexed
+from leave import leave
 
 
 def main():
@@ -53,9 +54,7 @@ def main():
             loss.backward()
             optimizer.step()
             step += 1
-    log.close()
-    dist.destroy_process_group()
-    return 0
+    return leave(log)
 
 
 if __name__ == "__main__":
