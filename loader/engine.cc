@@ -448,6 +448,7 @@ std::uint64_t Engine::worker_digest() const {
   add(static_cast<std::uint64_t>(fill_.seeding));
   add(static_cast<std::uint64_t>(fill_.on_bad_sample));
   add(fill_.rank);
+  add(options_.rank);  // worker streams are keyed by it, elastic or not
   add(fill_.partner_row);
   what += ' ' + std::to_string(options_.mix.mixup_alpha) + ' ' +
           std::to_string(options_.mix.cutmix_alpha) + ' ' +
@@ -469,7 +470,7 @@ void Engine::start_programs() {
     launch.region_fd = region_.fd();
     launch.region_bytes = region_.size();
     launch.digest = worker_digest();
-    if (spares_) {
+    if (spares_ && spares_->count() > 0) {
       launch.spares_fd = spares_->fd();
       launch.spare_block_bytes = spares_->block_bytes();
       launch.spare_count = spares_->count();
@@ -479,7 +480,7 @@ void Engine::start_programs() {
   }
   std::vector<int> keep = options_.worker_fds;
   keep.push_back(region_.fd());
-  if (spares_) keep.push_back(spares_->fd());
+  if (spares_ && spares_->count() > 0) keep.push_back(spares_->fd());
   pool_.start_exec(commands, keep);
 }
 

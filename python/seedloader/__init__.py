@@ -126,7 +126,9 @@ class DataLoader:
       Under multiprocessing_context "spawn" or "forkserver" each worker that runs
       Python is a fresh interpreter that receives the dataset pickled (nothing of
       the parent runs in it), with the same streams and batches as a forked one;
-      the workers of seedloader's own data sets run no Python and are forked.
+      the workers of seedloader's own data sets are forked under any start method
+      (they run no Python unless worker_init_fn is given, which then runs in the
+      fork).
       batch_size=None gives samples one by one (default_convert, or collate_fn
       called on each sample), as PyTorch's loader does without auto-batching.
       A sampler or batch_sampler is drawn in the main process when each epoch
@@ -834,17 +836,23 @@ class DataLoader:
         spawned = (self._start_method in ("spawn", "forkserver") and self.num_workers > 0
                    and self._recipe is not None)
         if spawned:
-            self._payload = _spawned.Payload()
-            self._options.worker_command = _spawned.command(self._payload.fd)
-            self._options.worker_fds = [self._payload.fd] + (
+            # Written before the engine exists: a recipe that does not pickle
+            # leaves no engine behind whose workers would read an empty one.
+            payload = _spawned.Payload()
+            spawn_args = (self._recipe, _spawned.options_state(self._options),
+                          worker_init, self._format, plan is not None,
+                          "the dataset, its layout and worker_init_fn")
+            try:
+                payload.write(*spawn_args)
+            except BaseException:
+                payload.close()
+                raise
+            self._payload, self._spawn_args = payload, spawn_args
+            self._options.worker_command = _spawned.command(payload.fd)
+            self._options.worker_fds = [payload.fd] + (
                 [self._channel._fd] if self._collate is not None else [])
         self._loader = _core.Loader(dataset, self._options, worker_init,
                                   self._format, plan)
-        if spawned:
-            self._spawn_args = (self._recipe, _spawned.options_state(self._options),
-                                worker_init, self._format,
-                                "the dataset, its layout and worker_init_fn")
-            self._payload.write(*self._spawn_args)
         self._skips_changed = False  # built with the skips declared now
         if self._pin_request is not False:
             self._pin(required=bool(self._pin_request))
@@ -1452,8 +1460,8 @@ def _default_collate(unbatched=False):
 
 
 def _check_start_method(context, num_workers):
-    """torch's rules for multiprocessing_context (with its messages), then
-    seedloader's own: its engine forks the workers, so only fork is possible."""
+    """torch's rules for multiprocessing_context (with its messages); the start
+    method it names."""
     import multiprocessing
     if num_workers == 0:
         raise ConfigError("multiprocessing_context can only be used with multi-process "

@@ -60,9 +60,10 @@ class Payload:
     def __init__(self):
         self.fd = os.memfd_create("seedloader-worker-payload", os.MFD_CLOEXEC)
 
-    def write(self, recipe, options, worker_init, fmt, what):
-        """Pickles what a worker needs (`options` as options_state() gives them);
-        an object that does not pickle raises its
+    def write(self, recipe, options, worker_init, fmt, has_plan, what):
+        """Pickles what a worker needs (`options` as options_state() gives them;
+        `has_plan`: the parent's engine draws its batches from a plan, which sizes
+        the slots by the batch size alone); an object that does not pickle raises its
         own error with a note naming `what` it belongs to (torch's loader raises
         the same error under spawn)."""
         from multiprocessing import spawn
@@ -71,7 +72,8 @@ class Payload:
         preparation["authkey"] = bytes(preparation["authkey"])
         try:
             data = (pickle.dumps(preparation) +
-                    pickle.dumps((recipe, options, worker_init, fmt)))
+                    pickle.dumps((recipe, options, worker_init, fmt, has_plan,
+                                  "torch" in sys.modules)))
         except Exception as e:
             e.add_note("seedloader: workers started by spawn or forkserver receive %s "
                        "pickled; it could not be pickled" % what)
@@ -99,6 +101,11 @@ def command(payload_fd):
             ["-c", code, str(payload_fd)])
 
 
+def _no_plan(epoch):
+    """A worker's engine never begins an epoch; it only has a plan as its parent's has."""
+    raise AssertionError("a worker program drew the plan of epoch %d" % epoch)
+
+
 def main():
     """A worker program's body: argv is [-c, payload fd, launch arguments...]."""
     fd, launch = int(sys.argv[1]), sys.argv[2:]  # prepare() sets the parent's argv
@@ -112,9 +119,18 @@ def main():
         at += len(chunk)
     os.close(fd)
     stream = io.BytesIO(bytes(data))  # two pickles, each read by its own unpickler
-    from multiprocessing import spawn
-    spawn.prepare(pickle.load(stream))
-    recipe, options, worker_init, fmt = pickle.load(stream)
+    from multiprocessing import process, spawn
+    # As multiprocessing's own spawn: while the main script is imported again, a
+    # process it would start unguarded raises multiprocessing's "bootstrapping
+    # phase" error instead of starting workers of its own.
+    process.current_process()._inheriting = True
+    try:
+        spawn.prepare(pickle.load(stream))
+        recipe, options, worker_init, fmt, has_plan, had_torch = pickle.load(stream)
+    finally:
+        del process.current_process()._inheriting
+    if had_torch:
+        import torch  # noqa: F401  (seeded and given worker info as in a fork)
     loader = _core.Loader(build_engine_dataset(recipe), _options(options), worker_init,
-                          fmt, None)
+                          fmt, _no_plan if has_plan else None)
     loader.serve_worker(launch)

@@ -96,7 +96,10 @@ def test_a_collate_fn_a_batch_sampler_and_a_mixture_under_spawn():
         batch_size=1)
     mixture = dict(dataset=sl.Mixture({"a": Draws(10), "b": Draws(7)}, {"a": 2, "b": 1}),
                    batch_size=3, seeding="sample")
-    for kw in (collate, sampler, mixture):
+    # A plan whose batches hold fewer samples than batch_size: the slots are
+    # sized by batch_size in the parent and the worker alike.
+    short = dict(dataset=Draws(5), sampler=[3, 1, 4, 0], batch_size=8)
+    for kw in (collate, sampler, mixture, short):
         assert [rows(b) for b in _batches("spawn", kw)] == \
             [rows(b) for b in _batches(None, kw)]
 
