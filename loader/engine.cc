@@ -15,6 +15,7 @@
 #include "seedloader/distributed_sampler.h"
 #include "seedloader/elastic_sampler.h"
 #include "seedloader/error.h"
+#include "seedloader/mixture.h"
 
 namespace seedloader {
 
@@ -454,33 +455,32 @@ std::uint64_t Engine::worker_digest() const {
           std::to_string(options_.mix.cutmix_alpha) + ' ' +
           std::to_string(options_.mix.cutmix_prob);
   add(static_cast<std::uint64_t>(options_.mix.num_classes));
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a, 64 bit
-  for (unsigned char c : what) h = (h ^ c) * 0x100000001b3ULL;
-  return h;
+  return source_key(what);  // the FNV-1a hash mixtures key their sources by
 }
 
 void Engine::start_programs() {
+  const bool spares = spares_ && spares_->count() > 0;
+  WorkerLaunch launch;
+  launch.parent = getpid();
+  launch.start_epoch = epoch_;
+  launch.region_fd = region_.fd();
+  launch.region_bytes = region_.size();
+  launch.digest = worker_digest();
+  if (spares) {
+    launch.spares_fd = spares_->fd();
+    launch.spare_block_bytes = spares_->block_bytes();
+    launch.spare_count = spares_->count();
+  }
   std::vector<std::vector<std::string>> commands;
   for (int w = 0; w < workers(); ++w) {
-    WorkerLaunch launch;
     launch.worker = w;
-    launch.parent = getpid();
     launch.first_task = ring_.tasks_issued(w);
-    launch.start_epoch = epoch_;
-    launch.region_fd = region_.fd();
-    launch.region_bytes = region_.size();
-    launch.digest = worker_digest();
-    if (spares_ && spares_->count() > 0) {
-      launch.spares_fd = spares_->fd();
-      launch.spare_block_bytes = spares_->block_bytes();
-      launch.spare_count = spares_->count();
-    }
     std::vector<std::string>& command = commands.emplace_back(options_.worker_command);
     for (std::string& arg : launch.arguments()) command.push_back(std::move(arg));
   }
   std::vector<int> keep = options_.worker_fds;
   keep.push_back(region_.fd());
-  if (spares_ && spares_->count() > 0) keep.push_back(spares_->fd());
+  if (spares) keep.push_back(spares_->fd());
   pool_.start_exec(commands, keep);
 }
 

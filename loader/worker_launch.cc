@@ -40,12 +40,12 @@ std::vector<std::string> WorkerLaunch::arguments() const {
 
 WorkerLaunch WorkerLaunch::parse(const std::vector<std::string>& args) {
   if (args.size() != kLaunchCount) {
-    throw ConfigError(
-        "worker launch: " + std::to_string(args.size()) + " arguments where " +
-        std::to_string(kLaunchCount) +
-        " (worker, parent, first_task, start_epoch, region_fd, "
-        "region_bytes, spares_fd, spare_block_bytes, spare_count, digest) are "
-        "expected");
+    std::string names;
+    for (const char* name : kLaunchNames)
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    throw ConfigError("worker launch: " + std::to_string(args.size()) +
+                      " arguments where " + std::to_string(kLaunchCount) + " (" + names +
+                      ") are expected");
   }
   WorkerLaunch l;
   l.worker = launch_number<int>(args, 0);

@@ -83,28 +83,15 @@ void WorkerPool::start_exec(const std::vector<std::vector<std::string>>& command
       (commands.empty() || commands[0].empty() ? std::string("(none)") : commands[0][0]) +
       "\n";
   const pid_t parent = getpid();
-  pids_.assign(commands.size(), -1);
-  forking_tid_ = static_cast<pid_t>(syscall(SYS_gettid));
-  for (std::size_t w = 0; w < commands.size(); ++w) {
-    std::fflush(nullptr);
-    const pid_t pid = fork();
-    if (pid < 0) {
-      const int err = errno;
-      kill_all();
-      errno = err;
-      SL_CHECK_SYS(pid);
-    }
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across execve
-      if (getppid() != parent) _exit(0);
-      for (int fd : keep_fds) fcntl(fd, F_SETFD, 0);
-      execv(argvs[w][0], argvs[w].data());
-      const ssize_t ignored = write(STDERR_FILENO, failed.data(), failed.size());
-      (void)ignored;
-      _exit(kWorkerExecFailedExit);
-    }
-    pids_[w] = pid;
-  }
+  start(static_cast<int>(commands.size()), [&](int w) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);  // kept across execve
+    if (getppid() != parent) _exit(0);
+    for (int fd : keep_fds) fcntl(fd, F_SETFD, 0);
+    execv(argvs[w][0], argvs[w].data());
+    const ssize_t ignored = write(STDERR_FILENO, failed.data(), failed.size());
+    (void)ignored;
+    _exit(kWorkerExecFailedExit);
+  });
 }
 
 bool WorkerPool::forking_thread_alive() const {

@@ -531,9 +531,11 @@ class DataLoader:
             if self._loader is not None:
                 self._loader.begin_pass()  # an older pass is stale all the same
             return None  # the epoch was consumed whole before this pass
+        built = self._loader
         core = self._engine()
-        if self._spawn_args is not None and not self.persistent_workers:
-            self._payload.write(*self._spawn_args)  # the dataset as it is now, as torch
+        if core is built and self._spawn_args is not None and not self.persistent_workers:
+            # The dataset as it is now, as torch pickles it (a new engine just did).
+            self._payload.write(*self._spawn_args)
         replay = 0
         if first and self.seeding == "sample":
             core.resume(self._epoch, first)  # the batches before `first` are not loaded

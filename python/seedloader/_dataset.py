@@ -87,6 +87,14 @@ class SampleSeeded:
             return read_sample(self.dataset, index, rng, self.with_rng)
 
 
+def rewrite_file(fd, data):
+    """Makes the file `fd` (a memory file a worker reads) hold exactly `data`."""
+    os.ftruncate(fd, len(data))
+    view, at = memoryview(data), 0
+    while at < len(data):
+        at += os.pwrite(fd, view[at:], at)
+
+
 class PlanChannel:
     """The epoch's batches, from the main process to the workers, persistent ones
     included (forked before the epoch was drawn): a memfd, which every fork
@@ -109,10 +117,7 @@ class PlanChannel:
                            count=int(offsets[-1]))
         data = np.concatenate([np.array([self._version, epoch, len(batches)], np.int64),
                                offsets, flat]).tobytes()
-        os.ftruncate(self._fd, len(data))
-        view, at = memoryview(data), 0
-        while at < len(data):
-            at += os.pwrite(self._fd, view[at:], at)
+        rewrite_file(self._fd, data)
 
     def __getstate__(self):
         # For a worker started by spawn: the descriptor, which the engine keeps

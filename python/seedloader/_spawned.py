@@ -21,7 +21,7 @@ import pickle
 import subprocess
 import sys
 
-from seedloader import _core
+from seedloader import _core, _dataset
 
 # The LoaderOptions fields the engine's command sets; the rest travel.
 _LOCAL_OPTIONS = ("worker_command", "worker_fds")
@@ -78,10 +78,7 @@ class Payload:
             e.add_note("seedloader: workers started by spawn or forkserver receive %s "
                        "pickled; it could not be pickled" % what)
             raise
-        os.ftruncate(self.fd, len(data))
-        view, at = memoryview(data), 0
-        while at < len(data):
-            at += os.pwrite(self.fd, view[at:], at)
+        _dataset.rewrite_file(self.fd, data)
 
     def close(self):
         if self.fd >= 0:

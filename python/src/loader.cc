@@ -54,8 +54,8 @@ ArrayFormat format_of(const std::string& name) {
 // it was at fork time.
 struct ForkState {
   std::uint64_t base_seed = 0;
-  std::uint64_t epoch = 0;             // the epoch begin() is starting
-  bool runs_python = false;            // a Python dataset or a worker_init_fn
+  std::uint64_t epoch = 0;   // the epoch begin() is starting
+  bool runs_python = false;  // a Python dataset or a worker_init_fn
   bool started = false;  // this process is a worker program (serve_worker), not a fork
   PyObject* worker_init_fn = nullptr;  // borrowed from the Loader, which owns it
 };
