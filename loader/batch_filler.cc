@@ -49,7 +49,6 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
   auto* indices = reinterpret_cast<std::uint64_t*>(slot + ctx.geometry->indices);
   const auto* stream_epochs =
       reinterpret_cast<const std::uint64_t*>(slot + ctx.geometry->stream_epochs);
-  const std::uint64_t n = ctx.dataset->size();
   std::vector<std::byte*> ptrs(ctx.dataset->layout().num_fields());
   const std::uint64_t rows = count + (ctx.partner_row && count > 0 ? 1 : 0);
   for (std::uint64_t i = 0; i < rows; ++i) {
@@ -59,6 +58,10 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
     }
     const std::uint64_t original = indices[i];
     std::uint64_t index = original;
+    // Replacements come from the sample's neighbours (its source, in a mixture),
+    // asked once the sample has failed: `original` has been read, so it is valid.
+    Dataset::Neighbours near;
+    std::uint64_t& n = near.count;
     try {
       for (std::uint64_t attempt = 0;; ++attempt) {
         try {
@@ -70,6 +73,8 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
           }
           break;
         } catch (const DataError&) {
+          if (attempt == 0 && ctx.on_bad_sample == BadSample::kSkip)
+            near = ctx.dataset->replacements(original);
           if (ctx.on_bad_sample != BadSample::kSkip ||
               attempt + 1 >= std::min(n, kMaxReplacements + 1)) {
             throw;
@@ -79,7 +84,7 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
             return result;
           }
           if (i < count) ++result.skipped;  // the partner row is counted by its own batch
-          index = (original + attempt + 1) % n;
+          index = near.first + (original - near.first + attempt + 1) % n;
         }
       }
       indices[i] = index;

@@ -2,7 +2,8 @@
 // the one routine behind both worker processes and num_workers = 0, so the two
 // seed and collate identically. Before each get() it records the fingerprint of
 // the stream get() will draw from. With BadSample::kSkip, a sample whose get()
-// throws DataError is replaced by index+1, +2, ... (mod N); in kSample mode the
+// throws DataError is replaced by the next of Dataset::replacements(index) (index+1,
+// +2, ... mod N; within its source for a mixture); in kSample mode the
 // replacement draws from a fresh copy of the original index's stream, so the
 // batch stays the same for every worker count; in kWorker mode it continues the
 // worker's stream. The index array then names the sample actually delivered.

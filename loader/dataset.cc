@@ -31,6 +31,8 @@ Rng Dataset::sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
   return sample_stream(base_seed, epoch, index);
 }
 
+Dataset::Neighbours Dataset::replacements(std::uint64_t) const { return {0, size()}; }
+
 std::unique_ptr<Sampler> Dataset::own_order(const LoaderOptions&, std::uint64_t) const {
   return nullptr;
 }

@@ -69,7 +69,7 @@ std::unique_ptr<Sampler> sampler_for(const Dataset& d, const LoaderOptions& o,
 // Under a batch plan a batch may repeat indices (a sampler drawing with
 // replacement), so only batch_size bounds it.
 // An elastic batch mix needs one more row: the partner of the rank's first sample
-// (Engine::preceding_).
+// (Engine::partners_).
 std::uint64_t slot_capacity(std::uint64_t epoch_samples, const LoaderOptions& o) {
   if (o.batch_plan) return o.batch_size;
   const bool partner = o.partition == Partition::kElastic && o.mix.enabled();
@@ -561,8 +561,7 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
     EpochOrder order = sampler_->order(epoch);
     stream_epochs_ = std::move(order.stream_epochs);
     batches_.emplace(std::move(order.indices), options_.batch_size, options_.drop_last);
-    if (fill_.partner_row)
-      preceding_ = static_cast<const ElasticSampler&>(*sampler_).preceding(epoch);
+    if (fill_.partner_row) partners_ = sampler_->partners(epoch);
   }
   apply_skips(epoch);
   epoch_ = epoch;
@@ -647,13 +646,15 @@ void Engine::pump() noexcept {
     std::span<const Index> idx = batches_->batch(next_issue_);
     auto* out = reinterpret_cast<std::uint64_t*>(data(s) + region_layout_.slot().indices);
     for (std::size_t i = 0; i < idx.size(); ++i) out[i] = idx[i];
-    if (fill_.partner_row) out[idx.size()] = preceding_[next_issue_];
+    if (fill_.partner_row) out[idx.size()] = partners_.indices[next_issue_];
     auto* epochs =
         reinterpret_cast<std::uint64_t*>(data(s) + region_layout_.slot().stream_epochs);
     const std::size_t at = row_of(idx);
-    for (std::size_t i = 0; i < idx.size() + (fill_.partner_row ? 1 : 0); ++i)
-      epochs[i] =
-          stream_epochs_.empty() || i == idx.size() ? epoch_ : stream_epochs_[at + i];
+    for (std::size_t i = 0; i < idx.size(); ++i)
+      epochs[i] = stream_epochs_.empty() ? epoch_ : stream_epochs_[at + i];
+    if (fill_.partner_row)
+      epochs[idx.size()] =
+          partners_.stream_epochs.empty() ? epoch_ : partners_.stream_epochs[next_issue_];
     SlotHeader& h = header(s);
     h.generation = generation_;
     h.epoch = epoch_;

@@ -209,8 +209,8 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::vector<bool> skipped_steps_;  // per batch of the epoch
   // Partition::kElastic with a batch mix: per batch, the sample before this rank's
   // first in its global batch, filled into the slot's extra row as the mix's
-  // partner for row 0 (elastic_sampler.h's preceding()).
-  std::vector<Index> preceding_;
+  // partner for row 0, with its stream's epoch (Sampler::partners()).
+  EpochOrder partners_;
   bool active_ = false;
   std::uint64_t epoch_ = 0;
   std::uint64_t first_batch_ = 0;

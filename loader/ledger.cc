@@ -14,25 +14,88 @@
 namespace seedloader {
 namespace {
 
+std::uint64_t query_size(const LedgerQuery& q) {
+  if (!q.mixture) return q.dataset_size;
+  std::uint64_t n = 0;
+  for (const std::uint64_t size : q.mixture->sizes) n += size;
+  return n;
+}
+
 LoaderOptions rank_options(const LedgerQuery& q, std::uint64_t rank) {
   LoaderOptions o = q.options;
   o.rank = rank;
   o.batch_plan = nullptr;
-  validate(o, q.dataset_size);
+  validate(o, query_size(q));
+  if (q.mixture && o.world_size > 1 && o.partition != Partition::kElastic)
+    throw ConfigError("a mixture over " + std::to_string(o.world_size) +
+                      " ranks needs partition elastic (its global batches are composed "
+                      "whole), not strided");
   return o;
 }
 
-BatchSampler rank_batches(const LedgerQuery& q, std::uint64_t rank) {
+MixtureSampler mixture_order(const LedgerQuery& q, const LoaderOptions& o) {
+  const LedgerMixture& m = *q.mixture;
+  return MixtureSampler(m.names, m.sizes, m.history, m.samples_per_epoch, o.batch_size,
+                        o.world_size, o.rank, q.seed, m.known);
+}
+
+// One rank's batches of the query's epoch, and the epoch each index's stream is
+// keyed by (flat, in the batches' order; empty: the epoch).
+struct RankOrder {
+  BatchSampler batches;
+  std::vector<std::uint64_t> stream_epochs;
+};
+
+RankOrder rank_order(const LedgerQuery& q, std::uint64_t rank) {
   const LoaderOptions o = rank_options(q, rank);
+  if (q.mixture) {
+    EpochOrder order = mixture_order(q, o).order(q.epoch);
+    return {BatchSampler(std::move(order.indices), o.batch_size, false),
+            std::move(order.stream_epochs)};
+  }
   const std::unique_ptr<Sampler> sampler =
       make_sampler(q.dataset_size, o, q.seed, q.shard_sizes);
-  return BatchSampler(sampler->indices(q.epoch), o.batch_size, o.drop_last);
+  return {BatchSampler(sampler->indices(q.epoch), o.batch_size, o.drop_last), {}};
 }
+
+// A mixture's sources, for the streams of its samples.
+struct SourceKeys {
+  std::vector<std::uint64_t> offsets;  // per source, then the total
+  std::vector<std::uint64_t> keys;     // source_key() of each name
+
+  explicit SourceKeys(const std::optional<LedgerMixture>& m) {
+    if (!m) return;
+    offsets.push_back(0);
+    for (std::size_t s = 0; s < m->names.size(); ++s) {
+      offsets.push_back(offsets.back() + m->sizes[s]);
+      keys.push_back(source_key(m->names[s]));
+    }
+  }
+  // (source key, index within the source) of mixture index `index`.
+  std::pair<std::uint64_t, std::uint64_t> locate(std::uint64_t index) const {
+    const auto s = static_cast<std::size_t>(
+        std::upper_bound(offsets.begin(), offsets.end(), index) - offsets.begin() - 1);
+    return {keys[s], index - offsets[s]};
+  }
+};
 
 }  // namespace
 
+LedgerMixture ledger_mixture(const MixtureDataset& mixture) {
+  LedgerMixture m;
+  for (const MixtureSource& s : mixture.sources()) {
+    m.names.push_back(s.name);
+    m.sizes.push_back(s.dataset->size());
+  }
+  m.history = mixture.history();
+  m.samples_per_epoch = mixture.samples_per_epoch();
+  m.known = mixture.known();
+  return m;
+}
+
 std::uint64_t ledger_steps(const LedgerQuery& query) {
   const LoaderOptions o = rank_options(query, 0);
+  if (query.mixture) return mixture_order(query, o).steps_per_epoch();
   const std::uint64_t samples =
       make_sampler(query.dataset_size, o, query.seed, query.shard_sizes)->size();
   return o.drop_last ? samples / o.batch_size
@@ -60,10 +123,12 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
   const bool per_sample = q.options.seeding == SeedScope::kSample;
   std::vector<std::uint64_t> skipped_samples = q.options.skip.samples;
   std::sort(skipped_samples.begin(), skipped_samples.end());
+  const SourceKeys sources(q.mixture);
   std::vector<LedgerEntry> out;
   for (std::uint64_t rank = q.rank.value_or(0); rank < (q.rank ? *q.rank + 1 : world);
        ++rank) {
-    const BatchSampler batches = rank_batches(q, rank);
+    const RankOrder order = rank_order(q, rank);
+    const BatchSampler& batches = order.batches;
     for (std::uint64_t step = q.first_step; step < q.end_step; ++step) {
       const int worker = workers > 0 ? static_cast<int>(step % workers) : 0;
       if (q.worker && *q.worker != worker) continue;
@@ -81,10 +146,18 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
         e.rank = rank;
         e.worker = worker;
         e.index = batch[slot];
+        e.stream_epoch = order.stream_epochs.empty()
+                             ? q.epoch
+                             : order.stream_epochs[step * q.options.batch_size + slot];
         e.skipped = step_skipped || gone(e.index);
         e.slot = e.skipped ? slot : delivered++;
         if (q.skipped_only && !e.skipped) continue;
-        if (per_sample) {
+        if (per_sample && q.mixture) {
+          const auto [key, local] = sources.locate(e.index);
+          e.stream = mixture_sample_key(key, e.stream_epoch, local);
+          e.fingerprint =
+              mixture_sample_stream(q.seed, key, e.stream_epoch, local).fingerprint();
+        } else if (per_sample) {
           e.stream = sample_key(q.epoch, e.index);
           e.fingerprint = sample_stream(q.seed, q.epoch, e.index).fingerprint();
         } else {

@@ -157,6 +157,11 @@ Rng MixtureDataset::sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
   return mixture_sample_stream(base_seed, keys_[s], epoch, local);
 }
 
+Dataset::Neighbours MixtureDataset::replacements(std::uint64_t index) const {
+  const std::uint32_t s = locate(index).first;
+  return {offsets_[s], offsets_[s + 1] - offsets_[s]};
+}
+
 std::unique_ptr<Sampler> MixtureDataset::own_order(const LoaderOptions& o,
                                                    std::uint64_t seed) const {
   if (o.batch_plan)
@@ -167,12 +172,6 @@ std::unique_ptr<Sampler> MixtureDataset::own_order(const LoaderOptions& o,
     throw ConfigError("DataLoader: a mixture over " + std::to_string(o.world_size) +
                       " ranks needs partition elastic (its global batches are "
                       "composed whole), not strided");
-  if (o.mix.enabled())
-    throw ConfigError("DataLoader: MixUp / CutMix over a mixture is not supported");
-  if (o.on_bad_sample == BadSample::kSkip)
-    throw ConfigError(
-        "DataLoader: on_bad_sample skip over a mixture is not supported (a "
-        "replacement could come from another source)");
   return std::make_unique<MixtureSampler>(*this, o.batch_size, o.world_size, o.rank,
                                           seed);
 }
@@ -362,6 +361,18 @@ EpochOrder MixtureSampler::order(std::uint64_t epoch) const {
       out.indices.push_back(offsets_[batch[i].source] + batch[i].index);
       out.stream_epochs.push_back(batch[i].epoch);
     }
+  }
+  return out;
+}
+
+EpochOrder MixtureSampler::partners(std::uint64_t epoch) const {
+  const std::uint64_t before = (rank_ * batch_size_ + global_ - 1) % global_;
+  EpochOrder out;
+  out.indices.reserve(steps_);
+  out.stream_epochs.reserve(steps_);
+  for (const std::vector<MixtureSample>& batch : steps(epoch * steps_, steps_)) {
+    out.indices.push_back(offsets_[batch[before].source] + batch[before].index);
+    out.stream_epochs.push_back(batch[before].epoch);
   }
   return out;
 }

@@ -26,6 +26,13 @@ std::vector<std::uint64_t> batch_key(std::uint64_t epoch, std::uint64_t rank,
   return {static_cast<std::uint64_t>(StreamPurpose::kBatch), epoch, rank, batch};
 }
 
+std::vector<std::uint64_t> mixture_sample_key(std::uint64_t source_key,
+                                              std::uint64_t source_epoch,
+                                              std::uint64_t index) {
+  return {static_cast<std::uint64_t>(StreamPurpose::kMixtureSample), source_key,
+          source_epoch, index};
+}
+
 Pcg64Stream stream_for_key(std::uint64_t base_seed,
                            const std::vector<std::uint64_t>& key) {
   return Pcg64Stream(SeedSequence(base_seed, key));
@@ -47,9 +54,7 @@ Pcg64Stream sample_stream(std::uint64_t base_seed, std::uint64_t epoch,
 
 Pcg64Stream mixture_sample_stream(std::uint64_t base_seed, std::uint64_t source_key,
                                   std::uint64_t source_epoch, std::uint64_t index) {
-  return stream_for_key(
-      base_seed, {static_cast<std::uint64_t>(StreamPurpose::kMixtureSample), source_key,
-                  source_epoch, index});
+  return stream_for_key(base_seed, mixture_sample_key(source_key, source_epoch, index));
 }
 
 Pcg64Stream batch_stream(std::uint64_t base_seed, std::uint64_t epoch, std::uint64_t rank,

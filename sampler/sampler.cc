@@ -4,6 +4,7 @@
 #include <numeric>
 #include <random>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -12,6 +13,10 @@
 #include "seedloader/random.h"
 
 namespace seedloader {
+
+EpochOrder Sampler::partners(std::uint64_t) const {
+  throw std::logic_error("Sampler::partners: this sampler has no global batches");
+}
 
 std::vector<Index> SequentialSampler::indices(std::uint64_t) const {
   std::vector<Index> out(n_);

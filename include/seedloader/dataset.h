@@ -95,6 +95,15 @@ class Dataset {
   // sample_stream.
   virtual Rng sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
                          std::uint64_t index) const;
+  // The indices [first, first + count) that a bad sample at `index` is replaced
+  // from under BadSample::kSkip (the ones after it, wrapping round within the
+  // range): by default the whole data set; a mixture keeps a replacement within
+  // the sample's source.
+  struct Neighbours {
+    std::uint64_t first = 0;
+    std::uint64_t count = 0;
+  };
+  virtual Neighbours replacements(std::uint64_t index) const;
   // A data set that sets its own order (a mixture) returns the sampler the
   // loader draws each epoch from for `options` (rank, world size, batch size;
   // already validated) and base seed `seed`; throws ConfigError for options it

@@ -35,6 +35,9 @@ std::vector<std::uint64_t> worker_key(std::uint64_t epoch, std::uint64_t rank,
 std::vector<std::uint64_t> sample_key(std::uint64_t epoch, std::uint64_t index);
 std::vector<std::uint64_t> batch_key(std::uint64_t epoch, std::uint64_t rank,
                                      std::uint64_t batch);
+std::vector<std::uint64_t> mixture_sample_key(std::uint64_t source_key,
+                                              std::uint64_t source_epoch,
+                                              std::uint64_t index);
 
 Pcg64Stream shuffle_stream(std::uint64_t base_seed, std::uint64_t epoch);
 Pcg64Stream worker_stream(std::uint64_t base_seed, std::uint64_t epoch,

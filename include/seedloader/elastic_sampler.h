@@ -60,6 +60,9 @@ class ElasticSampler : public Sampler {
   // the rank's first (the global batch's last for rank 0): the sample a batch mix
   // pairs with the rank's first sample, as it would in the whole global batch.
   std::vector<Index> preceding(std::uint64_t epoch) const;
+  EpochOrder partners(std::uint64_t epoch) const override {
+    return {preceding(epoch), {}};
+  }
 
   const ElasticOptions& options() const { return options_; }
 

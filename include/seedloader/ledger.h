@@ -15,15 +15,34 @@
 // A batch plan (LoaderOptions::batch_plan, a Python sampler's batches) is not a
 // configuration: the ledger does not take one. Declared skips (LoaderOptions::skip)
 // are kept in the entries and marked: every other entry is where it would be.
+// A mixture (mixture_dataset.h) sets its own order: given its shape
+// (LedgerMixture), the ledger computes it as the loader's MixtureSampler does, each
+// sample's stream keyed by its source and source epoch.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "seedloader/loader_options.h"
+#include "seedloader/mixture.h"
+#include "seedloader/mixture_dataset.h"
 
 namespace seedloader {
+
+// What the ledger needs of a mixture to compute its order: MixtureSampler's
+// shape arguments.
+struct LedgerMixture {
+  std::vector<std::string> names;  // in the last schedule's order
+  std::vector<std::uint64_t> sizes;
+  std::vector<MixtureSegment> history;
+  std::uint64_t samples_per_epoch = 1;
+  std::vector<MixturePoint> known;
+};
+
+// The shape of `mixture`.
+LedgerMixture ledger_mixture(const MixtureDataset& mixture);
 
 struct LedgerQuery {
   // batch_size, num_workers, shuffle, order, shuffle_block, drop_last,
@@ -33,6 +52,9 @@ struct LedgerQuery {
   std::uint64_t seed = 0;
   // Dataset::shard_sizes(), for ShuffleOrder::kShards.
   std::vector<std::uint64_t> shard_sizes;
+  // Set for a mixture, whose order this is (dataset_size is then ignored):
+  // batch_size, num_workers, world_size and seeding are read.
+  std::optional<LedgerMixture> mixture;
   std::uint64_t epoch = 0;
   std::uint64_t first_step = 0;
   std::uint64_t end_step = 1;         // steps [first_step, end_step)
@@ -51,6 +73,8 @@ struct LedgerEntry {
   // Its place in the rank's batch as delivered (a skipped sample: the place it had).
   std::uint64_t slot = 0;
   std::uint64_t index = 0;
+  // The epoch its per-sample stream is keyed by: `epoch`, or a mixture source's.
+  std::uint64_t stream_epoch = 0;
   std::vector<std::uint64_t> stream;         // the stream's spawn key (derive.h)
   std::optional<std::uint64_t> fingerprint;  // kSample only
   // Declared skipped (LoaderOptions::skip): its step or the sample itself. The

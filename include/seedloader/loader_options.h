@@ -38,7 +38,8 @@ enum class Partition {
 // What a DataError thrown by get() does.
 enum class BadSample {
   kRaise,  // the consumer gets WorkerError (worker, sample index, message)
-  kSkip,   // replaced by the next good sample (index+1, +2, ... mod N), counted
+  kSkip,   // replaced by the next good sample (index+1, +2, ... mod N; within its
+           // source for a mixture: Dataset::replacements()), counted
 };
 
 // Steps [first, end) of one epoch (a step is a batch number of the epoch).

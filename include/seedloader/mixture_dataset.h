@@ -29,9 +29,11 @@
 // 0 (a paused source keeps its position); the last segment's sources are the
 // mixture's, and no source of an earlier one may be left out of it.
 //
-// Not supported yet, each a ConfigError naming it: a batch plan (a user's
-// sampler), Partition::kStrided over more than one rank, MixUp / CutMix,
-// BadSample::kSkip.
+// Not supported, each a ConfigError naming it: a batch plan (a user's sampler),
+// Partition::kStrided over more than one rank. Under BadSample::kSkip a bad
+// sample is replaced from its own source (replacements()); a batch mix pairs a
+// rank's first sample with the one before it in the global batch (partners()),
+// so mixed batches are the same at every world size.
 // Immutable after construction; get() is as safe across processes as the
 // sources' get().
 #pragma once
@@ -93,6 +95,8 @@ class MixtureDataset : public Dataset {
   std::uint64_t read_ahead() const override;
   Rng sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
                  std::uint64_t index) const override;
+  // The sample's own source: a replacement never comes from another.
+  Neighbours replacements(std::uint64_t index) const override;
   std::unique_ptr<Sampler> own_order(const LoaderOptions& options,
                                      std::uint64_t seed) const override;
 
@@ -186,6 +190,8 @@ class MixtureSampler : public Sampler {
   std::uint64_t steps_per_epoch() const { return steps_; }
   std::vector<Index> indices(std::uint64_t epoch) const override;
   EpochOrder order(std::uint64_t epoch) const override;
+  // Per step of `epoch`, the sample before this rank's first (Sampler::partners).
+  EpochOrder partners(std::uint64_t epoch) const override;
   // The whole of global step `step` (every rank's samples, in order); their
   // `source` numbers the mixture's sources.
   std::vector<MixtureSample> global_batch(std::uint64_t step) const;

@@ -28,6 +28,13 @@ class Sampler {
   // The indices with the epochs their streams are keyed by. A sampler whose
   // samples belong to epochs of their own (a mixture's sources) overrides it.
   virtual EpochOrder order(std::uint64_t epoch) const { return {indices(epoch), {}}; }
+  // For a sampler whose batches are one rank's slices of global batches (the
+  // elastic partition, a mixture): for each of the rank's batches of `epoch`, the
+  // sample at the global position just before the rank's first (the global
+  // batch's last for rank 0), with its stream's epoch — the partner a batch mix
+  // gives the rank's first row, as it would in the whole global batch. Any other
+  // sampler throws std::logic_error.
+  virtual EpochOrder partners(std::uint64_t epoch) const;
 };
 
 // 0, 1, ..., n-1 in every epoch.

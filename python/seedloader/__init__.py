@@ -134,8 +134,8 @@ class DataLoader:
       A sampler or batch_sampler is drawn in the main process when each epoch
       begins, and its indices go to the workers with the tasks. collate_fn runs
       in the worker on the batch's samples (in order), as PyTorch runs it; its
-      output (a tree of tensors, arrays and numbers, the same tree for every
-      batch) crosses the slot leaf by leaf, each leaf in any shape within
+      output (a tree of tensors, arrays, numbers and strings, the same tree for
+      every batch; Python values come back as themselves) crosses the slot leaf by leaf, each leaf in any shape within
       variable_bytes or twice the largest of the first two batches.
     Keyword-only, seedloader's own:
     seed: the base seed of every stream, an int (or numpy integer) in [0, 2**64)
@@ -322,6 +322,11 @@ class DataLoader:
         if isinstance(dataset, Mixture):
             self._mixture_history = _check_mixture_arguments(
                 dataset, sampler, batch_sampler, self._unbatched, self._collate)
+            if self._collate is not None and on_bad_sample == "skip":
+                raise ConfigError("DataLoader: on_bad_sample=\"skip\" with a collate_fn "
+                                  "over a Mixture: a bad sample would take its whole "
+                                  "batch's place, not one sample of its source; skip "
+                                  "without the collate_fn, or raise")
         if self._collate is not None and (variable_fields or pad_variable):
             raise ConfigError("variable_fields and pad_variable do not apply with a "
                               "collate_fn: every leaf of its output may take any shape "
@@ -427,7 +432,7 @@ class DataLoader:
             return []
         indices = _array.array("Q", raw).tolist()
         if self._collated is not None:  # the engine's item k is batch k
-            return list(self._collated[1][indices[0]])
+            indices = list(self._collated[1][indices[0]])
         if self._mixture_history is not None:
             return [self.dataset.locate(i) for i in indices]
         return indices
@@ -919,8 +924,10 @@ class DataLoader:
         batch (seedloader._dataset.CollatedBatches), the epoch's batches drawn here
         and published to the workers."""
         self._channel = _dataset.PlanChannel()
+        samples = (_dataset.MixtureSamples(self.dataset) if self._mixture_history is not None
+                   else _dataset.Samples(self.dataset))
         batches = _dataset.CollatedBatches(
-            self.dataset, self._collate, self._channel, self._seed,
+            samples, self._collate, self._channel, self._seed,
             self.seeding == "sample", max(len(self), 1))
         self._collated_size = len(batches)
         self._publish(self._epoch)
@@ -943,8 +950,13 @@ class DataLoader:
     def _publish(self, epoch):
         """The engine's plan under a collate_fn: the epoch's batches go to the
         workers through the channel, and the engine runs batch k as item k."""
+        streams = None
         if self._sampler is not None or self._batch_sampler is not None:
             drawn = self._draw_plan(epoch)
+        elif self._mixture_history is not None:  # whole steps, each sample's source epoch
+            order, epochs = self._mixture_order().order(epoch)
+            drawn = _batched(order.tolist(), self._batch_size, False)
+            streams = _batched(epochs.tolist(), self._batch_size, False)
         else:
             order = _core.epoch_order(self._order_options(), len(self.dataset), epoch)
             drawn = _batched(order.tolist(), self._batch_size, self.drop_last)
@@ -953,7 +965,7 @@ class DataLoader:
             raise ConfigError("epoch %d has %d batches; this loader with a collate_fn "
                               "was built for at most %d (len(loader) when it started)"
                               % (epoch, len(drawn), bound))
-        self._channel.publish(epoch, drawn)
+        self._channel.publish(epoch, drawn, streams)
         self._collated = (epoch, drawn)
         return [[k] for k in range(len(drawn))]
 
@@ -970,14 +982,14 @@ class DataLoader:
         sample, under seeding="sample"; None under "worker", where it depends on the
         worker's earlier draws) and skipped (declared with skip(): not delivered;
         slot is then the place it had); skipped_only=True returns those alone (the
-        declared skips of many steps at the cost of one). A sampler or batch_sampler
-        of your own has its own order, which this does not know: a ConfigError."""
+        declared skips of many steps at the cost of one). Over a Mixture, index is
+        the mixture's index and each entry also names its source, source_index (its
+        index there) and source_epoch (the source's epoch, which keys its stream).
+        A sampler or batch_sampler of your own has its own order, which this does
+        not know: a ConfigError."""
         if self._sampler is not None or self._batch_sampler is not None:
             raise ConfigError("DataLoader.ledger: this loader's order comes from its own "
                               "sampler or batch_sampler, which the ledger cannot compute")
-        if self._mixture_history is not None:
-            raise ConfigError("DataLoader.ledger: the ledger does not compute a Mixture's "
-                              "order yet")
         if isinstance(step, range):
             steps = step
         else:
@@ -993,14 +1005,24 @@ class DataLoader:
         options.seeding = _CHOICES["seeding"][self.seeding]
         options.skip_steps = sorted(self._skip_steps)
         options.skip_samples = sorted(self._skip_samples)
+        mixture = None
+        if self._mixture_history is not None:
+            m = self.dataset
+            mixture = _core.LedgerMixture(m.names, m.sizes, self._mixture_history,
+                                          m.samples_per_epoch, self._mixture_known)
         keys = ("epoch", "step", "rank", "worker", "slot", "index", "stream", "fingerprint",
                 "skipped")
-        return [dict(zip(keys, entry)) for entry in _core.ledger(
+        entries = [(dict(zip(keys, entry)), entry[-1]) for entry in _core.ledger(
             options, len(self.dataset), epoch,
             _checks.integer(steps.start, "DataLoader.ledger: step"),
             _checks.integer(steps.stop, "DataLoader.ledger: step"),
             None if rank is None else _checks.integer(rank, "DataLoader.ledger: rank"),
-            bool(skipped_only))]
+            bool(skipped_only), mixture)]
+        if mixture is not None:
+            for entry, source_epoch in entries:
+                entry["source"], entry["source_index"] = self.dataset.locate(entry["index"])
+                entry["source_epoch"] = source_epoch
+        return [entry for entry, _ in entries]
 
     def skip(self, steps=(), samples=()):
         """Declares steps and samples not to deliver, say the batches around a loss
@@ -1015,9 +1037,6 @@ class DataLoader:
         before; state_dict() keeps the list and load_state_dict() adds a state's to
         this loader's, so a resumed run (at another world size too, elastic) keeps
         it. From the next pass on; ledger() marks what is skipped."""
-        if self._mixture_history is not None:
-            raise ConfigError("DataLoader.skip: a Mixture's steps and samples cannot be "
-                              "skipped yet")
         per_epoch = len(self)
         new_steps = set()
         for pair in steps:
@@ -1185,7 +1204,12 @@ def _check_mixture_arguments(mixture, sampler, batch_sampler, unbatched, collate
         raise ConfigError("DataLoader: a Mixture is read in global batches; give "
                           "batch_size")
     if collate is not None:
-        raise ConfigError("DataLoader: a collate_fn over a Mixture is not supported yet")
+        own = [n for n in mixture.names if isinstance(mixture.sources[n], Dataset)]
+        if own:
+            raise ConfigError("DataLoader: a collate_fn runs on Python data sets' samples; "
+                              "the Mixture's source %r is %s, seedloader's own (its "
+                              "batches are built by the engine)"
+                              % (own[0], type(mixture.sources[own[0]]).__name__))
     kinds = {isinstance(d, Dataset) for d in mixture.sources.values()}
     if len(kinds) > 1:
         raise ConfigError("Mixture: the sources must be all seedloader data sets or all "

@@ -151,9 +151,9 @@ def epoch_order(options: LoaderOptions, size: int, epoch: int) -> Annotated[NDAr
     This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size, partition, and batch_size and drop_last for the elastic partition), before batching.
     """
 
-def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None, skipped_only: bool = False) -> list[tuple[int, int, int, int, int, int, list[int], int | None, bool]]:
+def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None, skipped_only: bool = False, mixture: LedgerMixture | None = None) -> list[tuple[int, int, int, int, int, int, list[int], int | None, bool, int]]:
     """
-    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None, skipped) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers; skipped_only: only those declared skipped.
+    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None, skipped, stream epoch) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers or a mixture's order (a LedgerMixture); skipped_only: only those declared skipped.
     """
 
 class SeedScope(enum.Enum):
@@ -405,6 +405,11 @@ class MixtureOrder:
 
     def global_batch(self, step: int) -> list[tuple[int, int, int]]:
         """[(source, source epoch, index)] of global step `step`."""
+
+class LedgerMixture:
+    """A mixture's shape, whose order the ledger computes (ledger.h)."""
+
+    def __init__(self, names: Sequence[str], sizes: Sequence[int], history: Sequence[tuple[int, Sequence[str], Sequence[tuple[int, Sequence[float]]], Sequence[int], bool]], samples_per_epoch: int, known: Sequence[tuple[int, Sequence[int]]] = []) -> None: ...
 
 class MixtureDataset(Dataset):
     def __init__(self, names: Sequence[str], datasets: Sequence[Dataset], history: Sequence[tuple[int, Sequence[str], Sequence[tuple[int, Sequence[float]]], Sequence[int], bool]], samples_per_epoch: int, known: Sequence[tuple[int, Sequence[int]]] = []) -> None: ...

@@ -100,24 +100,28 @@ class PlanChannel:
     included (forked before the epoch was drawn): a memfd, which every fork
     inherits and which goes with the last process holding it, rewritten when an
     epoch begins (no task is in flight then) as int64 [version, epoch, number of
-    batches, offsets..., indices...]."""
+    batches, whether stream epochs follow, offsets..., indices..., and the epoch
+    each index's stream is keyed by (a Mixture's source epochs)...]."""
 
-    _HEAD = 3
+    _HEAD = 4
 
     def __init__(self):
         self._fd = os.memfd_create("seedloader-batches", os.MFD_CLOEXEC)
         self._version = 0
-        self._seen = None  # (version, epoch, offsets, indices) last read
+        self._seen = None  # (version, epoch, offsets, indices, stream epochs) last read
 
-    def publish(self, epoch, batches):
+    def publish(self, epoch, batches, stream_epochs=None):
+        """`batches`: lists of indices; `stream_epochs`: the same lists' stream
+        epochs, or None (every index's is `epoch`)."""
         self._version += 1
         offsets = np.zeros(len(batches) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in batches], out=offsets[1:])
-        flat = np.fromiter((i for b in batches for i in b), dtype=np.int64,
-                           count=int(offsets[-1]))
-        data = np.concatenate([np.array([self._version, epoch, len(batches)], np.int64),
-                               offsets, flat]).tobytes()
-        rewrite_file(self._fd, data)
+        parts = [np.array([self._version, epoch, len(batches), stream_epochs is not None],
+                          np.int64), offsets]
+        for lists in [batches] + ([] if stream_epochs is None else [stream_epochs]):
+            parts.append(np.fromiter((i for b in lists for i in b), dtype=np.int64,
+                                     count=int(offsets[-1])))
+        rewrite_file(self._fd, np.concatenate(parts).tobytes())
 
     def __getstate__(self):
         # For a worker started by spawn: the descriptor, which the engine keeps
@@ -128,16 +132,19 @@ class PlanChannel:
         self._fd, self._version, self._seen = state["fd"], 0, None
 
     def current(self):
-        """(epoch, offsets, indices) of the batches published last."""
+        """(epoch, offsets, indices, stream epochs or None) of the batches
+        published last."""
         head = np.frombuffer(os.pread(self._fd, 8 * self._HEAD, 0), np.int64)
         if self._seen is None or self._seen[0] != head[0]:
             count = int(head[2])
             size = 8 * (self._HEAD + count + 1)
             offsets = np.frombuffer(os.pread(self._fd, size, 0), np.int64)[self._HEAD:]
             total = 8 * int(offsets[-1])
-            indices = np.frombuffer(os.pread(self._fd, total, size), np.int64) \
+            both = np.frombuffer(os.pread(self._fd, 2 * total, size), np.int64) \
                 if total else np.zeros(0, np.int64)
-            self._seen = (int(head[0]), int(head[1]), offsets, indices)
+            n = int(offsets[-1])
+            streams = both[n:2 * n] if head[3] else None
+            self._seen = (int(head[0]), int(head[1]), offsets, both[:n], streams)
         return self._seen[1:]
 
     def __del__(self):
@@ -147,43 +154,94 @@ class PlanChannel:
             pass
 
 
+class Samples:
+    """A map-style dataset's samples as CollatedBatches reads them: sample `index`
+    with a generator, and the per-sample stream (2, epoch, index)."""
+
+    def __init__(self, dataset):
+        self.dataset, self.with_rng = dataset, takes_rng(dataset)
+
+    def read(self, index, rng):
+        return read_sample(self.dataset, index, rng, self.with_rng)
+
+    def generator(self, seed, epoch, index):
+        return sample_generator(seed, epoch, index)
+
+
+class MixtureSamples:
+    """A Mixture's samples as CollatedBatches reads them: mixture index `index`
+    from its source, and the stream (6, source_key(name), source epoch, index in
+    the source), as the engine keys it (seedloader/derive.h)."""
+
+    def __init__(self, mixture):
+        self.dataset = mixture
+        self.with_rng = [takes_rng(mixture.sources[n]) for n in mixture.names]
+        self.keys = [source_key(n) for n in mixture.names]
+
+    def _locate(self, index):
+        offsets = self.dataset.offsets
+        s = next(s for s in range(len(self.keys)) if index < offsets[s + 1])
+        return s, index - offsets[s]
+
+    def read(self, index, rng):
+        s, local = self._locate(index)
+        source = self.dataset.sources[self.dataset.names[s]]
+        return read_sample(source, local, rng, self.with_rng[s])
+
+    def generator(self, seed, epoch, index):
+        s, local = self._locate(index)
+        return np.random.Generator(np.random.PCG64(
+            np.random.SeedSequence(seed, spawn_key=(6, self.keys[s], epoch, local))))
+
+
+def source_key(name):
+    """A mixture source's key in its streams: the FNV-1a 64-bit hash of the
+    name's UTF-8 bytes, shifted right by one (seedloader/derive.h)."""
+    h = 0xcbf29ce484222325
+    for c in name.encode():
+        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return h >> 1
+
+
 class CollatedBatches:
     """A custom collate_fn's batches as the engine's items: item k is batch k of
-    the epoch published in `channel`; its samples are read in order and handed to
-    collate_fn, in the worker, as PyTorch does. With per-sample seeding each sample
-    gets its stream (2, epoch, index) and random, numpy and torch are seeded from
-    it, exactly as without a collate_fn (and, in the calling process, restored
-    afterwards); otherwise the worker's stream runs on from sample to sample."""
+    the epoch published in `channel`; its samples (`samples`: Samples, or
+    MixtureSamples) are read in order and handed to collate_fn, in the worker, as
+    PyTorch does. With per-sample seeding each sample gets its stream and random,
+    numpy and torch are seeded from it, exactly as without a collate_fn (and, in
+    the calling process, restored afterwards); otherwise the worker's stream runs
+    on from sample to sample."""
 
-    def __init__(self, dataset, collate_fn, channel, seed, per_sample, size):
-        self.dataset, self.collate_fn, self.channel = dataset, collate_fn, channel
+    def __init__(self, samples, collate_fn, channel, seed, per_sample, size):
+        self.samples, self.collate_fn, self.channel = samples, collate_fn, channel
         self.seed, self.per_sample, self.size = seed, per_sample, size
-        self.with_rng = takes_rng(dataset)
         self._main = os.getpid()
-        self._seedloader_name = type(dataset).__qualname__ + " + collate_fn"
+        self._seedloader_name = type(samples.dataset).__qualname__ + " + collate_fn"
 
     def __len__(self):
         return self.size
 
     def __getitem__(self, k, rng):
-        epoch, offsets, indices = self.channel.current()
+        epoch, offsets, indices, streams = self.channel.current()
         if k + 1 >= len(offsets):
             raise ConfigError("batch %d of epoch %d: the epoch has %d batches"
                               % (k, epoch, len(offsets) - 1))
-        batch = [int(i) for i in indices[offsets[k]:offsets[k + 1]]]
+        part = slice(offsets[k], offsets[k + 1])
+        batch = [int(i) for i in indices[part]]
         if not self.per_sample:
-            samples = [read_sample(self.dataset, i, rng, self.with_rng) for i in batch]
-        elif os.getpid() == self._main:
+            return self.collate_fn([self.samples.read(i, rng) for i in batch])
+        epochs = [epoch] * len(batch) if streams is None else [int(e) for e in streams[part]]
+        if os.getpid() == self._main:
             with _process_generators_kept():
-                samples = [self._seeded(i, epoch) for i in batch]
+                samples = [self._seeded(i, e) for i, e in zip(batch, epochs)]
         else:
-            samples = [self._seeded(i, epoch) for i in batch]
+            samples = [self._seeded(i, e) for i, e in zip(batch, epochs)]
         return self.collate_fn(samples)
 
     def _seeded(self, index, epoch):
-        rng = sample_generator(self.seed, epoch, index)
+        rng = self.samples.generator(self.seed, epoch, index)
         _seeding.seed_globals_from_stream(rng.bit_generator.state)
-        return read_sample(self.dataset, index, rng, self.with_rng)
+        return self.samples.read(index, rng)
 
 
 def enter_worker(worker_id, num_workers, dataset):

@@ -27,7 +27,12 @@ class Mixture:
     Its indices are the sources' end to end (source s's sample i is the sum of
     the sizes before s, plus i): `mixture[i]` reads that sample, `locate(i)` says
     whose it is (indexing reads Python sources; seedloader's own are read by the
-    loader's engine). loader.last_indices gives (name, index) pairs."""
+    loader's engine). loader.last_indices gives (name, index) pairs.
+    The loader's options work over it as over one data set: on_bad_sample="skip"
+    replaces a bad sample from its own source, MixUp/CutMix pair across ranks as
+    in the whole global batch, and a collate_fn (Python sources) gets each sample
+    read with its source's stream. A sampler or batch_sampler is refused: a
+    Mixture sets its own order."""
 
     def __init__(self, sources, weights, samples_per_epoch=None, interpolate=False):
         if not isinstance(sources, dict) or not sources:

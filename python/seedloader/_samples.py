@@ -533,7 +533,12 @@ class Collated:
         for f in self.layout.fields:
             flat = tensors[f.name][0][:lengths[f.name][0]]
             shape = [int(d) for d in tensors[_shape_name(f)][0]] if f.shape else []
-            leaves.append(flat.reshape(shape))  # a view: the slice is contiguous
+            if f.python in (str, bytes):  # a str the collate_fn returned, as it was
+                leaves.append(_text(f, flat))
+            elif f.python is not None:
+                leaves.append(f.python(flat.reshape(shape).item()))
+            else:
+                leaves.append(flat.reshape(shape))  # a view: the slice is contiguous
         return _build(self.layout.tree, leaves, exact=True)
 
 

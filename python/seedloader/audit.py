@@ -138,10 +138,16 @@ class LoaderTrace:
         if (not loader._skip_steps and not loader._skip_samples) or first >= end:
             return []
         epoch, rank = loader.epoch, loader.rank
-        return [(e["step"], self._line(rank=rank, epoch=epoch, batch=e["step"],
-                                       index=e["index"], skipped=True))
-                for e in loader.ledger(range(first, end), epoch=epoch, rank=rank,
-                                       skipped_only=True)]
+        out = []
+        for e in loader.ledger(range(first, end), epoch=epoch, rank=rank,
+                               skipped_only=True):
+            where = {"index": e["index"]}
+            if "source" in e:  # a mixture's sample, as its trained lines name it
+                where = {"source": e["source"], "source_epoch": e["source_epoch"],
+                         "index": e["source_index"]}
+            out.append((e["step"], self._line(rank=rank, epoch=epoch, batch=e["step"],
+                                              skipped=True, **where)))
+        return out
 
     def _append(self, lines):
         if not lines:

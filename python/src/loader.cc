@@ -637,11 +637,13 @@ void bind_loader(nb::module_& m) {
       "ledger",
       [](const LoaderOptions& options, std::uint64_t size, std::uint64_t epoch,
          std::uint64_t first_step, std::uint64_t end_step,
-         std::optional<std::uint64_t> rank, bool skipped_only) {
+         std::optional<std::uint64_t> rank, bool skipped_only,
+         const LedgerMixture* mixture) {
         if (!options.seed) throw ConfigError("ledger: options.seed is not set");
         LedgerQuery q;
         q.options = options;
         q.dataset_size = size;
+        if (mixture != nullptr) q.mixture = *mixture;
         q.seed = *options.seed;
         q.epoch = epoch;
         q.first_step = first_step;
@@ -650,20 +652,21 @@ void bind_loader(nb::module_& m) {
         q.skipped_only = skipped_only;
         std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, int,
                                std::uint64_t, std::uint64_t, std::vector<std::uint64_t>,
-                               std::optional<std::uint64_t>, bool>>
+                               std::optional<std::uint64_t>, bool, std::uint64_t>>
             out;
         for (LedgerEntry& e : ledger(q))
           out.emplace_back(e.epoch, e.step, e.rank, e.worker, e.slot, e.index,
-                           std::move(e.stream), e.fingerprint, e.skipped);
+                           std::move(e.stream), e.fingerprint, e.skipped, e.stream_epoch);
         return out;
       },
       nb::arg("options"), nb::arg("size"), nb::arg("epoch"), nb::arg("first_step"),
       nb::arg("end_step"), nb::arg("rank").none() = nb::none(),
-      nb::arg("skipped_only") = false,
+      nb::arg("skipped_only") = false, nb::arg("mixture").none() = nb::none(),
       "seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, "
-      "fingerprint or None, skipped) for each sample of steps [first_step, end_step) of "
-      "`epoch`, every rank or `rank`, under the built-in samplers; skipped_only: only "
-      "those declared skipped.");
+      "fingerprint or None, skipped, stream epoch) for each sample of steps "
+      "[first_step, end_step) of `epoch`, every rank or `rank`, under the built-in "
+      "samplers or a mixture's order (a LedgerMixture); skipped_only: only those "
+      "declared skipped.");
 
   nb::enum_<SeedScope>(m, "SeedScope")
       .value("worker", SeedScope::kWorker)

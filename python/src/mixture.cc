@@ -18,6 +18,7 @@
 
 #include "python/src/bindings.h"
 #include "seedloader/error.h"
+#include "seedloader/ledger.h"
 #include "seedloader/mixture_dataset.h"
 
 namespace nb = nanobind;
@@ -105,6 +106,21 @@ void bind_mixture(nb::module_& m) {
             return out;
           },
           nb::arg("step"), "[(source, source epoch, index)] of global step `step`.");
+
+  nb::class_<LedgerMixture>(
+      m, "LedgerMixture",
+      "A mixture's shape, whose order the ledger computes (ledger.h).")
+      .def(
+          "__init__",
+          [](LedgerMixture* self, std::vector<std::string> names,
+             std::vector<std::uint64_t> sizes, const std::vector<Segment>& history,
+             std::uint64_t samples_per_epoch, const Known& known) {
+            new (self)
+                LedgerMixture{std::move(names), std::move(sizes), history_from(history),
+                              samples_per_epoch, points_from(known)};
+          },
+          nb::arg("names"), nb::arg("sizes"), nb::arg("history"),
+          nb::arg("samples_per_epoch"), nb::arg("known") = Known());
 
   nb::class_<MixtureDataset, Dataset>(m, "MixtureDataset")
       .def(

@@ -57,6 +57,25 @@ def test_batches_equal_pytorchs_with_the_same_collate_fn(workers, collate, datas
         assert loader.last_indices == list(range(3 * k, min(3 * k + 3, len(dataset()))))
 
 
+def captions(samples):
+    """Padded ids, and per batch a caption (str), a count (int) and a ratio (float)
+    as plain Python values, which torch's loader hands back as they are."""
+    out = pad(samples)
+    return {"ids": out["ids"], "caption": "batch of %d" % len(samples),
+            "count": len(samples), "ratio": len(samples) / 4}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_python_strings_and_numbers_a_collate_fn_returns_come_back_as_themselves(workers):
+    expected, _ = both(Tokens(), batch_size=4, collate_fn=captions)
+    loader = sl.DataLoader(Tokens(), batch_size=4, collate_fn=captions, num_workers=workers)
+    got = list(loader)
+    assert [b["caption"] for b in got] == [b["caption"] for b in expected] == \
+        ["batch of 4", "batch of 4", "batch of 3"]
+    assert [(b["count"], b["ratio"]) for b in got] == [(4, 1.0), (4, 1.0), (3, 0.75)]
+    assert all(type(b["count"]) is int and type(b["ratio"]) is float for b in got)
+
+
 def test_a_per_sample_seeded_pipeline_with_a_collate_fn_is_independent_of_workers(files):
     dataset = table(files)["cifar10+random torchvision"]()
     plain = sl.DataLoader(dataset, batch_size=5, shuffle=True, seed=11, seeding="sample")

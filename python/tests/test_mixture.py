@@ -2,6 +2,7 @@
 each sample's draws keyed by (source, source epoch, index), whatever the weights;
 new weights at a resume, at another world size, with a source added, repeat and
 skip nothing of any source; what a Mixture cannot do is refused by name."""
+import json
 import pickle
 
 import numpy as np
@@ -276,3 +277,148 @@ def test_interpolated_weights_ramp_step_by_step_and_survive_a_resume():
     resumed = loader(m, 2, 1, 1)
     resumed.load_state_dict(state)
     assert [rows(b) for b in resumed] == [rows(b) for b in it]
+
+
+def collate_rows(samples):
+    """A collate_fn of one's own: the tensors stacked, and each sample's name as a
+    str, which default_collate's tensors could not carry."""
+    return {"x": torch.stack([s["x"] for s in samples]),
+            "u": torch.stack([s["u"] for s in samples]),
+            "name": ["%s-%d" % (("small", "large")[int(s["x"][0])], int(s["x"][1]))
+                     for s in samples]}
+
+
+def test_a_collate_fn_gets_each_sample_as_the_engine_gives_it():
+    m = mixture()
+    want = global_batches(m, 1, 0, 3)
+    for world, workers in ((1, 0), (2, 2), (3, 1)):
+        got = {}
+        for rank in range(world):
+            dl = loader(m, world, rank, workers, collate_fn=collate_rows)
+            for epoch in range(3):
+                dl.set_epoch(epoch)
+                for k, batch in enumerate(dl):
+                    got.setdefault((epoch, k), []).extend(rows(batch))
+                    assert batch["name"] == ["%s-%d" % pair for pair in dl.last_indices]
+        assert [got[key] for key in sorted(got)] == want, (world, workers)
+    spawned = loader(m, 2, 1, 2, collate_fn=collate_rows, multiprocessing_context="spawn")
+    assert [rows(b) for b in spawned] == [rows(b) for b in loader(m, 2, 1, 0)]
+    # Its position at a resume, as without a collate_fn.
+    dl = loader(m, 2, 1, 1, collate_fn=collate_rows)
+    it = iter(dl)
+    next(it), next(it)
+    state = dl.state_dict()
+    assert state["mixture"]["step"] == 2
+    resumed = loader(m, 2, 1, 0, collate_fn=collate_rows)
+    resumed.load_state_dict(state)
+    assert [rows(b) for b in resumed] == [rows(b) for b in it]
+    synthetic = sl.Mixture({"a": sl.Synthetic(8, 4, 4, 3), "b": sl.Synthetic(8, 4, 4, 3)},
+                           {"a": 1, "b": 1})
+    with pytest.raises(sl.ConfigError, match="source 'a' is Synthetic, seedloader's own"):
+        sl.DataLoader(synthetic, batch_size=4, collate_fn=collate_rows)
+    with pytest.raises(sl.ConfigError, match="its whole batch's place"):
+        loader(m, collate_fn=collate_rows, on_bad_sample="skip")
+
+
+class Damaged(Source):
+    """Source whose samples in `bad` raise DataError, as a corrupt file does."""
+
+    def __init__(self, size, tag, bad):
+        super().__init__(size, tag)
+        self.bad = bad
+
+    def __getitem__(self, index, rng):
+        if index in self.bad:
+            raise sl.DataError("sample %d of source %d is damaged" % (index, self.tag))
+        return super().__getitem__(index, rng)
+
+
+def test_a_bad_sample_is_replaced_from_its_own_source():
+    clean = global_batches(mixture(), 1, 0, 3)
+    damaged = sl.Mixture({"small": Damaged(13, 0, {12}), "large": Damaged(50, 1, {49})},
+                         STAGED, samples_per_epoch=60)
+    for workers in (0, 2):
+        dl = loader(damaged, 2, 0, workers, on_bad_sample="skip")
+        got = []
+        for epoch in range(3):
+            dl.set_epoch(epoch)
+            got.extend((t, i) for b in dl for t, i, _ in rows(b))
+        want = [(t, i) for step in clean for t, i, _ in step[:6]]
+        # small's last goes to small's first, large's last to large's first.
+        assert got == [{(0, 12): (0, 0), (1, 49): (1, 0)}.get(r, r) for r in want], workers
+        assert (0, 12) in want and (1, 49) in want
+
+
+def test_mixup_pairs_across_ranks_as_in_the_whole_global_batch():
+    images = sl.Mixture({"small": Images(13, 0), "large": Images(50, 1)}, STAGED,
+                        samples_per_epoch=60)
+    def steps(world, workers):
+        out = {}
+        for rank in range(world):
+            dl = loader(images, world, rank, workers, mixup_alpha=0.4, num_classes=2)
+            for epoch in range(3):  # the small source into its epochs 1 and 2
+                dl.set_epoch(epoch)
+                for k, batch in enumerate(dl):
+                    out.setdefault((epoch, k), []).append(batch)
+        return [(torch.cat([b["image"] for b in out[k]]), torch.cat([b["target"] for b in out[k]]))
+                for k in sorted(out)]
+    one = steps(1, 0)
+    assert len(one) == 15
+    for world, workers in ((2, 0), (3, 2), (4, 1)):
+        other = steps(world, workers)
+        assert len(other) == len(one)
+        for (a, ta), (b, tb) in zip(one, other):
+            assert torch.equal(a, b) and torch.equal(ta, tb), (world, workers)
+    # Mixed: some target is neither one-hot row.
+    assert any(((t > 0) & (t < 1)).any() for _, t in one)
+
+
+class Images(Source):
+    """A 1x2x2 float image of the sample's index plus its stream's noise, labelled
+    by its source."""
+
+    def __getitem__(self, index, rng):
+        return {"image": torch.full((1, 2, 2), float(index)) + torch.tensor(rng.random((1, 2, 2)),
+                                                                       dtype=torch.float32),
+                "label": torch.tensor(self.tag)}
+
+
+def test_the_ledger_and_declared_skips_over_a_mixture(tmp_path):
+    import seedloader.audit as audit
+    m = mixture()
+    skipped_sample = 3  # small's sample 3 (mixture indices: small's, then large's)
+    path = tmp_path / "trace.jsonl"
+    for rank in range(2):
+        dl = loader(m, 2, rank, 1)
+        for epoch in range(3):
+            dl.set_epoch(epoch)
+            entries = dl.ledger(range(5), rank=rank)
+            read = [(pair, u) for b in dl for pair, (_, _, u) in zip_last(dl, b)]
+            # What it reads, and each sample's stream: its source's, in that source's epoch.
+            assert [((e["source"], e["source_index"])) for e in entries] == \
+                [pair for pair, _ in read]
+            for e, (_, u) in zip(entries, read):
+                assert stream_uniform(e["source"], e["source_epoch"], e["source_index"]) == u
+                assert m.locate(e["index"]) == (e["source"], e["source_index"])
+        # Declared skips: global step 11 (epoch 2's second) and a sample, traced.
+        dl = loader(m, 2, rank, 1)
+        dl.skip(steps=[(11, 12)], samples=[skipped_sample])
+        marked = [e for e in dl.ledger(range(5), epoch=2, rank=rank) if e["skipped"]]
+        assert {e["step"] for e in marked if e["index"] != skipped_sample} == {1}
+        for epoch in range(3):
+            dl.set_epoch(epoch)
+            delivered = [pair for b in audit.trace(dl, path, run=0) for pair in dl.last_indices]
+            assert ("small", skipped_sample) not in delivered
+    report = audit.check(path, source_sizes={"small": 13, "large": 50})
+    assert report["verdict"] == "clean", report
+    declared = [f for f in report["information"] if f["kind"] == "declared_skip"]
+    assert declared and declared[0]["count"] > 12, report
+    with open(path) as f:
+        lines = [json.loads(line) for line in f]
+    assert all("source" in j and "source_epoch" in j for j in lines)
+    assert {j["batch"] for j in lines if j.get("skipped") and j["epoch"] == 2} >= {1}
+
+
+def zip_last(dl, batch):
+    """(source, index) and the row of each sample of the batch just read."""
+    return zip(dl.last_indices, rows(batch))

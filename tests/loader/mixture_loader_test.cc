@@ -9,13 +9,16 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "seedloader/data_loader.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
 #include "seedloader/in_memory_dataset.h"
+#include "seedloader/ledger.h"
 #include "seedloader/mixture_dataset.h"
+#include "seedloader/random.h"
 #include "seedloader/stream_probe_dataset.h"
 
 namespace seedloader {
@@ -303,6 +306,219 @@ TEST(MixtureLoaderTest, WhatAMixtureCannotDoIsAConfigErrorNamingIt) {
   EXPECT_THROW(MixtureDataset({{"a", probe(3)}, {"b", probe(3)}},
                               MixtureSchedule({"a", "c"}, {{0, {1, 1}}})),
                ConfigError);
+}
+
+constexpr std::int64_t kNoisyClasses = 5;
+
+// A source of 8x8 images, each its index plus noise from its stream, labelled
+// index % kNoisyClasses: what a batch mix reads. get() of an index in `bad` fails.
+class NoisyImages : public Dataset {
+ public:
+  explicit NoisyImages(std::uint64_t n, std::set<std::uint64_t> bad = {})
+      : n_(n),
+        bad_(std::move(bad)),
+        layout_(
+            {{"image", DType::kF32, {8, 8}, false}, {"label", DType::kI64, {}, false}}) {}
+  std::uint64_t size() const override { return n_; }
+  const SampleLayout& layout() const override { return layout_; }
+  void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override {
+    if (bad_.count(index) != 0)
+      throw DataError(describe() + ": sample " + std::to_string(index) + " is damaged");
+    for (float& v : out.field<float>(0))
+      v = static_cast<float>(index) + uniform_float(rng);
+    out.field<std::int64_t>(1)[0] = static_cast<std::int64_t>(index) % kNoisyClasses;
+  }
+  std::string describe() const override {
+    return "NoisyImages(" + std::to_string(n_) + ")";
+  }
+
+ private:
+  std::uint64_t n_;
+  std::set<std::uint64_t> bad_;
+  SampleLayout layout_;
+};
+
+MixtureDataset noisy_mixture(std::set<std::uint64_t> small_bad = {},
+                             std::set<std::uint64_t> large_bad = {}) {
+  return MixtureDataset(
+      {{"small", std::make_shared<NoisyImages>(13, std::move(small_bad))},
+       {"large", std::make_shared<NoisyImages>(50, std::move(large_bad))}},
+      MixtureSchedule({"small", "large"}, staged()), 60);
+}
+
+// One global batch as delivered: indices, image bytes as floats, targets.
+struct MixedStep {
+  std::vector<std::uint64_t> indices;
+  std::vector<float> images;
+  std::vector<float> targets;
+  bool operator==(const MixedStep&) const = default;
+};
+
+// Every rank's batches of epochs 0-2 joined into global steps.
+std::vector<MixedStep> mixed_steps(const MixtureDataset& ds, std::uint64_t world,
+                                   int workers, const BatchMix& mix, BadSample bad) {
+  std::vector<MixedStep> out;
+  for (std::uint64_t rank = 0; rank < world; ++rank) {
+    LoaderOptions o = options(world, rank, workers);
+    o.mix = mix;
+    o.on_bad_sample = bad;
+    DataLoader loader(ds, o);
+    std::size_t g = 0;
+    for (std::uint64_t e = 0; e < 3; ++e) {
+      loader.set_epoch(e);
+      for (const Batch& b : loader) {
+        if (out.size() <= g) out.resize(g + 1);
+        MixedStep& step = out[g++];
+        step.indices.insert(step.indices.end(), b.indices().begin(), b.indices().end());
+        const auto image = b.tensor("image").values<float>();
+        step.images.insert(step.images.end(), image.begin(), image.end());
+        if (mix.enabled()) {
+          const auto t = b.tensor("target").values<float>();
+          step.targets.insert(step.targets.end(), t.begin(), t.end());
+        }
+      }
+    }
+  }
+  return out;
+}
+
+TEST(MixtureLoaderTest, MixedBatchesAreTheSameAtEveryWorldSizeAndPairAcrossRanks) {
+  const MixtureDataset ds = noisy_mixture();
+  for (const auto& [mixup, cutmix] : {std::pair{0.4, 0.0}, std::pair{0.0, 1.0}}) {
+    BatchMix mix;
+    mix.mixup_alpha = mixup;
+    mix.cutmix_alpha = cutmix;
+    mix.num_classes = kNoisyClasses;
+    const auto one = mixed_steps(ds, 1, 0, mix, BadSample::kRaise);
+    ASSERT_EQ(one.size(), 15u);
+    const auto plain = mixed_steps(ds, 1, 0, BatchMix{}, BadSample::kRaise);
+    std::size_t changed = 0;
+    for (std::size_t g = 0; g < one.size(); ++g) {
+      ASSERT_EQ(one[g].indices, plain[g].indices) << "step " << g;
+      changed += one[g].images != plain[g].images ? 1 : 0;
+    }
+    EXPECT_GT(changed, 10u) << "the batches were mixed";
+    for (const std::uint64_t world : {2u, 3u, 4u, 6u}) {
+      for (const int workers : {0, 2}) {
+        EXPECT_EQ(mixed_steps(ds, world, workers, mix, BadSample::kRaise), one)
+            << "world " << world << ", " << workers << " workers, mixup " << mixup
+            << ", cutmix " << cutmix;
+      }
+    }
+  }
+}
+
+TEST(MixtureLoaderTest, ABadSampleIsReplacedFromItsOwnSource) {
+  // small's last sample (index 12) and large's sample 49 (its last, mixture index
+  // 62) and 3 (16) are damaged: replaced by the next of their own source,
+  // wrapping round within it: 12 -> 0, 62 -> 13, 16 -> 17.
+  const auto clean = mixed_steps(noisy_mixture(), 1, 0, BatchMix{}, BadSample::kRaise);
+  const MixtureDataset damaged = noisy_mixture({12}, {3, 49});
+  const std::map<std::uint64_t, std::uint64_t> replaced = {{12, 0}, {62, 13}, {16, 17}};
+  for (const std::uint64_t world : {1u, 3u}) {
+    const auto got = mixed_steps(damaged, world, 2, BatchMix{}, BadSample::kSkip);
+    ASSERT_EQ(got.size(), clean.size());
+    std::set<std::uint64_t> seen;
+    for (std::size_t g = 0; g < got.size(); ++g) {
+      ASSERT_EQ(got[g].indices.size(), clean[g].indices.size());
+      for (std::size_t i = 0; i < got[g].indices.size(); ++i) {
+        const std::uint64_t was = clean[g].indices[i];
+        const auto it = replaced.find(was);
+        EXPECT_EQ(got[g].indices[i], it == replaced.end() ? was : it->second)
+            << "world " << world << ", step " << g << " row " << i;
+        if (it != replaced.end()) seen.insert(was);
+      }
+    }
+    EXPECT_EQ(seen.size(), replaced.size()) << "every damaged sample was met";
+  }
+  LoaderOptions strict = options(1, 0, 0);
+  DataLoader loader(damaged, strict);
+  EXPECT_THROW(
+      {
+        try {
+          for (const Batch& b : loader) (void)b;
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("is damaged"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      Error);
+}
+
+// One rank's delivered samples of one epoch: (step, slot) -> (index, fingerprint,
+// stream epoch).
+using MixtureRows = std::map<std::pair<std::uint64_t, std::uint64_t>,
+                             std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>;
+
+MixtureRows read_rows(const MixtureDataset& ds, const LoaderOptions& o,
+                      std::uint64_t epoch) {
+  DataLoader loader(ds, o);
+  loader.set_epoch(epoch);
+  MixtureRows out;
+  for (const Batch& b : loader)
+    for (std::size_t i = 0; i < b.size(); ++i)
+      out[{b.number(), i}] = {b.indices()[i], b.fingerprints()[i], b.stream_epochs()[i]};
+  return out;
+}
+
+TEST(MixtureLoaderTest, TheLedgerGivesWhatEachRankReadsAndSkipsLeaveTheRestAsItWas) {
+  const MixtureDataset ds = mixture(staged());
+  LedgerQuery q;
+  q.options = options(2, 0, 2);
+  q.seed = kSeed;
+  q.mixture = ledger_mixture(ds);
+  q.epoch = 2;  // the small source in its epochs 1 and 2
+  q.end_step = 5;
+  EXPECT_EQ(ledger_steps(q), 5u);
+  const std::vector<LedgerEntry> all = ledger(q);
+  ASSERT_EQ(all.size(), 5u * kGlobal);
+  std::map<std::uint64_t, MixtureRows> want;
+  for (const std::uint64_t rank : {0u, 1u})
+    want[rank] = read_rows(ds, options(2, rank, 2), 2);
+  std::set<std::uint64_t> source_epochs;
+  for (const LedgerEntry& e : all) {
+    const auto& [index, fingerprint, stream_epoch] = want[e.rank].at({e.step, e.slot});
+    EXPECT_EQ(e.index, index) << "step " << e.step << " rank " << e.rank;
+    EXPECT_EQ(e.fingerprint, fingerprint) << "step " << e.step << " rank " << e.rank;
+    EXPECT_EQ(e.stream_epoch, stream_epoch) << "step " << e.step << " rank " << e.rank;
+    const auto [s, local] = ds.locate(e.index);
+    EXPECT_EQ(e.stream, mixture_sample_key(source_key(ds.sources()[s].name),
+                                           e.stream_epoch, local));
+    if (s == 0) source_epochs.insert(e.stream_epoch);
+  }
+  EXPECT_GE(source_epochs.size(), 2u) << "the small source crosses an epoch here";
+
+  // Step 1 skipped, and one sample of step 3: the rest is delivered as it was, and
+  // the ledger marks exactly what went.
+  const std::uint64_t gone = std::get<0>(want[1].at({3, 2}));
+  LoaderOptions skipping = options(2, 1, 2);
+  skipping.skip.steps = {StepRange{2, 1, 2}};
+  skipping.skip.samples = {gone};
+  MixtureRows rest;
+  for (const auto& [at, row] : want[1])
+    if (at.first != 1 && std::get<0>(row) != gone) rest[at] = row;
+  MixtureRows got = read_rows(ds, skipping, 2);
+  // MixtureRows slots close up after a skipped sample: compare by step, in order.
+  auto by_step = [](const MixtureRows& d) {
+    std::map<std::uint64_t, std::vector<std::uint64_t>> out;
+    for (const auto& [at, row] : d) out[at.first].push_back(std::get<0>(row));
+    return out;
+  };
+  EXPECT_EQ(by_step(got), by_step(rest));
+  q.options = skipping;
+  q.rank = 1;
+  q.skipped_only = true;
+  std::multiset<std::uint64_t> marked;
+  for (const LedgerEntry& e : ledger(q)) {
+    EXPECT_TRUE(e.step == 1 || e.index == gone) << "step " << e.step;
+    marked.insert(e.index);
+  }
+  std::size_t expected_marked = 0;
+  for (const auto& [at, row] : want[1])
+    expected_marked += at.first == 1 || std::get<0>(row) == gone ? 1 : 0;
+  EXPECT_EQ(marked.size(), expected_marked);
+  EXPECT_GT(expected_marked, kGlobal / 2);
 }
 
 }  // namespace

@@ -12,7 +12,9 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/train/train_fixture.h"
@@ -201,6 +203,95 @@ TEST_F(TrainElastic, AMixtureResumedWithNewWeightsAtAnotherWorldSizeAuditsClean)
   expect_refused(
       train("--data " + dropped + common + " --steps 9 --resume " + path("mix.ck"), 2),
       "the state's source 'small' is not in this mixture");
+}
+
+// Declared skips over a mixture: --skip-steps and --skip-samples (a mixture index)
+// leave every other sample of every step as it was; the trace declares what went
+// by source and source epoch, and the audit, per source and against the mixture's
+// weights, is clean.
+TEST_F(TrainElastic, DeclaredSkipsOverAMixtureLeaveTheRestAndAuditClean) {
+  const std::string common =
+      R"( --data 'mix:{"sources": {"small": "synthetic:13", "large": "synthetic:50"},)"
+      R"( "weights": {"small": 1, "large": 3}, "samples_per_epoch": 60}')"
+      " --transform rrc:8,normalize:imagenet --model mlp:192,16,10 --workers 1 --seed 4 "
+      "--partition elastic --seeding sample --global-batch-size 12 --steps 10";
+  ASSERT_EQ(
+      train(common + " --trace " + path("full.trace") + " --save " + path("full.ck"), 2)
+          .exit_code,
+      0);
+  std::ofstream(path("skip.txt")) << "3\n";  // small's sample 3
+  const auto skipping = train(common + " --skip-steps 2:4 --skip-samples " +
+                                  path("skip.txt") + " --trace " + path("skip.trace"),
+                              2);
+  ASSERT_EQ(skipping.exit_code, 0) << skipping.out;
+  // (step, source, source epoch, index, content) per line, by step.
+  using Line =
+      std::tuple<std::uint64_t, std::string, std::uint64_t, std::uint64_t, std::string>;
+  auto lines = [&](const std::string& file, bool skipped) {
+    std::multiset<Line> out;
+    std::ifstream in(path(file));
+    for (std::string text; std::getline(in, text);) {
+      const nlohmann::json j = nlohmann::json::parse(text);
+      if (j.value("skipped", false) != skipped) continue;
+      out.insert({j.at("step"), j.at("source"), j.at("source_epoch"), j.at("index"),
+                  skipped ? "" : j.at("content").get<std::string>()});
+    }
+    return out;
+  };
+  std::multiset<Line> kept, gone;
+  for (const Line& l : lines("full.trace", false)) {
+    // Global steps 2 and 3 are the trace's 3 and 4 (it counts from 1).
+    const bool skipped = std::get<0>(l) == 3 || std::get<0>(l) == 4 ||
+                         (std::get<1>(l) == "small" && std::get<3>(l) == 3);
+    (skipped ? gone : kept)
+        .insert(skipped ? Line{std::get<0>(l), std::get<1>(l), std::get<2>(l),
+                               std::get<3>(l), ""}
+                        : l);
+  }
+  ASSERT_GT(gone.size(), 24u) << "small's sample 3 is met outside the skipped steps";
+  EXPECT_EQ(lines("skip.trace", false), kept);
+  EXPECT_EQ(lines("skip.trace", true), gone);
+
+  const auto audit = testing_util::run_command(
+      std::string(SEEDLOADER_AUDIT) + " trace " + path("skip.trace") +
+      " --source-size small=13 --source-size large=50 2>&1");
+  EXPECT_EQ(audit.exit_code, 0) << audit.out;
+  EXPECT_NE(audit.out.find("declared_skip"), std::string::npos) << audit.out;
+  {
+    std::ofstream state(path("state.json"));
+    state << SafetensorsFile(path("full.ck")).metadata().at("mixture");
+  }
+  const auto composition = testing_util::run_command(
+      std::string(SEEDLOADER_AUDIT) + " trace " + path("skip.trace") + " --mixture " +
+      path("state.json") + " --global-batch 12 2>&1");
+  EXPECT_EQ(composition.exit_code, 0) << composition.out;
+
+  // seed-audit order computes the same steps from the configuration: epoch 0 and
+  // 1, what each trains and what each declares skipped.
+  std::multiset<Line> ordered_kept, ordered_gone;
+  for (const int epoch : {0, 1}) {
+    const auto order = testing_util::run_command(
+        std::string(SEEDLOADER_AUDIT) + " order" +
+        common.substr(0, common.find(" --transform")) +
+        " --seed 4 --batch-size 6 --world-size 2 --partition elastic --seeding sample"
+        " --skip-steps 2:4 --skip-samples " +
+        path("skip.txt") + " --steps 0:5 --epoch " + std::to_string(epoch) + " --json " +
+        path("order.jsonl") + " 2>&1");
+    ASSERT_EQ(order.exit_code, 0) << order.out;
+    std::ifstream in(path("order.jsonl"));
+    for (std::string text; std::getline(in, text);) {
+      const nlohmann::json j = nlohmann::json::parse(text);
+      const Line l{epoch * 5 + j.at("step").get<std::uint64_t>() + 1, j.at("source"),
+                   j.at("source_epoch"), j.at("source_index"), ""};
+      (j.at("skipped").get<bool>() ? ordered_gone : ordered_kept).insert(l);
+    }
+  }
+  std::multiset<Line> kept_where;
+  for (const Line& l : kept)
+    kept_where.insert(
+        {std::get<0>(l), std::get<1>(l), std::get<2>(l), std::get<3>(l), ""});
+  EXPECT_EQ(ordered_kept, kept_where);
+  EXPECT_EQ(ordered_gone, gone);
 }
 
 // Declared skips: --skip-steps leaves those steps untrained and every other step

@@ -106,6 +106,12 @@ void StepTrace::record_skipped(std::span<const LedgerEntry> entries,
                      {"step", first_step + e.step},
                      {"run", run_},
                      {"skipped", true}};
+    if (mixture_ != nullptr) {  // named as the trained samples of a mixture are
+      const auto [source, local] = mixture_->locate(e.index);
+      j["source"] = mixture_->sources()[source].name;
+      j["source_epoch"] = e.stream_epoch;
+      j["index"] = local;
+    }
     out_ << j.dump() << "\n";
   }
   flush();

@@ -252,6 +252,8 @@ class Run {
   // that the run declares skipped, by step (empty without skips or on other ranks).
   std::vector<LedgerEntry> declared_entries(std::uint64_t epoch,
                                             std::uint64_t from) const;
+  // A ledger query of this run's data (its mixture's order for a mixture) under `lo`.
+  LedgerQuery ledger_query(const LoaderOptions& lo) const;
   // The per-rank batch size of the run that saved --resume's checkpoint, which its
   // epoch_samples counts in. REQUIRES: resumed_.
   std::uint64_t saved_batch_size() const;
@@ -362,9 +364,6 @@ void Run::open_communicators() {
 
 void Run::open_data() {
   data_ = open_train_data(o_.data, o_.transform);
-  if (dynamic_cast<const MixtureDataset*>(data_.get()) &&
-      (!o_.skip_steps.empty() || !o_.skip_samples.empty()))
-    throw ConfigError("--skip-steps and --skip-samples do not take a mixture yet");
   sample_ = check_fields(*data_, o_.loss);
   classes_ = model_classes(o_.model, sample_);
 }
@@ -454,10 +453,7 @@ void Run::check_resumed_position() const {
 
 SkipList Run::declared_skips(const LoaderOptions& lo) const {
   SkipList skip = resumed_ ? resumed_->skip : SkipList{};
-  LedgerQuery q;
-  q.options = lo;
-  q.dataset_size = data_->size();
-  q.seed = seed_;
+  LedgerQuery q = ledger_query(lo);
   const std::uint64_t per_epoch =
       ledger_steps(q);  // the same at any world size (elastic)
   for (const StepRange& r :
@@ -642,15 +638,22 @@ std::uint64_t Run::train_epoch(Position start, EpochStats& es, tools::ProgressBa
   return b;
 }
 
+LedgerQuery Run::ledger_query(const LoaderOptions& lo) const {
+  LedgerQuery q;
+  q.options = lo;
+  q.dataset_size = data_->size();
+  q.seed = seed_;
+  q.shard_sizes = data_->shard_sizes();
+  if (const auto* mixture = dynamic_cast<const MixtureDataset*>(data_.get()))
+    q.mixture = ledger_mixture(*mixture);
+  return q;
+}
+
 std::vector<LedgerEntry> Run::declared_entries(std::uint64_t epoch,
                                                std::uint64_t from) const {
   std::vector<LedgerEntry> out;
   if (!trace_ || mpi_.rank() != 0 || skip_.empty()) return out;
-  LedgerQuery q;
-  q.options = loader_options_;
-  q.dataset_size = data_->size();
-  q.seed = seed_;
-  q.shard_sizes = data_->shard_sizes();
+  LedgerQuery q = ledger_query(loader_options_);
   q.epoch = epoch;
   // One query over the rest of the epoch, keeping only the skipped entries: the
   // epoch's order once per rank, memory for the skipped alone.

@@ -69,6 +69,7 @@ void Auditor::add(const SampleRecord& r) {
   }
   if (r.skipped) {  // declared, not trained: where it would have been is all there is
     indices.declare(*seen);
+    if (composition_) composition_->add(r);  // composed into its step all the same
     return;
   }
   indices.add(*seen);  // first: it rejects indices outside the dataset

@@ -72,6 +72,8 @@ LedgerQuery ledger_query(const LedgerFlags& f, std::string& what) {
     const std::unique_ptr<Dataset> data = tools::open_dataset(f.data, "");
     q.dataset_size = data->size();
     q.shard_sizes = data->shard_sizes();
+    if (const auto* mixture = dynamic_cast<const MixtureDataset*>(data.get()))
+      q.mixture = ledger_mixture(*mixture);  // its own order
     what = data->describe();
   }
   for (const StepRange& r :

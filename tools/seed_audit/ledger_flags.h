@@ -32,7 +32,8 @@ void add_ledger_flags(CLI::App& app, LedgerFlags& flags, const std::string& epoc
 // Throws CLI::RequiredError when neither --data nor --size was given.
 void require_data(const LedgerFlags& flags);
 // The query the flags describe (steps and filters left to the caller); opens
-// --data for its size and shards, and sets `what` to its description.
+// --data for its size and shards (a mixture: its shape, whose order the query
+// computes), and sets `what` to its description.
 LedgerQuery ledger_query(const LedgerFlags& flags, std::string& what);
 
 }  // namespace seedloader::audit

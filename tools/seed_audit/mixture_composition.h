@@ -43,7 +43,8 @@ MixtureExpectation mixture_expectation(const std::string& where, const std::stri
 class CompositionDetector {
  public:
   explicit CompositionDetector(MixtureExpectation expected);
-  // A trained sample; ignored unless it is a mixture's.
+  // A sample composed into its step (trained, or declared skipped); ignored
+  // unless it is a mixture's.
   void add(const SampleRecord& r);
   // mixture_composition: one count per (step, source) off its weights.
   void report(Report& out) const;

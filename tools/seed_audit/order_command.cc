@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -45,6 +46,14 @@ std::string key_text(const std::vector<std::uint64_t>& key) {
   return s + ")";
 }
 
+// (source name, index there) of mixture index `index`.
+std::pair<std::string, std::uint64_t> mixture_place(const LedgerMixture& m,
+                                                    std::uint64_t index) {
+  std::size_t s = 0;
+  while (s + 1 < m.sizes.size() && index >= m.sizes[s]) index -= m.sizes[s++];
+  return {m.names[s], index};
+}
+
 int run_order(const OrderArgs& a) {
   std::string what;
   LedgerQuery q = ledger_query(a.config, what);
@@ -73,6 +82,12 @@ int run_order(const OrderArgs& a) {
       j["fingerprint"] =
           e.fingerprint ? nlohmann::json(*e.fingerprint) : nlohmann::json();
       j["skipped"] = e.skipped;
+      if (q.mixture) {
+        const auto [source, local] = mixture_place(*q.mixture, e.index);
+        j["source"] = source;
+        j["source_index"] = local;
+        j["source_epoch"] = e.stream_epoch;
+      }
       out << j.dump() << "\n";
     }
     if (!out) throw ConfigError("--json " + a.json + ": write failed");
@@ -85,19 +100,24 @@ int run_order(const OrderArgs& a) {
               static_cast<unsigned long long>(o.world_size),
               tools::enum_name(tools::partition_names(), o.partition).c_str(),
               o.num_workers, static_cast<unsigned long long>(q.epoch));
-  std::printf("%6s %6s %6s %6s %12s  %-22s %s\n", "step", "rank", "worker", "slot",
-              "index", "stream", "fingerprint");
+  std::printf("%6s %6s %6s %6s %12s  %-22s %s%s\n", "step", "rank", "worker", "slot",
+              "index", "stream", "fingerprint", q.mixture ? "      source[index]" : "");
   for (const LedgerEntry& e : entries) {
     char fp[24] = "-";
     if (e.fingerprint)
       std::snprintf(fp, sizeof fp, "%016llx",
                     static_cast<unsigned long long>(*e.fingerprint));
-    std::printf("%6llu %6llu %6d %6llu %12llu  %-22s %s%s\n",
+    std::string where;
+    if (q.mixture) {
+      const auto [source, local] = mixture_place(*q.mixture, e.index);
+      where = "  " + source + "[" + std::to_string(local) + "]";
+    }
+    std::printf("%6llu %6llu %6d %6llu %12llu  %-22s %s%s%s\n",
                 static_cast<unsigned long long>(e.step),
                 static_cast<unsigned long long>(e.rank), e.worker,
                 static_cast<unsigned long long>(e.slot),
                 static_cast<unsigned long long>(e.index), key_text(e.stream).c_str(), fp,
-                e.skipped ? "  skipped" : "");
+                where.c_str(), e.skipped ? "  skipped" : "");
   }
   return kExitOk;
 }
@@ -110,7 +130,8 @@ void add_order_command(CLI::App& app, Action& action) {
       "order",
       "Print the samples of step K (or steps A to B-1) of an epoch, for every rank or\n"
       "one: rank, worker, slot in the batch, index, stream key and, with --seeding\n"
-      "sample, its fingerprint. Computed from the configuration; nothing is read.");
+      "sample, its fingerprint (for a mixture, mix:..., also its source and index\n"
+      "there). Computed from the configuration; nothing is read.");
   add_ledger_flags(*cmd, args->config, "Epoch");
   auto* step = cmd->add_option("--step", args->step, "Step K of the epoch")
                    ->check(tools::non_negative_integer());
@@ -123,7 +144,8 @@ void add_order_command(CLI::App& app, Action& action) {
   cmd->add_option(
       "--json", args->json,
       "Write one JSON object per sample (epoch, step, rank, worker, slot, index, "
-      "stream, fingerprint) to this file; '-' for stdout");
+      "stream, fingerprint, skipped; for a mixture source, source_index, "
+      "source_epoch) to this file; '-' for stdout");
   cmd->callback([args, &action] {
     require_data(args->config);
     action = [args] { return run_order(*args); };

@@ -45,6 +45,9 @@ class SeedingDataset final : public Dataset {
                                      std::uint64_t seed) const override {
     return inner_.own_order(options, seed);
   }
+  Neighbours replacements(std::uint64_t index) const override {
+    return inner_.replacements(index);
+  }
   void will_read(std::span<const std::uint64_t> indices) const noexcept override {
     inner_.will_read(indices);
   }

@@ -41,7 +41,12 @@ LedgerQuery expected_config(const std::string& flags) {
     throw ConfigError("--expect \"" + flags + "\": " + e.what());
   }
   std::string what;
-  return ledger_query(config, what);
+  LedgerQuery q = ledger_query(config, what);
+  if (q.mixture)
+    throw ConfigError("--expect \"" + flags +
+                      "\": a mixture's trace names each sample by its source and "
+                      "index there; check it with --source-size and --mixture instead");
+  return q;
 }
 
 int run_trace(const TraceArgs& a) {
