@@ -890,22 +890,29 @@ class DataLoader:
     def _mixture_dataset(self):
         """The engine's MixtureDataset over the sources: seedloader's own as they are,
         Python ones each with its layout (learned, or declared by `fields`), which
-        must be one; the batches are built from the first's."""
+        must be one; the batches are built from the first's. Beside seedloader's own
+        sources a Python source's samples are dicts of their fields: its layout is
+        theirs, and the batches are built as theirs are."""
         m = self.dataset
+        native = next((m.sources[n] for n in m.names if isinstance(m.sources[n], Dataset)),
+                      None)
         sources, recipes = [], []
         for name in m.names:
             source = m.sources[name]
             if not isinstance(source, Dataset):
                 declared = getattr(source, "fields", None)
+                if native is not None:
+                    declared = {f[0]: (f[2], f[1]) for f in native.fields}
                 layout = (_samples.Layout.declared(declared) if isinstance(declared, dict)
                           else self._learn_layout(source))
                 fields = [f.as_tuple() for f in layout.fields]
-                if self._layout is None:
-                    self._layout, first = layout, (name, fields)
-                elif fields != first[1]:
-                    raise ConfigError(
-                        "Mixture: the sources' samples must have one layout; %r gives %s, "
-                        "%r gives %s" % (first[0], first[1], name, fields))
+                if native is None:  # else the engine checks them against the native's
+                    if self._layout is None:
+                        self._layout, first = layout, (name, fields)
+                    elif fields != first[1]:
+                        raise ConfigError(
+                            "Mixture: the sources' samples must have one layout; %r gives "
+                            "%s, %r gives %s" % (first[0], first[1], name, fields))
                 if self.num_workers == 0 and self.seeding == "sample":
                     source = _dataset.SampleSeeded(source)
                 recipes.append(("python", source, fields, _samples.Flatten(layout),
@@ -1210,10 +1217,6 @@ def _check_mixture_arguments(mixture, sampler, batch_sampler, unbatched, collate
                               "the Mixture's source %r is %s, seedloader's own (its "
                               "batches are built by the engine)"
                               % (own[0], type(mixture.sources[own[0]]).__name__))
-    kinds = {isinstance(d, Dataset) for d in mixture.sources.values()}
-    if len(kinds) > 1:
-        raise ConfigError("Mixture: the sources must be all seedloader data sets or all "
-                          "Python ones (their batches are built differently)")
     return mixture.history()
 
 

@@ -10,9 +10,10 @@ from seedloader._errors import ConfigError
 class Mixture:
     """A data set to seedloader.DataLoader drawn from `sources` by weight.
 
-    sources: {name: data set}, each a map-style data set the loader takes: all of
-        them seedloader's own (ImageFolder, TarShards, ...) or all Python ones, with
-        one sample layout.
+    sources: {name: data set}, each a map-style data set the loader takes:
+        seedloader's own (ImageFolder, TarShards, ...), Python ones, or both, with
+        one sample layout (beside seedloader's own, a Python source's samples are
+        dicts of their fields).
     weights: {name: weight}, or a schedule: [(global_step, {name: weight})], the
         first at step 0, each point in force until the next (piecewise constant).
         Every source is named at every point; a weight of 0 pauses a source.

@@ -422,3 +422,55 @@ def test_the_ledger_and_declared_skips_over_a_mixture(tmp_path):
 def zip_last(dl, batch):
     """(source, index) and the row of each sample of the batch just read."""
     return zip(dl.last_indices, rows(batch))
+
+
+class Pictures:
+    """Python images shaped as sl.Synthetic(…, 4, 4, 3)'s samples: a dict of a
+    float32 3x4x4 image (its index plus its stream's noise) and an int label."""
+
+    def __init__(self, size, dtype=torch.float32):
+        self.size, self.dtype = size, dtype
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, index, rng):
+        noise = torch.tensor(rng.random((3, 4, 4)), dtype=torch.float32)
+        return {"image": (torch.full((3, 4, 4), float(index)) + noise).to(self.dtype),
+                "label": 100 + index}
+
+
+def test_seedloaders_own_and_python_sources_mix_in_one_mixture():
+    synthetic = sl.Synthetic(20, 4, 4, 3)
+    alone = next(iter(sl.DataLoader(synthetic, batch_size=20, seed=SEED)))
+    m = sl.Mixture({"native": synthetic, "python": Pictures(9)},
+                   {"native": 2, "python": 1}, samples_per_epoch=36)
+    want = None
+    for world, workers in ((1, 0), (2, 2), (3, 1)):
+        got = {}
+        for rank in range(world):
+            dl = loader(m, world, rank, workers)
+            for epoch in range(2):
+                dl.set_epoch(epoch)
+                for k, batch in enumerate(dl):
+                    assert set(batch) == {"image", "label"}
+                    rows = got.setdefault((epoch, k), [])
+                    for (name, index), image, label in zip(dl.last_indices, batch["image"],
+                                                           batch["label"]):
+                        if name == "native":
+                            assert torch.equal(image, alone["image"][index])
+                            assert label == alone["label"][index]
+                        else:
+                            assert label == 100 + index
+                            assert ((image - index >= 0) & (image - index < 1)).all()
+                        rows.append((name, index, image.sum().item()))
+        steps = [got[key] for key in sorted(got)]
+        assert len(steps) == 6 and all(len(s) == G for s in steps)
+        # 1 in 3 of 72: within one sample of 24 (1/3 is rounded to 2^-40 units)
+        assert abs(sum(n == "python" for s in steps for n, _, _ in s) - 24) <= 1
+        want = want or steps
+        assert steps == want, (world, workers)
+    wrong = sl.Mixture({"native": synthetic, "python": Pictures(9, torch.float64)},
+                       {"native": 1, "python": 1})
+    with pytest.raises(sl.WorkerError, match="float64; the layout says float32"):
+        list(loader(wrong))
