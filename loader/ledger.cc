@@ -26,6 +26,10 @@ LoaderOptions rank_options(const LedgerQuery& q, std::uint64_t rank) {
   o.rank = rank;
   o.batch_plan = nullptr;
   validate(o, query_size(q));
+  if (q.mixture && o.order == ShuffleOrder::kShards && o.shuffle)
+    throw ConfigError(
+        "a mixture reads each source through its own permutations; "
+        "order shards does not apply");
   if (q.mixture && o.world_size > 1 && o.partition != Partition::kElastic)
     throw ConfigError("a mixture over " + std::to_string(o.world_size) +
                       " ranks needs partition elastic (its global batches are composed "

@@ -469,4 +469,22 @@ MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState
   return out;
 }
 
+std::uint64_t moved_index(const MixtureState& saved, const MixtureDataset& mixture,
+                          std::uint64_t index) {
+  std::uint64_t local = index;
+  for (std::size_t s = 0; s < saved.names.size(); ++s) {
+    if (local >= saved.sizes[s]) {
+      local -= saved.sizes[s];
+      continue;
+    }
+    for (std::size_t t = 0; t < mixture.sources().size(); ++t)
+      if (mixture.sources()[t].name == saved.names[s]) return mixture.offset(t) + local;
+    throw ConfigError("sample " + std::to_string(index) +
+                      " of the saved mixture is in source '" + saved.names[s] +
+                      "', which this mixture does not hold");
+  }
+  throw ConfigError("sample " + std::to_string(index) + " is past the saved mixture's " +
+                    std::to_string(index - local) + " samples");
+}
+
 }  // namespace seedloader

@@ -53,7 +53,7 @@ struct LedgerQuery {
   // Dataset::shard_sizes(), for ShuffleOrder::kShards.
   std::vector<std::uint64_t> shard_sizes;
   // Set for a mixture, whose order this is (dataset_size is then ignored):
-  // batch_size, num_workers, world_size and seeding are read.
+  // batch_size, num_workers, world_size, partition, seeding and skip are read.
   std::optional<LedgerMixture> mixture;
   std::uint64_t epoch = 0;
   std::uint64_t first_step = 0;

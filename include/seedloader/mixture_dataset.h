@@ -157,6 +157,13 @@ MixtureState mixture_state(const MixtureDataset& mixture, const MixtureSampler& 
 MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState& saved,
                                std::uint64_t global_batch, std::uint64_t seed);
 
+// Index `index` of the mixture `saved` was taken of (its sources' names and sizes,
+// in its order) as an index of `mixture`: the same source's same sample, wherever
+// that source sits now (a resume may add sources). Throws ConfigError for an index
+// past the saved sources or a source `mixture` does not hold.
+std::uint64_t moved_index(const MixtureState& saved, const MixtureDataset& mixture,
+                          std::uint64_t index);
+
 // ConfigError unless `history` is a mixture's over sources `names` (see
 // MixtureDataset's constructor).
 void check_mixture_history(const std::vector<std::string>& names,

@@ -762,6 +762,9 @@ class DataLoader:
         # Everything is checked before anything changes: a refused state leaves
         # the loader as it was.
         skips = _state_skips(state.get("skip", {}))
+        if mixture and skips[1]:  # indices of the saved mixture: a source added moves them
+            skips = (skips[0], {_moved_index(state["mixture"]["sources"], self.dataset, i)
+                                for i in skips[1]})
         if skips[1] and self._collate is not None:
             raise ConfigError("load_state_dict: the state skips samples, which a loader "
                               "with a collate_fn cannot (it reads whole batches)")
@@ -842,6 +845,13 @@ class DataLoader:
         self._options.worker_command, self._options.worker_fds = [], []
         spawned = (self._start_method in ("spawn", "forkserver") and self.num_workers > 0
                    and self._recipe is not None)
+        if (self._start_method in ("spawn", "forkserver") and self.num_workers > 0 and
+                self._recipe is None and self._mixture_history is not None and
+                not all(isinstance(d, Dataset) for d in self.dataset.sources.values())):
+            _warnings.warn("seedloader.DataLoader: multiprocessing_context=%r, but this "
+                           "Mixture holds seedloader's own data sets, whose workers are "
+                           "forked: its Python sources are read in forked workers too"
+                           % self._start_method, stacklevel=3)
         if spawned:
             # Written before the engine exists: a recipe that does not pickle
             # leaves no engine behind whose workers would read an empty one.
@@ -1036,7 +1046,8 @@ class DataLoader:
         spike: every other step stays exactly the batch it would have been (its
         samples, worker and streams; numbering does not shift). `steps`: (a, b)
         pairs of global steps a to b-1, a global step being epoch * len(loader) + the
-        step in its epoch. `samples`: sample indices, left out of their batches
+        step in its epoch. `samples`: sample indices (over a Mixture, its indices
+        or (source, index) pairs), left out of their batches
         (needs seeding="sample", under which no other sample's stream depends on
         them, and no collate_fn or MixUp/CutMix); samples that would empty a batch are
         a ConfigError naming the step when its epoch begins (another rank may keep
@@ -1059,7 +1070,7 @@ class DataLoader:
             for epoch in range(a // per_epoch, (b - 1) // per_epoch + 1):
                 start = epoch * per_epoch
                 new_steps.add((epoch, max(a, start) - start, min(b, start + per_epoch) - start))
-        new_samples = {_checks.integer(i, "DataLoader.skip: sample") for i in samples}
+        new_samples = {self._sample_index(i) for i in samples}
         if new_samples and self._collate is not None:
             raise ConfigError("DataLoader.skip: samples cannot be skipped under a "
                               "collate_fn (the engine reads whole batches); skip steps")
@@ -1068,6 +1079,23 @@ class DataLoader:
                               "under worker streams the samples after a skipped one would "
                               "be augmented differently")
         self._set_skips(self._skip_steps | new_steps, self._skip_samples | new_samples)
+
+    def _sample_index(self, sample):
+        """The index skip() is given a sample by: an index, or over a Mixture also
+        (source name, index in it), as last_indices and the trace name samples."""
+        if self._mixture_history is None or not isinstance(sample, (tuple, list)):
+            return _checks.integer(sample, "DataLoader.skip: sample")
+        m = self.dataset
+        if len(sample) != 2 or sample[0] not in m.names:
+            raise ConfigError("DataLoader.skip: %r is not a sample of this Mixture: give "
+                              "its index or (source, index), a source being one of %s"
+                              % (sample, ", ".join(map(repr, m.names))))
+        s = m.names.index(sample[0])
+        index = _checks.integer(sample[1], "DataLoader.skip: sample")
+        if index >= m.sizes[s]:
+            raise ConfigError("DataLoader.skip: source %r has %d samples, not %d"
+                              % (sample[0], m.sizes[s], index + 1))
+        return m.offsets[s] + index
 
     def _set_skips(self, steps, samples):
         """Makes `steps` ((epoch, first, end) triples) and `samples` the skip list;
@@ -1218,6 +1246,22 @@ def _check_mixture_arguments(mixture, sampler, batch_sampler, unbatched, collate
                               "batches are built by the engine)"
                               % (own[0], type(mixture.sources[own[0]]).__name__))
     return mixture.history()
+
+
+def _moved_index(saved_sources, mixture, index):
+    """Index `index` of the mixture a state was saved from ({name: {"size", ...}}
+    in its order) as an index of `mixture`: the same source's sample."""
+    local = index
+    for name, saved in saved_sources.items():
+        size = _checks.integer(saved["size"], "load_state_dict: mixture size")
+        if local < size:
+            if name not in mixture.names:
+                raise ConfigError("load_state_dict: skipped sample %d is in source %r, "
+                                  "which this Mixture does not hold" % (index, name))
+            return mixture.offsets[mixture.names.index(name)] + local
+        local -= size
+    raise ConfigError("load_state_dict: skipped sample %d is past the saved Mixture's %d "
+                      "samples" % (index, index - local))
 
 
 def _loaded_mixture_history(loader, state):

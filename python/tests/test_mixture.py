@@ -424,6 +424,10 @@ def zip_last(dl, batch):
     return zip(dl.last_indices, rows(batch))
 
 
+def rows_of(batch):
+    return [(float(i.sum()), int(l)) for i, l in zip(batch["image"], batch["label"])]
+
+
 class Pictures:
     """Python images shaped as sl.Synthetic(…, 4, 4, 3)'s samples: a dict of a
     float32 3x4x4 image (its index plus its stream's noise) and an int label."""
@@ -470,7 +474,38 @@ def test_seedloaders_own_and_python_sources_mix_in_one_mixture():
         assert abs(sum(n == "python" for s in steps for n, _, _ in s) - 24) <= 1
         want = want or steps
         assert steps == want, (world, workers)
+    with pytest.warns(UserWarning, match="read in forked workers too"):
+        spawned = loader(m, 2, 1, 1, multiprocessing_context="spawn")
+        assert [r for b in spawned for r in rows_of(b)] == \
+            [r for b in loader(m, 2, 1, 1) for r in rows_of(b)]
     wrong = sl.Mixture({"native": synthetic, "python": Pictures(9, torch.float64)},
                        {"native": 1, "python": 1})
     with pytest.raises(sl.WorkerError, match="float64; the layout says float32"):
         list(loader(wrong))
+
+
+def test_skipped_samples_are_named_by_source_and_stay_theirs_across_a_resume():
+    dl = loader(mixture(), 1, 0, 0)
+    dl.skip(samples=[("large", 4), 2])  # large's sample 4, and small's sample 2
+    it = iter(dl)
+    next(it)
+    state = dl.state_dict()
+    # Resumed with a source added in front: every mixture index moves, the skipped
+    # samples stay large's 4 and small's 2.
+    new = sl.Mixture({"extra": Source(7, 2), "small": Source(13, 0), "large": Source(50, 1)},
+                     {"extra": 1, "small": 1, "large": 3}, samples_per_epoch=60)
+    resumed = loader(new)
+    resumed.load_state_dict(state)
+    marked, seen = set(), set()
+    for epoch in range(3):
+        resumed.set_epoch(epoch) if epoch else None
+        marked |= {(e["source"], e["source_index"])
+                   for e in resumed.ledger(range(len(resumed)), epoch=epoch) if e["skipped"]}
+        for _ in resumed:
+            seen |= set(resumed.last_indices)
+    assert marked == {("large", 4), ("small", 2)}
+    assert not seen & marked and len(seen) > 60
+    with pytest.raises(sl.ConfigError, match="not a sample of this Mixture"):
+        dl.skip(samples=[("huge", 1)])
+    with pytest.raises(sl.ConfigError, match="'small' has 13 samples, not 14"):
+        dl.skip(samples=[("small", 13)])

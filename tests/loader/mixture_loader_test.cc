@@ -521,5 +521,33 @@ TEST(MixtureLoaderTest, TheLedgerGivesWhatEachRankReadsAndSkipsLeaveTheRestAsItW
   EXPECT_GT(expected_marked, kGlobal / 2);
 }
 
+TEST(MixtureLoaderTest, AnIndexOfTheSavedMixtureMovesWithItsSource) {
+  const MixtureDataset before = mixture(staged());  // small 13, large 50
+  const MixtureState saved = mixture_state(before, kGlobal, kSeed, 0, 0);
+  // A source added in front at a resume moves every index.
+  const MixtureDataset after(
+      {{"extra", probe(7)}, {"small", probe(13)}, {"large", probe(50)}},
+      MixtureSchedule({"extra", "small", "large"}, {{0, {1, 1, 1}}}), 60);
+  EXPECT_EQ(moved_index(saved, after, 0), 7u);
+  EXPECT_EQ(moved_index(saved, after, 12), 19u);
+  EXPECT_EQ(moved_index(saved, after, 13), 20u);
+  EXPECT_EQ(moved_index(saved, after, 62), 69u);
+  EXPECT_EQ(after.locate(moved_index(saved, after, 20)),
+            (std::pair<std::uint32_t, std::uint64_t>{2, 7}));
+  EXPECT_THROW(moved_index(saved, after, 63), ConfigError);
+  const MixtureDataset without({{"large", probe(50)}},
+                               MixtureSchedule({"large"}, {{0, {1}}}), 60);
+  EXPECT_THROW(
+      {
+        try {
+          moved_index(saved, without, 3);
+        } catch (const ConfigError& e) {
+          EXPECT_NE(std::string(e.what()).find("'small'"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      ConfigError);
+}
+
 }  // namespace
 }  // namespace seedloader

@@ -197,6 +197,41 @@ TEST_F(TrainElastic, AMixtureResumedWithNewWeightsAtAnotherWorldSizeAuditsClean)
   EXPECT_NE(first_only.out.find("mixture_composition"), std::string::npos)
       << first_only.out;
 
+  // seed-audit order, given the spec resumed under and the last state, computes
+  // every step the two runs trained, the saved steps under their old weights.
+  std::map<std::uint64_t, std::multiset<std::string>> traced, ordered;
+  {
+    std::ifstream in(path("mix.trace"));
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      traced[j.at("step")].insert(j.at("source").get<std::string>() + "/" +
+                                  std::to_string(j.at("source_epoch").get<int>()) + "/" +
+                                  std::to_string(j.at("index").get<int>()));
+    }
+  }
+  {
+    std::ofstream state(path("state.json"));
+    state << SafetensorsFile(path("mix2.ck")).metadata().at("mixture");
+  }
+  for (int epoch = 0; epoch < 5; ++epoch) {
+    const auto order = testing_util::run_command(
+        std::string(SEEDLOADER_AUDIT) + " order --data " + second + " --mixture " +
+        path("state.json") +
+        " --seed 4 --batch-size 4 --world-size 3 --partition elastic --seeding sample"
+        " --steps 0:5 --epoch " +
+        std::to_string(epoch) + " --json " + path("order.jsonl") + " 2>&1");
+    ASSERT_EQ(order.exit_code, 0) << order.out;
+    std::ifstream in(path("order.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json j = nlohmann::json::parse(line);
+      ordered[epoch * 5 + j.at("step").get<int>() + 1].insert(
+          j.at("source").get<std::string>() + "/" +
+          std::to_string(j.at("source_epoch").get<int>()) + "/" +
+          std::to_string(j.at("source_index").get<int>()));
+    }
+  }
+  EXPECT_EQ(ordered, traced);
+
   const std::string dropped =
       R"('mix:{"sources": {"large": "synthetic:50"}, "weights": {"large": 1},)"
       R"( "samples_per_epoch": 60}')";

@@ -388,7 +388,7 @@ void Run::load_inputs() {
 
 Position Run::resume() {
   if (o_.resume.empty()) return {};
-  const CheckpointState s = load_checkpoint(o_.resume, model_->stages());
+  CheckpointState s = load_checkpoint(o_.resume, model_->stages());
   if (!o_.canonical_nodes) {
     // Unset: the run goes on with the split it started with (none when its
     // checkpoint names none).
@@ -417,6 +417,15 @@ Position Run::resume() {
       throw DataError("checkpoint " + o_.resume + ": " + e.what());
     }
     resumed_mixture_step_ = saved.step;
+    // Skipped samples were saved as indices of the saved mixture; a source added
+    // now may move them.
+    for (std::uint64_t& i : s.skip.samples) {
+      try {
+        i = moved_index(saved, static_cast<const MixtureDataset&>(*data_), i);
+      } catch (const ConfigError& e) {
+        throw DataError("checkpoint " + o_.resume + ": its skipped " + e.what());
+      }
+    }
   }
   resumed_ = s;
   seed_ = s.base_seed;

@@ -1,10 +1,15 @@
 #include "tools/seed_audit/ledger_flags.h"
 
+#include <fstream>
 #include <memory>
+#include <sstream>
 
+#include "seedloader/error.h"
+#include "seedloader/mixture_dataset.h"
 #include "tools/common/data_spec.h"
 #include "tools/common/enum_option.h"
 #include "tools/common/loader_flags.h"
+#include "tools/common/mixture_json.h"
 #include "tools/common/number_checks.h"
 
 namespace seedloader::audit {
@@ -48,6 +53,11 @@ void add_ledger_flags(CLI::App& app, LedgerFlags& f, const std::string& epoch_he
   app.add_option("--skip-samples", f.skip_samples,
                  "The run's declared sample skips: a file of sample indices, one a line "
                  "('#' starts a comment; needs --seeding sample)");
+  app.add_option("--mixture", f.mixture_state,
+                 "For a mixture in --data whose run was resumed with other weights: the "
+                 "state it saved last (state_dict()['mixture'] as JSON, or ddp-train's "
+                 "checkpoint metadata 'mixture'), whose history of weights and counts "
+                 "the order follows");
   if (!epoch_help.empty()) {
     app.add_option("--epoch", f.epoch, epoch_help)
         ->check(tools::non_negative_integer())
@@ -66,14 +76,30 @@ LedgerQuery ledger_query(const LedgerFlags& f, std::string& what) {
   q.seed = f.seed;
   q.epoch = f.epoch;
   if (f.size) {
+    if (!f.mixture_state.empty())
+      throw ConfigError("--mixture " + f.mixture_state + " needs the mixture in --data");
     q.dataset_size = *f.size;
     what = std::to_string(*f.size) + " samples";
   } else {
     const std::unique_ptr<Dataset> data = tools::open_dataset(f.data, "");
     q.dataset_size = data->size();
     q.shard_sizes = data->shard_sizes();
-    if (const auto* mixture = dynamic_cast<const MixtureDataset*>(data.get()))
+    if (const auto* mixture = dynamic_cast<const MixtureDataset*>(data.get())) {
       q.mixture = ledger_mixture(*mixture);  // its own order
+      if (!f.mixture_state.empty()) {
+        std::ifstream in(f.mixture_state);
+        std::stringstream text;
+        text << in.rdbuf();
+        if (!in) throw ConfigError("--mixture " + f.mixture_state + ": cannot read it");
+        const MixtureState saved =
+            tools::parse_mixture_state("--mixture " + f.mixture_state, text.str());
+        q.mixture = ledger_mixture(resumed_mixture(
+            *mixture, saved, f.options.batch_size * f.options.world_size, f.seed));
+      }
+    } else if (!f.mixture_state.empty()) {
+      throw ConfigError("--mixture " + f.mixture_state + ": --data " + f.data +
+                        " is not a mixture");
+    }
     what = data->describe();
   }
   for (const StepRange& r :

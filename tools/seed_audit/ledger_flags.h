@@ -21,13 +21,16 @@ struct LedgerFlags {
   std::uint64_t epoch = 0;
   std::vector<std::string> skip_steps;  // "A:B", global steps A to B-1
   std::string skip_samples;             // a file of sample indices, one a line
+  std::string mixture_state;            // a mixture state's JSON file, for mix: data
   CLI::Option* data_option = nullptr;
   CLI::Option* size_option = nullptr;
 };
 
 // Registers --data, --size, --seed (required), --batch-size, --workers,
 // --world-size, --partition, --shuffle, --order, --shuffle-block, --drop-last,
-// --seeding and --skip-steps, with `epoch_help` for --epoch (empty: no --epoch).
+// --seeding, --skip-steps, --skip-samples and --mixture (the state of a mixture
+// in --data whose run resumed: its weights' history and counts), with `epoch_help`
+// for --epoch (empty: no --epoch).
 void add_ledger_flags(CLI::App& app, LedgerFlags& flags, const std::string& epoch_help);
 // Throws CLI::RequiredError when neither --data nor --size was given.
 void require_data(const LedgerFlags& flags);
