@@ -61,7 +61,6 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
     // Replacements come from the sample's neighbours (its source, in a mixture),
     // asked once the sample has failed: `original` has been read, so it is valid.
     Dataset::Neighbours near;
-    std::uint64_t& n = near.count;
     try {
       for (std::uint64_t attempt = 0;; ++attempt) {
         try {
@@ -76,7 +75,7 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
           if (attempt == 0 && ctx.on_bad_sample == BadSample::kSkip)
             near = ctx.dataset->replacements(original);
           if (ctx.on_bad_sample != BadSample::kSkip ||
-              attempt + 1 >= std::min(n, kMaxReplacements + 1)) {
+              attempt + 1 >= std::min(near.count, kMaxReplacements + 1)) {
             throw;
           }
           if (watch.cancelled()) {
@@ -84,7 +83,7 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
             return result;
           }
           if (i < count) ++result.skipped;  // the partner row is counted by its own batch
-          index = near.first + (original - near.first + attempt + 1) % n;
+          index = near.first + (original - near.first + attempt + 1) % near.count;
         }
       }
       indices[i] = index;
@@ -94,7 +93,7 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
       result.message = e.what();
       if (ctx.on_bad_sample == BadSample::kSkip && dynamic_cast<const DataError*>(&e)) {
         result.message += " (and so did the " +
-                          std::to_string(std::min(n - 1, kMaxReplacements)) +
+                          std::to_string(std::min(near.count - 1, kMaxReplacements)) +
                           " samples after it that would have replaced it)";
       }
       return result;

@@ -4,6 +4,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "seedloader/batch_sampler.h"
@@ -75,11 +76,11 @@ struct SourceKeys {
       keys.push_back(source_key(m->names[s]));
     }
   }
-  // (source key, index within the source) of mixture index `index`.
-  std::pair<std::uint64_t, std::uint64_t> locate(std::uint64_t index) const {
-    const auto s = static_cast<std::size_t>(
+  // (source, index within it) of mixture index `index`.
+  std::pair<std::uint32_t, std::uint64_t> locate(std::uint64_t index) const {
+    const auto s = static_cast<std::uint32_t>(
         std::upper_bound(offsets.begin(), offsets.end(), index) - offsets.begin() - 1);
-    return {keys[s], index - offsets[s]};
+    return {s, index - offsets[s]};
   }
 };
 
@@ -156,11 +157,13 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
         e.skipped = step_skipped || gone(e.index);
         e.slot = e.skipped ? slot : delivered++;
         if (q.skipped_only && !e.skipped) continue;
+        if (q.mixture) std::tie(e.source, e.source_index) = sources.locate(e.index);
         if (per_sample && q.mixture) {
-          const auto [key, local] = sources.locate(e.index);
-          e.stream = mixture_sample_key(key, e.stream_epoch, local);
+          const std::uint64_t key = sources.keys[e.source];
+          e.stream = mixture_sample_key(key, e.stream_epoch, e.source_index);
           e.fingerprint =
-              mixture_sample_stream(q.seed, key, e.stream_epoch, local).fingerprint();
+              mixture_sample_stream(q.seed, key, e.stream_epoch, e.source_index)
+                  .fingerprint();
         } else if (per_sample) {
           e.stream = sample_key(q.epoch, e.index);
           e.fingerprint = sample_stream(q.seed, q.epoch, e.index).fingerprint();

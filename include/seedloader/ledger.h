@@ -75,6 +75,10 @@ struct LedgerEntry {
   std::uint64_t index = 0;
   // The epoch its per-sample stream is keyed by: `epoch`, or a mixture source's.
   std::uint64_t stream_epoch = 0;
+  // A mixture's sample: its source (a position in LedgerMixture::names) and its
+  // index there.
+  std::uint32_t source = 0;
+  std::uint64_t source_index = 0;
   std::vector<std::uint64_t> stream;         // the stream's spawn key (derive.h)
   std::optional<std::uint64_t> fingerprint;  // kSample only
   // Declared skipped (LoaderOptions::skip): its step or the sample itself. The

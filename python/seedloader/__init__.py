@@ -135,8 +135,9 @@ class DataLoader:
       begins, and its indices go to the workers with the tasks. collate_fn runs
       in the worker on the batch's samples (in order), as PyTorch runs it; its
       output (a tree of tensors, arrays, numbers and strings, the same tree for
-      every batch; Python values come back as themselves) crosses the slot leaf by leaf, each leaf in any shape within
-      variable_bytes or twice the largest of the first two batches.
+      every batch; Python values come back as themselves) crosses the slot leaf
+      by leaf, each leaf in any shape within variable_bytes or twice the largest
+      of the first two batches.
     Keyword-only, seedloader's own:
     seed: the base seed of every stream, an int (or numpy integer) in [0, 2**64)
       (None: from `generator`, else drawn once and printed).

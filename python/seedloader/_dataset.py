@@ -175,23 +175,17 @@ class MixtureSamples:
 
     def __init__(self, mixture):
         self.dataset = mixture
-        self.with_rng = [takes_rng(mixture.sources[n]) for n in mixture.names]
-        self.keys = [source_key(n) for n in mixture.names]
-
-    def _locate(self, index):
-        offsets = self.dataset.offsets
-        s = next(s for s in range(len(self.keys)) if index < offsets[s + 1])
-        return s, index - offsets[s]
+        self.with_rng = {n: takes_rng(s) for n, s in mixture.sources.items()}
+        self.keys = {n: source_key(n) for n in mixture.names}
 
     def read(self, index, rng):
-        s, local = self._locate(index)
-        source = self.dataset.sources[self.dataset.names[s]]
-        return read_sample(source, local, rng, self.with_rng[s])
+        name, local = self.dataset.locate(index)
+        return read_sample(self.dataset.sources[name], local, rng, self.with_rng[name])
 
     def generator(self, seed, epoch, index):
-        s, local = self._locate(index)
+        name, local = self.dataset.locate(index)
         return np.random.Generator(np.random.PCG64(
-            np.random.SeedSequence(seed, spawn_key=(6, self.keys[s], epoch, local))))
+            np.random.SeedSequence(seed, spawn_key=(6, self.keys[name], epoch, local))))
 
 
 def source_key(name):

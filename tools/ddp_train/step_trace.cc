@@ -107,10 +107,9 @@ void StepTrace::record_skipped(std::span<const LedgerEntry> entries,
                      {"run", run_},
                      {"skipped", true}};
     if (mixture_ != nullptr) {  // named as the trained samples of a mixture are
-      const auto [source, local] = mixture_->locate(e.index);
-      j["source"] = mixture_->sources()[source].name;
+      j["source"] = mixture_->sources()[e.source].name;
       j["source_epoch"] = e.stream_epoch;
-      j["index"] = local;
+      j["index"] = e.source_index;
     }
     out_ << j.dump() << "\n";
   }

@@ -6,7 +6,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -46,14 +45,6 @@ std::string key_text(const std::vector<std::uint64_t>& key) {
   return s + ")";
 }
 
-// (source name, index there) of mixture index `index`.
-std::pair<std::string, std::uint64_t> mixture_place(const LedgerMixture& m,
-                                                    std::uint64_t index) {
-  std::size_t s = 0;
-  while (s + 1 < m.sizes.size() && index >= m.sizes[s]) index -= m.sizes[s++];
-  return {m.names[s], index};
-}
-
 int run_order(const OrderArgs& a) {
   std::string what;
   LedgerQuery q = ledger_query(a.config, what);
@@ -83,9 +74,8 @@ int run_order(const OrderArgs& a) {
           e.fingerprint ? nlohmann::json(*e.fingerprint) : nlohmann::json();
       j["skipped"] = e.skipped;
       if (q.mixture) {
-        const auto [source, local] = mixture_place(*q.mixture, e.index);
-        j["source"] = source;
-        j["source_index"] = local;
+        j["source"] = q.mixture->names[e.source];
+        j["source_index"] = e.source_index;
         j["source_epoch"] = e.stream_epoch;
       }
       out << j.dump() << "\n";
@@ -108,10 +98,9 @@ int run_order(const OrderArgs& a) {
       std::snprintf(fp, sizeof fp, "%016llx",
                     static_cast<unsigned long long>(*e.fingerprint));
     std::string where;
-    if (q.mixture) {
-      const auto [source, local] = mixture_place(*q.mixture, e.index);
-      where = "  " + source + "[" + std::to_string(local) + "]";
-    }
+    if (q.mixture)
+      where =
+          "  " + q.mixture->names[e.source] + "[" + std::to_string(e.source_index) + "]";
     std::printf("%6llu %6llu %6d %6llu %12llu  %-22s %s%s%s\n",
                 static_cast<unsigned long long>(e.step),
                 static_cast<unsigned long long>(e.rank), e.worker,
