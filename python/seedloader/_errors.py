@@ -16,6 +16,7 @@
 """
 import builtins
 import re
+import signal as _signal
 import sys
 import traceback
 
@@ -33,7 +34,15 @@ class DataError(Error):
 
 
 class TimeoutError(Error, builtins.TimeoutError, RuntimeError):  # noqa: A001
-    """A batch did not arrive in time; names the worker."""
+    """A batch did not arrive in time; names the worker. The engine's message ends
+    with PyTorch's words for it, which logs and tests look for."""
+
+    def __init__(self, message=""):
+        waited = re.search(r" within (\d+) ms$", str(message))
+        if waited:
+            message = "%s (DataLoader timed out after %g seconds)" % (
+                message, int(waited.group(1)) / 1000)
+        super().__init__(message)
 
 
 class CommError(Error):
@@ -45,6 +54,15 @@ class WorkerError(Error, RuntimeError):
 
     def __init__(self, message, worker=None, pid=None, signal=None, exit_code=None,
                  batch=None, index=None):
+        # PyTorch's words for a worker's end, which logs and tests look for.
+        if "(DataLoader worker (pid" in message:
+            pass  # a WorkerError made again from one (as_dataset_error)
+        elif pid is not None and signal is not None:
+            message = "%s (DataLoader worker (pid %d) is killed by signal: %s.)" % (
+                message, pid, _signal.strsignal(signal) or signal)
+        elif pid is not None and exit_code is not None:
+            message = "%s (DataLoader worker (pid(s) %d) exited unexpectedly)" % (
+                message, pid)
         super().__init__(message)
         self.worker = worker
         self.pid = pid
