@@ -17,6 +17,7 @@ std::uint64_t DataLoader::base_seed() const { return engine_->base_seed(); }
 const LoaderOptions& DataLoader::options() const { return engine_->options(); }
 std::uint64_t DataLoader::skipped_samples() const { return engine_->skipped_samples(); }
 std::vector<pid_t> DataLoader::worker_pids() const { return engine_->worker_pids(); }
+std::vector<pid_t> DataLoader::release_workers() { return engine_->release_workers(); }
 std::vector<double> DataLoader::worker_busy_seconds() const {
   return engine_->worker_busy_seconds();
 }
@@ -28,10 +29,14 @@ void DataLoader::serve_worker(const WorkerLaunch& launch) {
 }
 
 DataLoader::Iterator DataLoader::begin() {
-  engine_->begin_epoch(epoch_, start_batch_);
-  Iterator it(engine_.get(), start_batch_);
+  Iterator it = start();
   it.load();
   return it;
+}
+
+DataLoader::Iterator DataLoader::start() {
+  engine_->begin_epoch(epoch_, start_batch_);
+  return Iterator(engine_.get(), start_batch_);
 }
 
 DataLoader::Iterator::Iterator(Engine* engine, std::uint64_t first)

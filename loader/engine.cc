@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "loader/worker_main.h"
 #include "seedloader/derive.h"
@@ -407,6 +408,10 @@ void Engine::start_workers() {
       word.store(kFree, std::memory_order_relaxed);
     }
   }
+  if (!options_.adopt_workers.empty()) {
+    adopt_workers();
+    return;
+  }
   if (!options_.worker_command.empty()) {
     start_programs();
     return;
@@ -458,7 +463,7 @@ std::uint64_t Engine::worker_digest() const {
   return source_key(what);  // the FNV-1a hash mixtures key their sources by
 }
 
-void Engine::start_programs() {
+WorkerLaunch Engine::launch_template(std::vector<int>& fds) const {
   const bool spares = spares_ && spares_->count() > 0;
   WorkerLaunch launch;
   launch.parent = getpid();
@@ -466,11 +471,19 @@ void Engine::start_programs() {
   launch.region_fd = region_.fd();
   launch.region_bytes = region_.size();
   launch.digest = worker_digest();
+  fds.push_back(region_.fd());
   if (spares) {
     launch.spares_fd = spares_->fd();
     launch.spare_block_bytes = spares_->block_bytes();
     launch.spare_count = spares_->count();
+    fds.push_back(spares_->fd());
   }
+  return launch;
+}
+
+void Engine::start_programs() {
+  std::vector<int> keep = options_.worker_fds;
+  WorkerLaunch launch = launch_template(keep);
   std::vector<std::vector<std::string>> commands;
   for (int w = 0; w < workers(); ++w) {
     launch.worker = w;
@@ -478,10 +491,28 @@ void Engine::start_programs() {
     std::vector<std::string>& command = commands.emplace_back(options_.worker_command);
     for (std::string& arg : launch.arguments()) command.push_back(std::move(arg));
   }
-  std::vector<int> keep = options_.worker_fds;
-  keep.push_back(region_.fd());
-  if (spares) keep.push_back(spares_->fd());
   pool_.start_exec(commands, keep);
+}
+
+void Engine::adopt_workers() {
+  std::vector<pid_t> pids = std::exchange(options_.adopt_workers, {});
+  if (static_cast<int>(pids.size()) != workers() || !options_.worker_adopt) {
+    const std::string what =
+        "DataLoader: " + std::to_string(pids.size()) +
+        " workers to adopt for num_workers = " + std::to_string(workers()) +
+        (options_.worker_adopt ? "" : ", and no worker_adopt to tell them");
+    WorkerPool orphans;  // never left unowned: killed and reaped on the way out
+    orphans.adopt(std::move(pids));
+    throw ConfigError(what);
+  }
+  pool_.adopt(std::move(pids));  // owned (killed and reaped) whatever happens next
+  std::vector<int> fds;
+  WorkerLaunch launch = launch_template(fds);
+  for (int w = 0; w < workers(); ++w) {
+    launch.worker = w;
+    launch.first_task = ring_.tasks_issued(w);
+    options_.worker_adopt(w, launch.arguments(), fds);
+  }
 }
 
 void Engine::serve_worker(const WorkerLaunch& launch) {
@@ -536,13 +567,27 @@ void Engine::check_forking_thread() {
       "outlives it, or set persistent_workers = false");
 }
 
-void Engine::stop_workers(milliseconds grace) noexcept {
-  if (!pool_.running()) return;
+void Engine::tell_workers_to_stop(std::uint32_t how) noexcept {
   auto& control = *region_.at<ControlBlock>(region_layout_.control());
   // Relaxed: interrupt() below releases it; a worker whose wait returns
   // because of the interrupt re-checks stop.
-  control.stop.store(1, std::memory_order_relaxed);
+  control.stop.store(how, std::memory_order_relaxed);
   for (int s = 0; s < region_layout_.num_slots(); ++s) interrupt(header(s).state);
+}
+
+std::vector<pid_t> Engine::release_workers() {
+  if (!pool_.running()) return {};
+  tell_workers_to_stop(kStopHandOver);
+  std::vector<pid_t> pids = pool_.release();
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    if (!slots_[s].held) slots_[s].batch = -1;
+  }
+  return pids;
+}
+
+void Engine::stop_workers(milliseconds grace) noexcept {
+  if (!pool_.running()) return;
+  tell_workers_to_stop(kStopLeave);
   pool_.stop(grace);
   // No worker is left, so no slot is in flight any more.
   for (std::size_t s = 0; s < slots_.size(); ++s) {
@@ -883,6 +928,10 @@ void Engine::abandon_epoch() noexcept {
 void Engine::shutdown() noexcept {
   abandon_epoch();
   stop_workers(kStopGrace);
+  if (!options_.adopt_workers.empty()) {
+    WorkerPool never_started;  // processes to adopt are owned: killed and reaped here
+    never_started.adopt(std::exchange(options_.adopt_workers, {}));
+  }
 }
 
 std::vector<pid_t> Engine::worker_pids() const {

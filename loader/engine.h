@@ -106,6 +106,8 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   std::uint64_t skipped_samples() const { return skipped_; }
   std::vector<pid_t> worker_pids() const;
   std::vector<double> worker_busy_seconds() const;
+  // DataLoader::release_workers.
+  std::vector<pid_t> release_workers();
 
  private:
   struct SlotUse {
@@ -146,6 +148,11 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // start_workers() under LoaderOptions::worker_command: each worker a new
   // program, told where the shared memory is (WorkerLaunch).
   void start_programs();
+  // start_workers() adopting LoaderOptions::adopt_workers (the first start).
+  void adopt_workers();
+  // The WorkerLaunch every worker of a start shares (worker and first_task aside),
+  // and the descriptors it names.
+  WorkerLaunch launch_template(std::vector<int>& fds) const;
   // WorkerLaunch::digest of this engine.
   std::uint64_t worker_digest() const;
   // Leaves the skipped samples out of the epoch's batches and marks its skipped
@@ -163,6 +170,8 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   // the thread that forked them has exited; see WorkerPool::forking_thread_alive.
   void check_forking_thread();
   void stop_workers(std::chrono::milliseconds grace) noexcept;
+  // Sets the control block's stop word to `how` and wakes every worker.
+  void tell_workers_to_stop(std::uint32_t how) noexcept;
   void pump() noexcept;
   // Rewrites the ReadAhead block with the samples of the batches from `from` on,
   // when the data set asked for them and they changed.

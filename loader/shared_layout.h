@@ -26,10 +26,14 @@ namespace seedloader {
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
               "shared-memory counters must be lock-free");
 
+inline constexpr std::uint32_t kStopLeave = 1;
+inline constexpr std::uint32_t kStopHandOver = 2;
+
 struct alignas(64) ControlBlock {
-  // Set once by the main process when workers must leave. Workers read it
-  // relaxed between waits: it only needs to be seen eventually, and a worker
-  // that sees it touches no slot afterwards.
+  // Set once by the main process when workers must leave (kStopLeave), or
+  // leave to serve another loader (kStopHandOver). Workers read it relaxed
+  // between waits: it only needs to be seen eventually, and a worker that sees
+  // it touches no slot afterwards.
   std::atomic<std::uint32_t> stop;
   // Bumped by the main process when it abandons an epoch; a worker compares it
   // with its task's generation between samples and gives the task up.

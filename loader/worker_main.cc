@@ -118,7 +118,11 @@ void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t t
            kTask) {
       // Relaxed: stop only needs to be seen eventually; a worker that sees it
       // leaves without touching shared memory again.
-      if (control.stop.load(std::memory_order_relaxed) != 0) _exit(0);
+      if (const std::uint32_t stop = control.stop.load(std::memory_order_relaxed)) {
+        if (stop == kStopHandOver && c.options->worker_handoff)
+          c.options->worker_handoff(c.worker);
+        _exit(0);
+      }
       if (getppid() != c.parent) _exit(0);
     }
     // The acquire in wait_slice makes the task fields below visible.

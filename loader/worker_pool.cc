@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <utility>
 
 #include "base/check.h"
 
@@ -93,6 +94,13 @@ void WorkerPool::start_exec(const std::vector<std::vector<std::string>>& command
     _exit(kWorkerExecFailedExit);
   });
 }
+
+void WorkerPool::adopt(std::vector<pid_t> pids) {
+  pids_ = std::move(pids);
+  forking_tid_ = static_cast<pid_t>(syscall(SYS_gettid));
+}
+
+std::vector<pid_t> WorkerPool::release() { return std::exchange(pids_, {}); }
 
 bool WorkerPool::forking_thread_alive() const {
   // Signal 0 delivers nothing; ESRCH means no such thread in this process.

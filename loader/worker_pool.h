@@ -56,6 +56,12 @@ class WorkerPool {
   // fork fails. REQUIRES: !running(), commands.size() == n.
   void start_exec(const std::vector<std::vector<std::string>>& commands,
                   const std::vector<int>& keep_fds);
+  // Takes running children `pids` (another pool's release()) as workers
+  // 0..n-1, forked by the calling thread. REQUIRES: !running().
+  void adopt(std::vector<pid_t> pids);
+  // Gives the children up without stopping or reaping them: the caller owns
+  // them (to adopt or reap). The pool is then empty.
+  std::vector<pid_t> release();
   bool running() const { return !pids_.empty(); }
   int size() const { return static_cast<int>(pids_.size()); }
   // -1 once the worker is reaped.

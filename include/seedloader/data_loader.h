@@ -89,12 +89,22 @@ class DataLoader {
 
   // Starts the epoch set by set_epoch() and waits for its first batch.
   Iterator begin();
+  // Starts the epoch set by set_epoch() without waiting: the iterator's first ++
+  // loads its first batch, so a dataset's error in that batch (a recoverable
+  // WorkerError) leaves the iterator going on to the next batch, as it does for
+  // any later batch, where begin() has only the error to give.
+  Iterator start();
   Sentinel end() const { return {}; }
 
   // Samples replaced under BadSample::kSkip in the current (or last) epoch.
   std::uint64_t skipped_samples() const;
   // Running workers' pids (empty between epochs without persistent workers).
   std::vector<pid_t> worker_pids() const;
+  // Hands the running workers over: each stops serving this loader and runs
+  // LoaderOptions::worker_handoff instead of exiting, and their pids are the
+  // caller's to give another loader (LoaderOptions::adopt_workers) or to reap.
+  // Empty when none runs. The current epoch cannot go on (begin another).
+  std::vector<pid_t> release_workers();
   // Seconds each worker has spent filling batches since it was forked.
   std::vector<double> worker_busy_seconds() const;
   // The shared region holding every slot (for pinning it, e.g. with CUDA). From

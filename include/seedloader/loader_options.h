@@ -3,6 +3,8 @@
 // offending option. A plain value type; copy it freely.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -133,6 +135,22 @@ struct LoaderOptions {
   // beside the shared memory's own.
   std::vector<std::string> worker_command;
   std::vector<int> worker_fds;
+  // Runs in a worker, in place of its exit, when its engine hands its workers
+  // over (DataLoader::release_workers()): there a worker goes on serving
+  // another loader's shared memory (DataLoader::serve_worker, which never
+  // returns). A worker whose hand-over returns exits.
+  std::function<void(int worker)> worker_handoff;
+  // Set: the first start of workers adopts these processes (children of this
+  // process that another engine released, forked by the thread that iterates
+  // this one) as workers 0..n-1 instead of starting new ones, and
+  // worker_adopt(w, launch arguments, descriptors) tells worker w its
+  // WorkerLaunch as a worker program gets it, with the descriptors it names
+  // (the shared memory's files), which the callee passes to the worker. Later
+  // starts fork as usual.
+  std::vector<pid_t> adopt_workers;
+  std::function<void(int worker, const std::vector<std::string>& arguments,
+                     const std::vector<int>& fds)>
+      worker_adopt;
   // Runs in each worker after its stream is seeded: (worker id, rank), once
   // per fork (so once per epoch without persistent_workers; never when
   // num_workers = 0). Thrown exceptions are reported on the first batch that

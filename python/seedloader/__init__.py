@@ -373,6 +373,10 @@ class DataLoader:
         self._resume = None      # (epoch, batch) the next pass starts at
         self._yielded = 0        # batches of the epoch consumed before any pass started
         self._pass = None        # the newest started pass's _core.PassPosition
+        self._pass_first = 0     # the batch the newest pass starts at
+        self._starting = None    # the pass _start() is starting, while it does
+        self._handover = None    # the layout pass's workers, for the pass's engine
+        self._replayed = None    # with num_workers=0, the samples the layout pass read
         self._record_fingerprints = False  # passes export stream fingerprints (a trace)
         self._done_epoch = None  # the epoch a loaded state finished, while it is next
         self._pinned = None
@@ -538,7 +542,11 @@ class DataLoader:
                 self._loader.begin_pass()  # an older pass is stale all the same
             return None  # the epoch was consumed whole before this pass
         built = self._loader
-        core = self._engine()
+        self._pass_first, self._starting = first, batches
+        try:
+            core = self._engine()
+        finally:
+            self._starting = None  # nothing may hold a pass its caller drops
         if core is built and self._spawn_args is not None and not self.persistent_workers:
             # The dataset as it is now, as torch pickles it (a new engine just did).
             self._payload.write(*self._spawn_args)
@@ -828,6 +836,14 @@ class DataLoader:
             if isinstance(self.dataset, Dataset) or len(self.dataset) == self._built_for:
                 return self._loader
             self._close_engine()
+        try:
+            return self._build_engine()
+        finally:
+            if self._handover is not None:  # the layout pass's workers, not adopted
+                self._handover.abandon()
+                self._handover = None
+
+    def _build_engine(self):
         if not isinstance(self.dataset, Dataset):
             self._built_for = len(self.dataset)
         if self._collate is not None:
@@ -869,8 +885,15 @@ class DataLoader:
             self._options.worker_command = _spawned.command(payload.fd)
             self._options.worker_fds = [payload.fd] + (
                 [self._channel._fd] if self._collate is not None else [])
-        self._loader = _core.Loader(dataset, self._options, worker_init,
-                                  self._format, plan)
+        adopt, handover = None, self._handover
+        if handover is not None and not spawned and handover.ready(
+                self._recipe[2], self._recipe[3], _spawned.options_state(self._options),
+                self._format, plan is not None):
+            adopt = (handover.pids, handover.adopt)  # the layout pass's workers go on
+        self._loader = _core.Loader(dataset, self._options, worker_init, self._format, plan,
+                                  adopt=adopt)
+        if adopt is not None:
+            self._handover = None  # the engine owns them now
         self._skips_changed = False  # built with the skips declared now
         if self._pin_request is not False:
             self._pin(required=bool(self._pin_request))
@@ -881,14 +904,6 @@ class DataLoader:
         dataset as it is, a Python one with its layout; a user's sampler drawn."""
         dataset, plan = self.dataset, None
         self._recipe = None  # seedloader's own data set: its workers are forked
-        if not isinstance(dataset, Dataset):
-            if self._layout is None:
-                self._layout = self._learn_layout()
-            if self.num_workers == 0 and self.seeding == "sample":
-                dataset = _dataset.SampleSeeded(dataset)
-            self._recipe = ("python", dataset, [f.as_tuple() for f in self._layout.fields],
-                            _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
-            dataset = _spawned.build_engine_dataset(self._recipe)
         capacity = self._batch_size
         if self._sampler is not None or self._batch_sampler is not None:
             plan = self._draw_plan
@@ -896,6 +911,17 @@ class DataLoader:
             capacity = max([getattr(self._batch_sampler, "batch_size", None) or 1] +
                            [len(b) for b in drawn] + [self._batch_size or 1])
         self._options.batch_size = capacity
+        if not isinstance(dataset, Dataset):
+            if self.num_workers == 0 and self.seeding == "sample":
+                dataset = _dataset.SampleSeeded(dataset)
+            if self._layout is None:
+                self._layout = self._learn_layout(engine_dataset=dataset, plan=plan)
+            if self._replayed:  # num_workers=0: what the layout pass read, served
+                dataset = _dataset.Replay(dataset, self._replayed)
+            self._replayed = None
+            self._recipe = ("python", dataset, [f.as_tuple() for f in self._layout.fields],
+                            _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
+            dataset = _spawned.build_engine_dataset(self._recipe)
         return dataset, plan
 
     def _mixture_dataset(self):
@@ -1126,14 +1152,22 @@ class DataLoader:
                                drop_last=self.drop_last,
                                canonical_nodes=self.canonical_nodes)
 
-    def _learn_layout(self, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES):
+    def _learn_layout(self, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES,
+                      engine_dataset=None, plan=None):
         """The layout of `dataset`'s items (the dataset's samples by default) from
-        learn([(index, item)]), on the first `count` items."""
+        learn([(index, item)]), on the first `count` items; the dataset's samples,
+        read as `engine_dataset` with the engine's `plan`, from the pass's first
+        batches where _learn_from_batches can."""
         if dataset is None:
             dataset = self.dataset
             declared = getattr(dataset, "fields", None)
             if declared is not None and isinstance(declared, dict):
                 return _samples.Layout.declared(declared)
+            if len(dataset) > 0 and self._start_method not in ("spawn", "forkserver") and \
+                    (self._pass_first == 0 or self.seeding == "sample"):
+                layout = self._learn_from_batches(engine_dataset, plan)
+                if layout is not None:
+                    return layout
         if len(dataset) == 0:
             raise ConfigError("%s is empty" % type(dataset).__name__)
         if learn is None:
@@ -1145,6 +1179,88 @@ class DataLoader:
                                            learn, self.timeout, count)
         return _dataset.learn_in_process(dataset, with_rng, self._seed, self._epoch, learn,
                                          count)
+
+    def _learn_from_batches(self, dataset, plan):
+        """The layout of a Python dataset's samples, learned by the layout pass: an
+        engine with the loader's options, plan and worker_init, its batches of a
+        one-byte placeholder, runs the pass's first batches (every worker's first,
+        and at least PROBE_SAMPLES samples), each worker reading its batch as it
+        will in the pass itself (its worker_init_fn run, get_worker_info() set,
+        its streams), and the recorder each worker reads through says what the
+        samples are made of (seedloader._dataset.LayoutRecorder). Then the pass's
+        own engine starts from the same batch, on the same workers, handed over
+        (_dataset.HandOver; num_workers=0: in this process), and each serves the
+        samples it read already from what it recorded (_dataset.Replay): nothing
+        is read twice. A batch that failed fails in its turn. While every batch
+        has failed the layout pass goes on, to the end of the epoch: then the
+        first error is raised here and the pass raises the others in turn (None
+        when the pass has no batch)."""
+        workers = max(self.num_workers, 1)
+        fds = [_os.memfd_create("seedloader-layout", _os.MFD_CLOEXEC)
+               for _ in range(workers)]
+        recorder = _dataset.LayoutRecorder(dataset, fds)
+        handover = _dataset.HandOver(self.num_workers) if self.num_workers else None
+        if handover is not None:
+            handover.recorder = recorder
+        options = _spawned.options_from(_spawned.options_state(self._options))
+        options.prefetch, options.persistent_workers = 1, False
+        core = _core.Loader(
+            _core.PythonDataset(recorder, [f.as_tuple() for f in _dataset.PLACEHOLDER.fields],
+                                _samples.Flatten(_dataset.PLACEHOLDER), True),
+            options, _dataset.RecordingInit(recorder, self._worker_init()), "numpy", plan,
+            handoff=handover.serve if handover is not None else None)
+        first = self._pass_first
+
+        def start(batches):
+            if first:
+                core.resume(self._epoch, first)  # seeding="sample": nothing replayed
+            else:
+                core.set_epoch(self._epoch)
+            return core, first, 0, _dataset.PLACEHOLDER, False
+
+        passes = _core.Batches(start, self._raise_batch_error)
+        kept, read, errors = [], [], []
+        try:
+            with _dataset.generators_kept(self.num_workers == 0):
+                while not read or len(read) + len(errors) < workers or (
+                        sum(len(i) for _, i in read) < _dataset.PROBE_SAMPLES
+                        and len(read) + len(errors) < workers + _dataset.PROBE_SAMPLES):
+                    try:
+                        kept.append(next(passes))  # kept: its worker reads no further
+                    except StopIteration:
+                        break
+                    except Exception as e:  # noqa: B902 (the batch's own error)
+                        errors.append(e)
+                        continue
+                    position = passes.position
+                    indices = _array.array("Q")
+                    indices.frombytes(position.last_indices)
+                    read.append((position.last_worker, indices.tolist()))
+            if not read and errors:
+                # Every batch of the epoch failed: the pass raises each batch's
+                # error in turn, as torch's iterator does, and ends.
+                self._starting.failed = errors[1:]
+                raise errors[0]
+            if not read:
+                return None  # the pass has no batch left: the first samples tell
+            paths, budget = self._variable
+            layout = _dataset.layout_of_batches(fds, read, paths, budget)
+            if handover is not None:
+                handover.pids = core.release_workers()
+                self._handover, handover = handover, None
+            else:
+                self._replayed = recorder.cache
+            return layout
+        finally:
+            del kept
+            passes.close()
+            core.close()
+            for fd in fds:
+                _os.close(fd)
+            if handover is not None:
+                handover.abandon()
+            elif self._handover is not None:
+                self._handover.forked()
 
     def _draw_plan(self, epoch):
         """The epoch's batches from the user's sampler or batch_sampler, drawn once

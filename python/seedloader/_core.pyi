@@ -346,7 +346,7 @@ def validate(options: LoaderOptions, dataset_size: int) -> None:
     """
 
 class Loader:
-    def __init__(self, dataset: object, options: LoaderOptions, worker_init_fn: object | None, format: str, batch_plan: object | None) -> None: ...
+    def __init__(self, dataset: object, options: LoaderOptions, worker_init_fn: object | None, format: str, batch_plan: object | None, handoff: object | None = None, adopt: object | None = None) -> None: ...
 
     def stop(self) -> None: ...
 
@@ -376,6 +376,11 @@ class Loader:
     @property
     def busy(self) -> bool:
         """whether a thread waits in it for a batch"""
+
+    def release_workers(self) -> list[int]:
+        """
+        hands the running workers over (each runs handoff) and returns their pids, to adopt or reap; the epoch in progress cannot go on
+        """
 
     def worker_pids(self) -> list[int]: ...
 

@@ -5,11 +5,16 @@ __getitem__(index, rng) (a plain list too), returning a sample of any structure
 default_collate takes (seedloader._samples). Its layout is declared by a `fields`
 attribute ({name: (shape, dtype)} for dict samples) or learned when the first
 iteration starts, never before: nothing reads a sample while the loader is
-built. With workers, a probe process forked for the purpose reads the first
-samples (so a sample that hangs, crashes or raises does so in a child, reported
-as a WorkerError with the child's traceback); with num_workers=0 the calling
-process reads them, as PyTorch's DataLoader would, and its random, numpy and
-torch generators are restored afterwards.
+built. The layout pass (DataLoader._learn_from_batches; LayoutRecorder,
+layout_of_batches) reads the pass's first batches in the pass's own workers, which
+are then handed over to the pass (HandOver) and serve those batches from what they
+read (Replay); with num_workers=0 the calling process reads them, as PyTorch's
+DataLoader would. Where the layout pass does not run (a Mixture's sources, a
+collate_fn's batches, spawn), a probe process forked for the purpose reads the
+first samples (so a sample that hangs, crashes or raises does so in a child,
+reported as a WorkerError with the child's traceback); with num_workers=0 the
+calling process does, and its random, numpy and torch generators are restored
+afterwards.
 """
 import contextlib
 import gc
@@ -26,10 +31,11 @@ import traceback
 import numpy as np
 
 from seedloader import _samples, _seeding
-from seedloader._errors import (ConfigError, DataError, TimeoutError, WorkerError,
-                                as_dataset_error, describe_exception, type_name)
+from seedloader._errors import (ConfigError, DataError, Error, TimeoutError,
+                                WorkerError, as_dataset_error, describe_exception,
+                                type_name)
 
-# Samples the probe reads to tell fixed fields from variable ones.
+# Samples the layout is learned from (at least), to tell fixed fields from variable ones.
 PROBE_SAMPLES = 8
 
 # The exception a Python dataset raised in this process (num_workers=0), set by
@@ -265,6 +271,261 @@ class WorkerInit:
             self.user(worker_id)
 
 
+class LayoutRecorder:
+    """The dataset of the layout pass (DataLoader._learn_from_batches): each sample
+    is read as the loader's engine reads it (through the engine's generator, which
+    it hands on), and what it is made of goes to the memory file of the worker
+    that read it: its tree and fields (Layout.of_sample) once, then each sample's
+    index and field shapes, or the ConfigError that names what the loader cannot
+    carry. The engine receives a one-byte placeholder. The samples stay in the
+    reading process (`cache`, for Replay), keyed by what they were read from: the
+    index, the generator's state and random's, numpy's and torch's global
+    states; `initial` holds the global states its worker began reading from."""
+
+    def __init__(self, dataset, fds):
+        self.dataset, self.with_rng, self.fds = dataset, takes_rng(dataset), fds
+        self.worker, self.layout, self.cache, self.initial = 0, None, {}, None
+        self._seedloader_name = dataset_name(dataset)
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index, rng):
+        key = _replay_key(index, rng)
+        sample = read_sample(self.dataset, index, rng, self.with_rng)
+        self.cache[key] = (sample, rng.bit_generator.state, _global_states())
+        try:
+            if self.layout is None:
+                self.layout = _samples.Layout.of_sample(index, sample)
+                self._send(("layout", self.layout))
+            self._send(("sample", index, self.layout.shapes(sample, index)))
+        except ConfigError as e:
+            self._send(("refused", index, str(e)))
+        return PLACEHOLDER_SAMPLE
+
+    def _send(self, message):
+        payload = _pickled(message)
+        data = memoryview(len(payload).to_bytes(8, "little") + payload)
+        while data:
+            data = data[os.write(self.fds[self.worker], data):]
+
+
+class RecordingInit:
+    """The layout pass's worker_init: tells the recorder its worker, runs what the
+    loader's own workers run first (None: nothing), and keeps the global
+    generators' states that leaves."""
+
+    def __init__(self, recorder, inner):
+        self.recorder, self.inner = recorder, inner
+
+    def __call__(self, worker_id):
+        self.recorder.worker = worker_id
+        if self.inner is not None:
+            self.inner(worker_id)
+        self.recorder.initial = _global_states()
+
+
+def dataset_name(dataset):
+    """How the engine names a Python dataset (in errors, and in the digest a worker
+    handed over checks): a wrapper of seedloader's own by the dataset it wraps."""
+    return getattr(dataset, "_seedloader_name", type(dataset).__qualname__)
+
+
+class Replay:
+    """A dataset whose first samples were read already, by the layout pass in this
+    process (LayoutRecorder.cache): a read from exactly the index, generator state
+    and global generator states a recorded one was made from gives that sample,
+    and leaves the generator and the global generators as that read left them;
+    anything else reads the dataset, and ends the replay."""
+
+    def __init__(self, dataset, cache):
+        self.dataset, self.with_rng, self.cache = dataset, takes_rng(dataset), cache
+        self._seedloader_name = dataset_name(dataset)
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index, rng):
+        if self.cache:
+            hit = self.cache.pop(_replay_key(index, rng), None)
+            if hit is not None:
+                sample, after, states = hit
+                rng.bit_generator.state = after
+                _set_global_states(states)
+                return sample
+            self.cache = {}  # out of step with the layout pass: read from here on
+        return read_sample(self.dataset, index, rng, self.with_rng)
+
+
+def _global_states():
+    torch = sys.modules.get("torch")
+    return (random.getstate(), np.random.get_state(),
+            torch.get_rng_state() if torch is not None else None)
+
+
+def _set_global_states(states):
+    random.setstate(states[0])
+    np.random.set_state(states[1])
+    if states[2] is not None:
+        sys.modules["torch"].set_rng_state(states[2])
+
+
+def _replay_key(index, rng):
+    state = rng.bit_generator.state
+    py, numpy_state, torch_state = _global_states()
+    return (index, state["state"]["state"], state["state"]["inc"], state["has_uint32"],
+            state["uinteger"], hash(py), numpy_state[1].tobytes(), numpy_state[2:],
+            None if torch_state is None else bytes(torch_state.numpy()))
+
+
+class HandOver:
+    """The layout pass's workers, handed over to the pass (DataLoader.
+    _learn_from_batches): one socket pair per worker, made before they fork. The
+    parent's end tells worker w its WorkerLaunch and the pass's engine recipe,
+    with the shared memory's descriptors (adopt, as the engine's worker_adopt);
+    the worker's end (serve, its handoff) builds that engine around Replay of
+    what it read and serves the pass from its first batch, which it read
+    already. Workers not adopted (abandon) are killed and reaped."""
+
+    def __init__(self, workers):
+        import socket
+        self.pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+                      for _ in range(workers)]
+        self.pids, self.recipe, self.recorder = [], None, None
+
+    def forked(self):
+        """The parent's part once the workers have forked: their ends closed."""
+        for _, theirs in self.pairs:
+            theirs.close()
+
+    def serve(self, worker):
+        """In worker `worker`, when its engine hands it over (never returns once
+        told; returns, and the worker exits, when the parent closes its end)."""
+        import socket
+        for w, (ours, theirs) in enumerate(self.pairs):
+            ours.close()
+            if w != worker:
+                theirs.close()
+        try:
+            message, fds, _, _ = socket.recv_fds(self.pairs[worker][1], 1 << 22, 4)
+        except OSError:
+            return
+        if not message:
+            return
+        from seedloader import _core, _spawned
+        arguments, fields, flatten, options, fmt, has_plan = pickle.loads(message)
+        arguments = list(arguments)
+        named = iter(fds)
+        for at in (4, 6):  # region_fd and spares_fd, as this process received them
+            if int(arguments[at]) >= 0:
+                arguments[at] = str(next(named))
+        recorder = self.recorder
+        recipe = ("python", Replay(recorder.dataset, recorder.cache), fields, flatten, True)
+        loader = _core.Loader(_spawned.build_engine_dataset(recipe),
+                              _spawned.options_from(options),
+                              RestoreGlobalStates(recorder.initial), fmt,
+                              _spawned.no_plan if has_plan else None)
+        loader.serve_worker(arguments)
+
+    def ready(self, fields, flatten, options, fmt, has_plan):
+        """Whether the pass can adopt the released workers (self.pids): all are
+        alive and their engine recipe pickles."""
+        self.recipe = (fields, flatten, options, fmt, has_plan)
+        try:
+            pickle.dumps(self.recipe)
+        except (pickle.PicklingError, AttributeError, TypeError):
+            return False
+        return len(self.pids) == len(self.pairs) and all(p > 0 for p in self.pids)
+
+    def adopt(self, worker, arguments, fds):
+        """The engine's worker_adopt: tells worker `worker` what to serve."""
+        import socket
+        socket.send_fds(self.pairs[worker][0], [pickle.dumps((arguments,) + self.recipe)],
+                        fds)
+        if worker == len(self.pairs) - 1:
+            self.close()
+
+    def close(self):
+        for ours, _ in self.pairs:
+            ours.close()
+
+    def abandon(self):
+        """The workers not adopted after all: told nothing, killed and reaped."""
+        self.close()
+        self.forked()
+        for pid in self.pids:
+            if pid > 0 and _is_child(pid):  # an engine may have reaped it already
+                _kill(pid)
+        self.pids = []
+
+
+class RestoreGlobalStates:
+    """A handed-over worker's worker_init: random, numpy and torch as its
+    worker_init left them in the layout pass (the engine has just seeded them from
+    the worker's stream; the user's worker_init_fn ran there, once)."""
+
+    def __init__(self, states):
+        self.states = states
+
+    def __call__(self, worker_id):
+        if self.states is not None:
+            _set_global_states(self.states)
+
+
+# The layout pass's batches: one byte per sample, never looked at.
+PLACEHOLDER = _samples.Layout.declared({"placeholder": ((1,), "uint8")})
+PLACEHOLDER_SAMPLE = {"placeholder": np.zeros(1, np.uint8)}
+
+
+def layout_of_batches(fds, batches, variable_paths, variable_bytes):
+    """The layout the layout pass's `batches` give, [(worker, [index, ...])] in the
+    pass's order, from what each worker's recorder wrote to fds[worker]: the
+    first worker's tree and fields, each field variable where its shapes differ
+    over all those samples (Layout.settled). A sample the loader cannot carry
+    is the ConfigError naming it; workers that learned other fields, one naming
+    both samples."""
+    written = []
+    for fd in fds:
+        size = os.fstat(fd).st_size
+        written.append(_messages(os.pread(fd, size, 0) if size else b""))
+    layouts = [next((_resolved(m[1]) for m in w if m[0] == "layout"), None)
+               for w in written]
+    samples = [{m[1]: m for m in w if m[0] != "layout"} for w in written]
+    base, seen, first, learned = None, None, None, []
+    for worker, indices in batches:
+        for index in indices:
+            message = samples[worker].get(index)
+            if message is None:
+                continue
+            if message[0] == "refused":
+                raise ConfigError(message[2])
+            layout = layouts[worker]
+            if base is None:
+                base, first = layout, (worker, index)
+                seen = [[] for _ in base.fields]
+            elif _signature(layout) != _signature(base):
+                raise ConfigError(
+                    "the samples' fields differ between workers: sample %d (worker %d) "
+                    "has %s, sample %d (worker %d) has %s" % (
+                        first[1], first[0], _describe_fields(base), index, worker,
+                        _describe_fields(layout)))
+            learned.append(index)
+            for shapes, shape in zip(seen, message[2]):
+                shapes.append(tuple(shape))
+    if base is None:
+        raise Error("the layout pass delivered batches of which no worker recorded a "
+                    "sample")
+    return base.settled(learned, seen, variable_paths, variable_bytes)
+
+
+def _signature(layout):
+    return [(f.path, f.dtype, f.python) for f in layout.fields]
+
+
+def _describe_fields(layout):
+    return ", ".join("%s %s" % (f.path, f.dtype) for f in layout.fields)
+
+
 def read_sample(dataset, index, rng, with_rng):
     return dataset.__getitem__(index, rng) if with_rng else dataset.__getitem__(index)
 
@@ -400,12 +661,21 @@ def _messages(data):
     return out
 
 
+def _is_child(pid):
+    """Whether `pid` is a child of this process that has not been reaped."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid()
+    except (OSError, ValueError, IndexError):
+        return False
+
+
 def _kill(pid):
     try:
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    os.waitpid(pid, 0)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass  # reaped already
 
 
 def _describe_status(status):
@@ -457,6 +727,11 @@ def _nodes(node):
         yield node
         for child in node.children:
             yield from _nodes(child)
+
+
+def generators_kept(kept):
+    """_process_generators_kept() where `kept`, else nothing."""
+    return _process_generators_kept() if kept else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

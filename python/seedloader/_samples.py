@@ -164,9 +164,20 @@ class Layout:
         """From samples [(index, sample)] read in order: the tree of the first; a
         field is variable when its path is in variable_paths or its shape differs
         between the samples. ConfigError names the sample and the path."""
-        index0, first = samples[0]
+        layout = cls.of_sample(*samples[0])
+        seen = [[f.shape] for f in layout.fields]
+        for index, sample in samples[1:]:
+            for shapes, shape in zip(seen, layout.shapes(sample, index)):
+                shapes.append(shape)
+        return layout.settled([i for i, _ in samples], seen, variable_paths,
+                              variable_bytes)
+
+    @classmethod
+    def of_sample(cls, index, sample):
+        """The tree and fields of one sample, each field with that sample's shape
+        (none variable yet: settled() decides)."""
         leaves = []
-        tree = _walk(first, "", leaves)
+        tree = _walk(sample, "", leaves)
         # A dict's own leaves keep their key as the field name (batch["image"]), so
         # engine features that look fields up by name (MixUp) find them.
         names = {}
@@ -176,16 +187,22 @@ class Layout:
         fields = []
         for i, (path, value) in enumerate(leaves):
             path = path or ROOT
-            array, dtype = leaf_array(value, "sample %d %s" % (index0, path), ConfigError)
+            array, dtype = leaf_array(value, "sample %d %s" % (index, path), ConfigError)
             python = type(value) if type(value) in _PYTHON_LEAVES else None
             fields.append(Field(path, names.get(i, path), dtype, array.shape,
                                 python=python))
-        layout = cls(tree, fields)
-        seen = [[f.shape] for f in fields]
-        for index, sample in samples[1:]:
-            arrays = layout.flatten_arrays(sample, index, ConfigError, check_shapes=False)
-            for shapes, array in zip(seen, arrays):
-                shapes.append(array.shape)
+        return cls(tree, fields)
+
+    def shapes(self, sample, index):
+        """The shapes of the sample's fields; ConfigError where its tree differs."""
+        return [a.shape for a in
+                self.flatten_arrays(sample, index, ConfigError, check_shapes=False)]
+
+    def settled(self, indices, seen, variable_paths, variable_bytes):
+        """This layout (of_sample's) made final from `seen`, each field's shapes in
+        the samples `indices` learned from: variable where they differ, where its
+        path is in variable_paths, and for strings and bytes."""
+        fields = self.fields
         unknown = set(variable_paths) - {f.path for f in fields}
         if unknown:
             raise ConfigError("variable_fields names %s, which the sample does not have "
@@ -193,8 +210,8 @@ class Layout:
                                                     ", ".join(f.path for f in fields)))
         for f, shapes in zip(fields, seen):
             if f.path in variable_paths or len(set(shapes)) > 1 or f.python in (str, bytes):
-                _make_variable(f, shapes, variable_bytes)
-        return layout
+                _make_variable(f, indices, shapes, variable_bytes)
+        return self
 
     @classmethod
     def declared(cls, fields):
@@ -316,7 +333,7 @@ def _itemsize(dtype):
     return 2 if dtype == "bfloat16" else np.dtype(dtype).itemsize
 
 
-def _make_variable(f, shapes, budget):
+def _make_variable(f, indices, shapes, budget):
     ranks = {len(s) for s in shapes}
     if ranks != {len(f.shape)} or not f.shape or len({s[1:] for s in shapes}) > 1:
         raise ConfigError("%s has shapes %s in the first samples; a variable field may "
@@ -327,8 +344,10 @@ def _make_variable(f, shapes, budget):
         return
     capacity = budget // row if row else 0
     if capacity < max(longest, 1):
-        raise ConfigError("%s needs %d bytes per sample (shape %s) but variable_bytes is "
-                          "%d" % (f.path, longest * row, (longest,) + f.shape[1:], budget))
+        index = indices[[s[0] for s in shapes].index(longest)]
+        raise ConfigError("sample %d %s needs %d bytes (shape %s) but variable_bytes is "
+                          "%d" % (index, f.path, longest * row, (longest,) + f.shape[1:],
+                                  budget))
     f.shape = (capacity,) + f.shape[1:]
     f.variable = True
 

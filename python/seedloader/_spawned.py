@@ -33,7 +33,7 @@ def options_state(options):
             if isinstance(value, property) and name not in _LOCAL_OPTIONS}
 
 
-def _options(state):
+def options_from(state):
     options = _core.LoaderOptions()
     for name, value in state.items():
         setattr(options, name, value)
@@ -98,7 +98,7 @@ def command(payload_fd):
             ["-c", code, str(payload_fd)])
 
 
-def _no_plan(epoch):
+def no_plan(epoch):
     """A worker's engine never begins an epoch; it only has a plan as its parent's has."""
     raise AssertionError("a worker program drew the plan of epoch %d" % epoch)
 
@@ -128,6 +128,6 @@ def main():
         del process.current_process()._inheriting
     if had_torch:
         import torch  # noqa: F401  (seeded and given worker info as in a fork)
-    loader = _core.Loader(build_engine_dataset(recipe), _options(options), worker_init,
-                          fmt, _no_plan if has_plan else None)
+    loader = _core.Loader(build_engine_dataset(recipe), options_from(options), worker_init,
+                          fmt, no_plan if has_plan else None)
     loader.serve_worker(launch)

@@ -9,10 +9,10 @@
 // these steps runs with the GIL held, so the engine is only ever used from one
 // thread at a time even when tensors die in another thread.
 //
-// GIL and fork: begin() may fork the workers, so it runs with the GIL held (the
-// child then owns the interpreter, which enter_python_worker() re-initialises
-// when the worker runs Python); waiting for later batches releases the GIL and
-// checks for signals every slice, so Ctrl-C stops and reaps the workers.
+// GIL and fork: start() (an epoch's first next()) may fork the workers, so it runs with
+// the GIL held (the child then owns the interpreter, which enter_python_worker()
+// re-initialises when the worker runs Python); waiting for later batches releases the GIL
+// and checks for signals every slice, so Ctrl-C stops and reaps the workers.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -54,7 +54,7 @@ ArrayFormat format_of(const std::string& name) {
 // it was at fork time.
 struct ForkState {
   std::uint64_t base_seed = 0;
-  std::uint64_t epoch = 0;   // the epoch begin() is starting
+  std::uint64_t epoch = 0;   // the epoch start() is starting
   bool runs_python = false;  // a Python dataset or a worker_init_fn
   bool started = false;  // this process is a worker program (serve_worker), not a fork
   PyObject* worker_init_fn = nullptr;  // borrowed from the Loader, which owns it
@@ -130,13 +130,19 @@ struct BatchHolder {
 class Loader {
  public:
   // options: everything but worker_init and while_waiting, which the Loader
-  // sets (worker_init_fn runs in each worker after the engine's own set-up), and
-  // batch_plan, which batch_plan (None, or epoch -> [[index]]) sets.
+  // sets (worker_init_fn runs in each worker after the engine's own set-up),
+  // batch_plan, which batch_plan (None, or epoch -> [[index]]) sets, and the
+  // hand-over's callables: handoff (worker -> never returns) runs in a worker
+  // that release_workers() handed over; adopt, (pids, (worker, launch arguments,
+  // descriptors) -> None), makes the first start adopt those processes.
   Loader(nb::object dataset, LoaderOptions options, nb::object worker_init_fn,
-         const std::string& format, nb::object batch_plan)
+         const std::string& format, nb::object batch_plan, nb::object handoff,
+         nb::object adopt)
       : dataset_ref_(std::move(dataset)),
         worker_init_fn_(std::move(worker_init_fn)),
         batch_plan_(std::move(batch_plan)),
+        handoff_(std::move(handoff)),
+        adopt_(std::move(adopt)),
         format_(format_of(format)) {
     const Dataset& ds = nb::cast<const Dataset&>(dataset_ref_);
     layout_ = &ds.layout();
@@ -150,10 +156,34 @@ class Loader {
     o.while_waiting = check_signals;
     o.batch_plan = nullptr;
     if (!batch_plan_.is_none()) {
-      // Called by begin(), which holds the GIL; the Loader owns the callable.
+      // Called by start(), which holds the GIL; the Loader owns the callable.
       o.batch_plan = [plan = batch_plan_.ptr()](std::uint64_t epoch) {
         nb::gil_scoped_acquire gil;
         return nb::cast<std::vector<std::vector<std::uint64_t>>>(nb::handle(plan)(epoch));
+      };
+    }
+    if (!handoff_.is_none()) {
+      // In the worker, which never returns from it; the Loader owns the callable.
+      o.worker_handoff = [fn = handoff_.ptr()](int worker) {
+        nb::gil_scoped_acquire gil;
+        try {
+          const nb::handle serve(fn);
+          serve(worker);
+        } catch (nb::python_error& e) {
+          e.restore();
+          PyErr_Print();
+        }
+      };
+    }
+    if (!adopt_.is_none()) {
+      auto [pids, tell] = nb::cast<std::pair<std::vector<long>, nb::object>>(adopt_);
+      o.adopt_workers.assign(pids.begin(), pids.end());
+      // Called by start(), which holds the GIL; the Loader owns the callable.
+      o.worker_adopt = [fn = tell.ptr()](int worker, const std::vector<std::string>& args,
+                                         const std::vector<int>& fds) {
+        nb::gil_scoped_acquire gil;
+        const nb::handle tell(fn);
+        tell(worker, nb::cast(args), nb::cast(fds));
       };
     }
     loader_ = std::make_unique<DataLoader>(ds, std::move(o));
@@ -190,8 +220,10 @@ class Loader {
     DataLoader& l = loader();
     if (!current_) {
       fork_->epoch = l.epoch();
-      current_.emplace(l.begin());  // GIL held: may fork
-    } else {
+      current_.emplace(l.start());  // GIL held: may fork
+    }
+    {
+      // A failed first batch leaves the iterator going on, as a later one does.
       nb::gil_scoped_release release;
       ++*current_;
     }
@@ -217,6 +249,8 @@ class Loader {
     Py_VISIT(dataset_ref_.ptr());
     Py_VISIT(worker_init_fn_.ptr());
     Py_VISIT(batch_plan_.ptr());
+    Py_VISIT(handoff_.ptr());
+    Py_VISIT(adopt_.ptr());
     return 0;
   }
 
@@ -224,6 +258,8 @@ class Loader {
     release();  // the engine goes first: it refers to the dataset
     fork_->worker_init_fn = nullptr;
     batch_plan_.reset();
+    handoff_.reset();
+    adopt_.reset();
     worker_init_fn_.reset();
     dataset_ref_.reset();
   }
@@ -295,6 +331,8 @@ class Loader {
   nb::object dataset_ref_;
   nb::object worker_init_fn_;
   nb::object batch_plan_;                 // None, or epoch -> [[index]]
+  nb::object handoff_;                    // None, or worker -> never returns
+  nb::object adopt_;                      // None, or (pids, tell)
   const SampleLayout* layout_ = nullptr;  // the dataset's, which dataset_ref_ keeps
   ArrayFormat format_;
   std::shared_ptr<ForkState> fork_ = std::make_shared<ForkState>();
@@ -754,10 +792,11 @@ void bind_loader(nb::module_& m) {
         "ConfigError naming the first invalid option, as the engine checks them.");
 
   nb::class_<Loader>(m, "Loader", nb::type_slots(collected_slots<Loader>))
-      .def(nb::init<nb::object, LoaderOptions, nb::object, const std::string&,
-                    nb::object>(),
+      .def(nb::init<nb::object, LoaderOptions, nb::object, const std::string&, nb::object,
+                    nb::object, nb::object>(),
            nb::arg("dataset"), nb::arg("options"), nb::arg("worker_init_fn").none(),
-           nb::arg("format"), nb::arg("batch_plan").none())
+           nb::arg("format"), nb::arg("batch_plan").none(),
+           nb::arg("handoff").none() = nb::none(), nb::arg("adopt").none() = nb::none())
       .def("stop", &Loader::stop)
       .def("begin_pass", &Loader::begin_pass,
            "numbers a new pass: older ones find themselves replaced")
@@ -772,6 +811,15 @@ void bind_loader(nb::module_& m) {
                    [](Loader& l) { return l.loader().skipped_samples(); })
       .def_prop_ro("dataset", &Loader::dataset)
       .def_prop_ro("busy", &Loader::busy, "whether a thread waits in it for a batch")
+      .def(
+          "release_workers",
+          [](Loader& l) {
+            std::vector<long> pids;
+            for (pid_t p : l.loader().release_workers()) pids.push_back(p);
+            return pids;
+          },
+          "hands the running workers over (each runs handoff) and returns their pids, "
+          "to adopt or reap; the epoch in progress cannot go on")
       .def("worker_pids",
            [](Loader& l) {
              std::vector<long> pids;

@@ -408,10 +408,10 @@ def test_a_dataset_error_surfaces_when_iterating_not_at_construction():
     with pytest.raises(sl.WorkerError) as info:
         next(iter(loader))
     assert "RuntimeError" in str(info.value) and "the disk is gone" in str(info.value)
-    assert "Traceback" in str(info.value)  # the probe's traceback, as torch keeps it
+    assert "Original traceback" in str(info.value)  # the worker's, as torch keeps it
 
 
-def test_a_probe_killed_by_a_signal_is_a_worker_error_not_a_crash():
+def test_a_worker_killed_while_the_layout_is_learned_is_a_worker_error_not_a_crash():
     class Crashes(tud.Dataset):
         def __len__(self):
             return 4
@@ -420,6 +420,169 @@ def test_a_probe_killed_by_a_signal_is_a_worker_error_not_a_crash():
             os.kill(os.getpid(), 9)
     with pytest.raises(sl.WorkerError, match="killed by signal 9"):
         next(iter(sl.DataLoader(Crashes(), batch_size=2, num_workers=1, seed=1)))
+
+
+class MeetAtABarrier(tud.Dataset):
+    """Each sample waits until every worker has read one, as torch's
+    SynchronizedSeedDataset does; returns the worker's torch seed."""
+
+    def __init__(self, size, workers):
+        self.size, self.workers = size, workers
+        self.count = torch.multiprocessing.Value("i", 0)
+        self.lock = torch.multiprocessing.Lock()
+        self.gate = torch.multiprocessing.Semaphore(0)
+
+    def __len__(self):
+        return self.size
+
+    def __getitem__(self, i):
+        with self.lock:
+            self.count.value += 1
+            if self.count.value == self.workers:
+                self.gate.release()
+        self.gate.acquire()
+        self.gate.release()
+        return torch.initial_seed()
+
+
+def test_the_layout_is_learned_in_the_workers_so_workers_that_meet_at_a_barrier_go_on():
+    # A probe reading alone would wait at the barrier for ever (the timeout says so).
+    loader = sl.DataLoader(MeetAtABarrier(3, 3), num_workers=3, timeout=60, seed=5)
+    seeds = [int(s) for s in loader]
+    assert len(set(seeds)) == 3 and all(0 <= s < 2 ** 63 for s in seeds)
+
+
+class WorkerIdInSample(tud.Dataset):
+    def __init__(self):
+        self.worker = None  # set by worker_init_fn, so None in any other process
+
+    def init(self, worker):
+        self.worker = worker
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        return self.worker, i
+
+
+def test_the_layout_pass_runs_worker_init_fn_as_each_worker():
+    dataset = WorkerIdInSample()
+    loader = sl.DataLoader(dataset, batch_size=2, num_workers=2, worker_init_fn=dataset.init,
+                           seed=1)
+    batches = [(w.tolist(), i.tolist()) for w, i in loader]
+    assert batches == [([k % 2] * 2, [2 * k, 2 * k + 1]) for k in range(6)]
+
+
+class BadAtFirst(tud.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        if i < 2:
+            raise KeyError(i)
+        return {"x": i}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_failed_first_batch_raises_its_own_error_and_the_pass_goes_on(workers):
+    it = iter(sl.DataLoader(BadAtFirst(), batch_size=2, num_workers=workers, seed=1))
+    with pytest.raises(KeyError, match="failed on sample 0 of batch 0"):
+        next(it)
+    assert [b["x"].tolist() for b in it] == [[2, 3], [4, 5], [6, 7]]
+
+
+class EveryOneFails(tud.Dataset):
+    def __len__(self):
+        return 9
+
+    def __getitem__(self, i):
+        raise NotImplementedError("sample %d" % i)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_epoch_whose_every_batch_fails_raises_each_batchs_error_in_turn(workers):
+    # As torch's iterator does (its test_error): one error per batch, then the end.
+    it = iter(sl.DataLoader(EveryOneFails(), batch_size=2, num_workers=workers, seed=1))
+    failed = []
+    for _ in range(6):
+        try:
+            next(it)
+        except NotImplementedError as e:
+            failed.append(e.batch)
+        except StopIteration:
+            break
+    assert failed == [0, 1, 2, 3, 4]
+
+
+class OnlyTheSampledOnesAreGood(tud.Dataset):
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        return np.zeros(i % 3 + 1) if i >= 10 else None  # None: no layout takes it
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_the_layout_comes_from_the_samples_the_sampler_gives(workers):
+    # The samples the first batches hold, read as the pass reads them: never
+    # indices 0..7, which the sampler does not give (and which hold None).
+    loader = sl.DataLoader(OnlyTheSampledOnesAreGood(), batch_size=3, num_workers=workers,
+                           sampler=list(range(10, 16)), seed=1)
+    assert [[len(x) for x in b] for b in loader] == [[2, 3, 1], [2, 3, 1]]
+
+
+class CountsItsReads(tud.Dataset):
+    """Draws from its generator, torch's and numpy's global ones, and writes each
+    read (pid, index) to a file."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __len__(self):
+        return 18
+
+    def __getitem__(self, i, rng):
+        with open(self.path, "a") as f:
+            f.write("%d %d\n" % (os.getpid(), i))
+        return {"x": rng.random(3), "t": torch.rand(2), "n": np.random.rand(1), "i": i}
+
+
+class DeclaresItsFields(CountsItsReads):
+    fields = {"x": ((3,), "float64"), "t": ((2,), "float32"), "n": ((1,), "float64"),
+              "i": ((), "int64")}
+
+
+def reseed_numpy(worker):
+    np.random.seed(torch.initial_seed() % 2 ** 32)  # as PyTorch's docs advise
+
+
+@pytest.mark.parametrize("workers,seeding,persistent", [
+    (0, "worker", False), (0, "sample", False), (2, "worker", False), (2, "worker", True),
+    (2, "sample", False), (2, "sample", True)])
+def test_the_layout_passs_workers_serve_the_pass_and_nothing_is_read_twice(
+        tmp_path, workers, seeding, persistent):
+    def two_epochs(kind, name):
+        torch.manual_seed(0)  # num_workers=0 draws from this process's generators
+        np.random.seed(0)
+        path = tmp_path / name
+        loader = sl.DataLoader(kind(path), batch_size=3, num_workers=workers, seed=4,
+                               shuffle=True, seeding=seeding, persistent_workers=persistent,
+                               worker_init_fn=reseed_numpy if workers else None)
+        batches = [{k: v.clone() for k, v in b.items()} for _ in range(2) for b in loader]
+        reads = [line.split() for line in path.read_text().splitlines()]
+        return batches, reads
+
+    learned, reads = two_epochs(CountsItsReads, "learned")
+    declared, _ = two_epochs(DeclaresItsFields, "declared")
+    assert len(learned) == len(declared) == 12
+    for a, b in zip(learned, declared):
+        assert all(torch.equal(a[k], b[k]) for k in b)
+    # Each epoch reads each sample once: the layout pass's reads are the pass's.
+    assert sorted(int(i) for _, i in reads) == sorted(list(range(18)) * 2)
+    pids = {p for p, _ in reads}
+    # The layout pass's workers served epoch 0; a new pair epoch 1 unless persistent.
+    assert len(pids) == (1 if workers == 0 else 2 if persistent else 4)
 
 
 # --- variable-size fields ---------------------------------------------------------------
@@ -461,11 +624,15 @@ def test_a_sample_over_the_variable_budget_is_a_data_error_naming_it():
 
 
 def test_a_shape_change_after_the_first_samples_names_the_field_and_the_remedy():
-    data = [np.zeros(2)] * 9 + [np.zeros(3)]
-    with pytest.raises(sl.WorkerError, match=r"sample 9 \(the whole sample\) is float64 "
+    # The layout is learned from the first batches (10 samples): sample 10 differs.
+    data = [np.zeros(2)] * 10 + [np.zeros(3)]
+    with pytest.raises(sl.WorkerError, match=r"sample 10 \(the whole sample\) is float64 "
                        r"\(3,\); the layout says float64 \(2,\).*variable_fields"):
         list(sl.DataLoader(data, batch_size=5))
     batches = list(sl.DataLoader(data, batch_size=5, variable_fields=["(the whole sample)"]))
+    assert [len(t) for t in batches[2]] == [3]
+    # Shapes that differ within the first batches make the field variable by themselves.
+    batches = list(sl.DataLoader(data[1:], batch_size=5))
     assert [len(t) for t in batches[1]] == [2, 2, 2, 2, 3]
 
 

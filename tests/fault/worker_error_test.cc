@@ -17,6 +17,15 @@ namespace {
 using testing_util::FaultTest;
 using testing_util::HookedDataset;
 
+// Batches of 4 in order, seed 3, with `workers` workers.
+LoaderOptions batches_of_four(int workers) {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.num_workers = workers;
+  o.seed = 3;
+  return o;
+}
+
 class GetThrowsTest : public FaultTest, public ::testing::WithParamInterface<bool> {};
 
 TEST_P(GetThrowsTest, ExceptionIsRethrownWithIndexAndMessageAndNextEpochWorks) {
@@ -62,11 +71,7 @@ TEST_F(FaultTest, OutOfMemoryInGetIsADataErrorNamingDatasetAndSample) {
     if (i == 13) throw std::bad_alloc();
   });
   for (int workers : {0, 2}) {
-    LoaderOptions o;
-    o.batch_size = 4;
-    o.num_workers = workers;
-    o.seed = 3;
-    DataLoader loader(ds, o);
+    DataLoader loader(ds, batches_of_four(workers));
     try {
       for (const Batch& b : loader) (void)b;
       FAIL() << "the failure was lost";
@@ -76,6 +81,7 @@ TEST_F(FaultTest, OutOfMemoryInGetIsADataErrorNamingDatasetAndSample) {
                 std::string::npos)
           << what;
     }
+    LoaderOptions o = batches_of_four(workers);
     o.on_bad_sample = BadSample::kSkip;
     DataLoader skipping(ds, o);
     std::uint64_t samples = 0;
@@ -114,11 +120,7 @@ TEST_F(FaultTest, AfterAGetExceptionTheIteratorGoesOnWithTheNextBatch) {
     if (i == 6 || i == 21) throw DataError("bad sample " + std::to_string(i));
   });
   for (int workers : {0, 2}) {
-    LoaderOptions o;
-    o.batch_size = 4;
-    o.num_workers = workers;
-    o.seed = 3;
-    DataLoader loader(ds, o);
+    DataLoader loader(ds, batches_of_four(workers));
     std::vector<std::uint64_t> seen;
     std::vector<long long> failed;
     for (auto it = loader.begin(); !(it == loader.end());) {
@@ -136,6 +138,29 @@ TEST_F(FaultTest, AfterAGetExceptionTheIteratorGoesOnWithTheNextBatch) {
     EXPECT_EQ(failed, (std::vector<long long>{1, 5})) << workers << " workers";
     EXPECT_EQ(seen, (std::vector<std::uint64_t>{0, 2, 3, 4, 6, 7, 8, 9}))
         << workers << " workers";
+  }
+}
+
+// start() waits for nothing, so a failed first batch is one ++ that throws, and
+// the next ++ gives batch 1, where begin() could only throw.
+TEST_F(FaultTest, AStartedIteratorGoesOnAfterAFailedFirstBatch) {
+  HookedDataset ds(12, [](std::uint64_t i) {
+    if (i == 1) throw DataError("bad sample 1");
+  });
+  for (int workers : {0, 2}) {
+    DataLoader loader(ds, batches_of_four(workers));
+    auto it = loader.start();
+    try {
+      ++it;
+      FAIL() << "batch 0 holds the bad sample; " << workers << " workers";
+    } catch (const WorkerError& e) {
+      EXPECT_TRUE(e.failure().recoverable) << e.what();
+      EXPECT_EQ(e.failure().batch, 0);
+      EXPECT_EQ(e.failure().index, 1);
+    }
+    std::vector<std::uint64_t> seen;
+    for (++it; !(it == loader.end()); ++it) seen.push_back(it->number());
+    EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2})) << workers << " workers";
   }
 }
 

@@ -1,8 +1,12 @@
 // Workers started as new programs (LoaderOptions::worker_command, Python's
-// "spawn"): the same batches, streams and slots as forked workers, kept batches
-// included, and a worker program that cannot serve is a WorkerError naming it.
+// "spawn") or handed over from another loader (release_workers, adopt_workers):
+// the same batches, streams and slots as forked workers, kept batches included,
+// and a worker program that cannot serve is a WorkerError naming it.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -79,6 +83,85 @@ TEST(ExecWorkerTest, ProgramsServeTheBatchesForkedWorkersServe) {
       ASSERT_EQ(got.size(), 2 * 13u);
       EXPECT_EQ(got, expected);
       EXPECT_EQ(got[1].worker, 1);  // both programs served
+    }
+  }
+}
+
+// The hand-over's channel in the test: the launch arguments as one line on a
+// pipe; the worker reopens the shared memory's files through the parent's
+// descriptor table (Python passes them over a socket instead).
+WorkerLaunch receive_launch(int fd) {
+  std::string line;
+  char c = 0;
+  while (read(fd, &c, 1) == 1 && c != '\n') line += c;
+  std::vector<std::string> args(1);
+  for (char ch : line) {
+    if (ch == ' ') {
+      args.emplace_back();
+    } else {
+      args.back() += ch;
+    }
+  }
+  WorkerLaunch launch = WorkerLaunch::parse(args);
+  const auto reopen = [](int parents) {
+    const std::string path =
+        "/proc/" + std::to_string(getppid()) + "/fd/" + std::to_string(parents);
+    return open(path.c_str(), O_RDWR);
+  };
+  launch.region_fd = reopen(launch.region_fd);
+  if (launch.spares_fd >= 0) launch.spares_fd = reopen(launch.spares_fd);
+  return launch;
+}
+
+TEST(ExecWorkerTest, HandedOverWorkersServeTheLoaderThatAdoptsThem) {
+  const StreamProbeDataset dataset(kSize, 3);
+  for (bool sample : {false, true}) {
+    SCOPED_TRACE(sample);
+    DataLoader forked(dataset, options(5, sample, false));
+    const std::vector<Kept> expected = two_epochs(forked);
+    int pipes[2][2];
+    for (auto& p : pipes) ASSERT_EQ(pipe(p), 0);
+    LoaderOptions first = options(5, sample, false);
+    first.worker_handoff = [&](int w) {
+      const WorkerLaunch launch = receive_launch(pipes[w][0]);
+      DataLoader served(dataset, options(5, sample, false));
+      served.serve_worker(launch);
+    };
+    DataLoader releasing(dataset, first);
+    std::vector<pid_t> pids;
+    {
+      auto it = releasing.begin();  // both workers run, one batch delivered
+      ASSERT_FALSE(it == releasing.end());
+      pids = releasing.release_workers();
+    }
+    ASSERT_EQ(pids.size(), 2u);
+    EXPECT_TRUE(releasing.worker_pids().empty());
+    LoaderOptions o = options(5, sample, false);
+    o.timeout = std::chrono::seconds(30);  // a worker that never came is a TimeoutError
+    o.adopt_workers = pids;
+    std::vector<int> told;
+    o.worker_adopt = [&](int w, const std::vector<std::string>& args,
+                         const std::vector<int>& fds) {
+      std::string line;
+      for (const std::string& a : args) line += a + ' ';
+      line.back() = '\n';
+      ASSERT_EQ(write(pipes[w][1], line.data(), line.size()),
+                static_cast<ssize_t>(line.size()));
+      EXPECT_FALSE(fds.empty());
+      told.push_back(w);
+    };
+    DataLoader adopting(dataset, o);
+    adopting.set_epoch(0);
+    {
+      auto it = adopting.begin();
+      EXPECT_EQ(adopting.worker_pids(), pids);  // the released processes serve it
+    }
+    const std::vector<Kept> got = two_epochs(adopting);  // epoch 1: forked afresh
+    EXPECT_EQ(told, (std::vector<int>{0, 1}));
+    EXPECT_EQ(got, expected);
+    for (auto& p : pipes) {
+      close(p[0]);
+      close(p[1]);
     }
   }
 }
