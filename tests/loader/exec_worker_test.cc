@@ -4,8 +4,10 @@
 // and a worker program that cannot serve is a WorkerError naming it.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -163,6 +165,33 @@ TEST(ExecWorkerTest, HandedOverWorkersServeTheLoaderThatAdoptsThem) {
       close(p[0]);
       close(p[1]);
     }
+  }
+}
+
+// Processes given to adopt belong to the loader from its construction: one that
+// never starts its workers kills and reaps them when it goes.
+TEST(ExecWorkerTest, WorkersToAdoptGoWithALoaderThatNeverStarted) {
+  const StreamProbeDataset dataset(kSize, 3);
+  std::vector<pid_t> pids;
+  for (int w = 0; w < 2; ++w) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      pause();  // a released worker waiting to be told what to serve
+      _exit(0);
+    }
+    pids.push_back(pid);
+  }
+  {
+    LoaderOptions o = options(5, false, false);
+    o.adopt_workers = pids;
+    o.worker_adopt = [](int, const std::vector<std::string>&, const std::vector<int>&) {};
+    DataLoader never_started(dataset, o);
+  }
+  for (pid_t pid : pids) {
+    errno = 0;
+    EXPECT_EQ(waitpid(pid, nullptr, WNOHANG), -1) << "pid " << pid << " was not reaped";
+    EXPECT_EQ(errno, ECHILD);
   }
 }
 
