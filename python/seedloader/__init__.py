@@ -916,12 +916,12 @@ class DataLoader:
                 dataset = _dataset.SampleSeeded(dataset)
             if self._layout is None:
                 self._layout = self._learn_layout(engine_dataset=dataset, plan=plan)
-            if self._replayed:  # num_workers=0: what the layout pass read, served
-                dataset = _dataset.Replay(dataset, self._replayed)
+            # num_workers=0: what the layout pass read in this process, served again
+            replay = _dataset.Replay(self._replayed) if self._replayed else None
             self._replayed = None
             self._recipe = ("python", dataset, [f.as_tuple() for f in self._layout.fields],
                             _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
-            dataset = _spawned.build_engine_dataset(self._recipe)
+            dataset = _spawned.build_engine_dataset(self._recipe, replay)
         return dataset, plan
 
     def _mixture_dataset(self):

@@ -285,7 +285,9 @@ class LayoutRecorder:
     def __init__(self, dataset, fds):
         self.dataset, self.with_rng, self.fds = dataset, takes_rng(dataset), fds
         self.worker, self.layout, self.cache, self.initial = 0, None, {}, None
-        self._seedloader_name = dataset_name(dataset)
+        # Named as the dataset is: the engine's errors name it.
+        self._seedloader_name = getattr(dataset, "_seedloader_name",
+                                        type(dataset).__qualname__)
 
     def __len__(self):
         return len(self.dataset)
@@ -325,36 +327,26 @@ class RecordingInit:
         self.recorder.initial = _global_states()
 
 
-def dataset_name(dataset):
-    """How the engine names a Python dataset (in errors, and in the digest a worker
-    handed over checks): a wrapper of seedloader's own by the dataset it wraps."""
-    return getattr(dataset, "_seedloader_name", type(dataset).__qualname__)
-
-
 class Replay:
-    """A dataset whose first samples were read already, by the layout pass in this
-    process (LayoutRecorder.cache): a read from exactly the index, generator state
-    and global generator states a recorded one was made from gives that sample,
-    and leaves the generator and the global generators as that read left them;
-    anything else reads the dataset, and ends the replay."""
+    """What the layout pass read in this process (LayoutRecorder.cache), served
+    again: PythonDataset asks it first (its `replay`), and a read from exactly
+    the index, generator state and global generator states a recorded one was
+    made from gives that sample, and leaves the generator and the global
+    generators as that read left them. Anything else is None, and ends the replay
+    (the engine then reads the dataset, and asks no more)."""
 
-    def __init__(self, dataset, cache):
-        self.dataset, self.with_rng, self.cache = dataset, takes_rng(dataset), cache
-        self._seedloader_name = dataset_name(dataset)
+    def __init__(self, cache):
+        self.cache = cache
 
-    def __len__(self):
-        return len(self.dataset)
-
-    def __getitem__(self, index, rng):
-        if self.cache:
-            hit = self.cache.pop(_replay_key(index, rng), None)
-            if hit is not None:
-                sample, after, states = hit
-                rng.bit_generator.state = after
-                _set_global_states(states)
-                return sample
-            self.cache = {}  # out of step with the layout pass: read from here on
-        return read_sample(self.dataset, index, rng, self.with_rng)
+    def __call__(self, index, rng):
+        hit = self.cache.pop(_replay_key(index, rng), None) if self.cache else None
+        if hit is None:
+            self.cache = {}  # out of step with the layout pass, or done
+            return None
+        sample, after, states = hit
+        rng.bit_generator.state = after
+        _set_global_states(states)
+        return sample
 
 
 def _global_states():
@@ -420,8 +412,8 @@ class HandOver:
             if int(arguments[at]) >= 0:
                 arguments[at] = str(next(named))
         recorder = self.recorder
-        recipe = ("python", Replay(recorder.dataset, recorder.cache), fields, flatten, True)
-        loader = _core.Loader(_spawned.build_engine_dataset(recipe),
+        recipe = ("python", recorder.dataset, fields, flatten, recorder.with_rng)
+        loader = _core.Loader(_spawned.build_engine_dataset(recipe, Replay(recorder.cache)),
                               _spawned.options_from(options),
                               RestoreGlobalStates(recorder.initial), fmt,
                               _spawned.no_plan if has_plan else None)

@@ -40,13 +40,13 @@ def options_from(state):
     return options
 
 
-def build_engine_dataset(recipe):
+def build_engine_dataset(recipe, replay=None):
     """The engine's data set from its recipe: ("python", dataset, fields, flatten,
     takes_rng) or ("mixture", names, [source recipes], history, samples_per_epoch,
-    known points)."""
+    known points); `replay`: a Python dataset's (seedloader._dataset.Replay)."""
     if recipe[0] == "python":
         _, dataset, fields, flatten, takes_rng = recipe
-        return _core.PythonDataset(dataset, fields, flatten, takes_rng)
+        return _core.PythonDataset(dataset, fields, flatten, takes_rng, replay)
     _, names, sources, history, samples_per_epoch, known = recipe
     return _core.MixtureDataset(names, [build_engine_dataset(s) for s in sources],
                                 history, samples_per_epoch, known)

@@ -189,11 +189,13 @@ void bind_datasets(nb::module_& m) {
       .def(
           "__init__",
           [](PythonDataset* self, nb::object dataset,
-             const std::vector<PythonField>& fields, nb::object flatten, bool takes_rng) {
+             const std::vector<PythonField>& fields, nb::object flatten, bool takes_rng,
+             nb::object replay) {
             new (self) PythonDataset(std::move(dataset), layout_from(fields),
-                                     std::move(flatten), takes_rng);
+                                     std::move(flatten), takes_rng, std::move(replay));
           },
-          nb::arg("dataset"), nb::arg("fields"), nb::arg("flatten"), nb::arg("takes_rng"))
+          nb::arg("dataset"), nb::arg("fields"), nb::arg("flatten"), nb::arg("takes_rng"),
+          nb::arg("replay").none() = nb::none())
       .def_prop_ro("dataset",
                    [](const PythonDataset& d) { return nb::borrow(d.object()); });
 }

@@ -44,12 +44,13 @@ void enter_python_worker(int worker, const Rng& stream) {
 }
 
 PythonDataset::PythonDataset(nb::object dataset, SampleLayout fields, nb::object flatten,
-                             bool takes_rng)
+                             bool takes_rng, nb::object replay)
     : dataset_(std::move(dataset)),
       flatten_(std::move(flatten)),
       layout_(std::move(fields)),
       takes_rng_(takes_rng),
-      generator_(new_generator()) {
+      generator_(new_generator()),
+      replay_(std::move(replay)) {
   getitem_ = dataset_.attr("__getitem__");
   size_ = nb::len(dataset_);
   seed_globals_ = seeding_function();
@@ -73,6 +74,17 @@ void PythonDataset::get(std::uint64_t index, Rng& rng, SampleWriter& out) const 
   bool data_error = false;
   try {
     seed_globals_if_new(rng);
+    if (!replay_.is_none()) {
+      set_generator_state(generator_, rng.raw_state());
+      nb::object sample = replay_(index, generator_);
+      if (!sample.is_none()) {
+        write_fields(sample, index, out);
+        rng.set_raw_state(generator_state(generator_));
+        after_last_ = rng;
+        return;
+      }
+      replay_ = nb::none();
+    }
     if (!takes_rng_) {  // nothing draws from the stream: no hand-over needed
       write_fields(getitem_(index), index, out);
       after_last_ = rng;

@@ -19,8 +19,13 @@
 // raised by __getitem__ is a DataError (skippable with on_bad_sample="skip");
 // any other exception fails the batch with the exception's type, message and
 // innermost frame.
-// Mutable per process (the hand-over Generator), as Dataset allows: get() is
-// never called concurrently on one object within one process.
+// A replay (seedloader._dataset.Replay), when given, is asked first, with the
+// Generator at the stream's state: a sample it returns (one the layout pass read
+// from exactly that state) is the sample, and the Generator's state as it leaves
+// it goes back to the stream; the first None ends the replay for good, so the
+// samples after it cost nothing more.
+// Mutable per process (the hand-over Generator, the replay), as Dataset allows:
+// get() is never called concurrently on one object within one process.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -35,9 +40,10 @@ namespace seedloader::python {
 class PythonDataset final : public Dataset {
  public:
   // fields: the layout; flatten(sample, index) -> [array per field];
-  // takes_rng: whether __getitem__ accepts the rng.
+  // takes_rng: whether __getitem__ accepts the rng; replay: None, or
+  // (index, Generator) -> the sample or None.
   PythonDataset(nanobind::object dataset, SampleLayout fields, nanobind::object flatten,
-                bool takes_rng);
+                bool takes_rng, nanobind::object replay = nanobind::none());
   ~PythonDataset() override;
 
   std::uint64_t size() const override { return size_; }
@@ -62,6 +68,7 @@ class PythonDataset final : public Dataset {
   std::string describe_;
   mutable nanobind::object generator_;
   mutable std::optional<Rng> after_last_;  // the stream as the last sample left it
+  mutable nanobind::object replay_;        // None once the replay has ended
 };
 
 // Marks this process as worker `worker` (called first thing in a forked worker
