@@ -505,13 +505,18 @@ void Engine::adopt_workers() {
     orphans.adopt(std::move(pids));
     throw ConfigError(what);
   }
-  pool_.adopt(std::move(pids));  // owned (killed and reaped) whatever happens next
+  pool_.adopt(std::move(pids));
   std::vector<int> fds;
   WorkerLaunch launch = launch_template(fds);
-  for (int w = 0; w < workers(); ++w) {
-    launch.worker = w;
-    launch.first_task = ring_.tasks_issued(w);
-    options_.worker_adopt(w, launch.arguments(), fds);
+  try {
+    for (int w = 0; w < workers(); ++w) {
+      launch.worker = w;
+      launch.first_task = ring_.tasks_issued(w);
+      options_.worker_adopt(w, launch.arguments(), fds);
+    }
+  } catch (...) {
+    stop_workers(kKillNow);  // a worker never told would wait for ever
+    throw;
   }
 }
 
@@ -577,6 +582,7 @@ void Engine::tell_workers_to_stop(std::uint32_t how) noexcept {
 
 std::vector<pid_t> Engine::release_workers() {
   if (!pool_.running()) return {};
+  active_ = false;  // no worker serves the epoch any more: nothing is issued
   tell_workers_to_stop(kStopHandOver);
   std::vector<pid_t> pids = pool_.release();
   for (std::size_t s = 0; s < slots_.size(); ++s) {

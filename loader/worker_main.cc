@@ -119,8 +119,10 @@ void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t t
       // Relaxed: stop only needs to be seen eventually; a worker that sees it
       // leaves without touching shared memory again.
       if (const std::uint32_t stop = control.stop.load(std::memory_order_relaxed)) {
-        if (stop == kStopHandOver && c.options->worker_handoff)
+        if (stop == kStopHandOver && c.options->worker_handoff) {
           c.options->worker_handoff(c.worker);
+          _exit(kWorkerFailedExit);  // a hand-over returns only when it failed
+        }
         _exit(0);
       }
       if (getppid() != c.parent) _exit(0);

@@ -138,7 +138,7 @@ struct LoaderOptions {
   // Runs in a worker, in place of its exit, when its engine hands its workers
   // over (DataLoader::release_workers()): there a worker goes on serving
   // another loader's shared memory (DataLoader::serve_worker, which never
-  // returns). A worker whose hand-over returns exits.
+  // returns). A worker whose hand-over returns exits with code 70 (EX_SOFTWARE).
   std::function<void(int worker)> worker_handoff;
   // Set: the first start of workers adopts these processes (children of this
   // process that another engine released, forked by the thread that iterates

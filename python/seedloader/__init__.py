@@ -110,6 +110,12 @@ def _torch_available():
     return _importlib_util.find_spec("torch") is not None
 
 
+
+# How many failed batches in a row the layout pass reads on, looking for a sample
+# to learn the layout from, before the pass raises their errors in turn and ends.
+_FAILED_BATCHES = 64
+
+
 class DataLoader:
     """torch.utils.data.DataLoader's arguments, seedloader's engine.
 
@@ -1182,47 +1188,53 @@ class DataLoader:
 
     def _learn_from_batches(self, dataset, plan):
         """The layout of a Python dataset's samples, learned by the layout pass: an
-        engine with the loader's options, plan and worker_init, its batches of a
-        one-byte placeholder, runs the pass's first batches (every worker's first,
-        and at least PROBE_SAMPLES samples), each worker reading its batch as it
-        will in the pass itself (its worker_init_fn run, get_worker_info() set,
-        its streams), and the recorder each worker reads through says what the
-        samples are made of (seedloader._dataset.LayoutRecorder). Then the pass's
-        own engine starts from the same batch, on the same workers, handed over
-        (_dataset.HandOver; num_workers=0: in this process), and each serves the
-        samples it read already from what it recorded (_dataset.Replay): nothing
-        is read twice. A batch that failed fails in its turn. While every batch
-        has failed the layout pass goes on, to the end of the epoch: then the
-        first error is raised here and the pass raises the others in turn (None
-        when the pass has no batch)."""
+        engine with the loader's options (MixUp and CutMix aside), plan and
+        worker_init, its batches of a one-byte placeholder, runs the pass's first
+        batches (every worker's first, and at least PROBE_SAMPLES samples), each
+        worker reading its batch as it will in the pass itself (its worker_init_fn
+        run, get_worker_info() set, its streams), and the recorder each worker
+        reads through says what the samples are made of (seedloader._dataset.
+        LayoutRecorder). Then the pass's own engine starts from the same batch, on
+        the same workers, handed over (_dataset.HandOver; num_workers=0: in this
+        process), and each serves the samples it read already from what it
+        recorded (_dataset.Replay). A batch that failed fails in its turn. While
+        every batch has failed the layout pass goes on, up to _FAILED_BATCHES
+        batches: then the first error is raised here and the pass raises the
+        others in turn, and ends. A worker that died or timed out is raised here.
+        None when the pass has no batch."""
         workers = max(self.num_workers, 1)
-        fds = [_os.memfd_create("seedloader-layout", _os.MFD_CLOEXEC)
-               for _ in range(workers)]
-        recorder = _dataset.LayoutRecorder(dataset, fds)
-        handover = _dataset.HandOver(self.num_workers) if self.num_workers else None
-        if handover is not None:
-            handover.recorder = recorder
-        options = _spawned.options_from(_spawned.options_state(self._options))
-        options.prefetch, options.persistent_workers = 1, False
-        core = _core.Loader(
-            _core.PythonDataset(recorder, [f.as_tuple() for f in _dataset.PLACEHOLDER.fields],
-                                _samples.Flatten(_dataset.PLACEHOLDER), True),
-            options, _dataset.RecordingInit(recorder, self._worker_init()), "numpy", plan,
-            handoff=handover.serve if handover is not None else None)
-        first = self._pass_first
-
-        def start(batches):
-            if first:
-                core.resume(self._epoch, first)  # seeding="sample": nothing replayed
-            else:
-                core.set_epoch(self._epoch)
-            return core, first, 0, _dataset.PLACEHOLDER, False
-
-        passes = _core.Batches(start, self._raise_batch_error)
-        kept, read, errors = [], [], []
+        fds, handover, core, passes, kept = [], None, None, None, []
         try:
+            fds = [_os.memfd_create("seedloader-layout", _os.MFD_CLOEXEC)
+                   for _ in range(workers)]
+            recorder = _dataset.LayoutRecorder(dataset, fds)
+            if self.num_workers:
+                handover = _dataset.HandOver(self.num_workers, recorder)
+            options = _spawned.options_from(_spawned.options_state(self._options))
+            options.prefetch, options.persistent_workers = 1, False
+            options.seed = self._seed
+            # The placeholder has no image to mix; mixing never moves a sample's stream.
+            options.mixup_alpha = options.cutmix_alpha = 0.0
+            core = _core.Loader(
+                _core.PythonDataset(recorder,
+                                    [f.as_tuple() for f in _dataset.PLACEHOLDER.fields],
+                                    _samples.Flatten(_dataset.PLACEHOLDER), True),
+                options, _dataset.RecordingInit(recorder, self._worker_init()), "numpy",
+                plan, handoff=handover.serve if handover is not None else None)
+            first = self._pass_first
+
+            def start(batches):
+                if first:
+                    core.resume(self._epoch, first)  # seeding="sample": nothing replayed
+                else:
+                    core.set_epoch(self._epoch)
+                return core, first, 0, _dataset.PLACEHOLDER, False
+
+            passes = _core.Batches(start, self._raise_batch_error)
+            read, errors = [], []
             with _dataset.generators_kept(self.num_workers == 0):
-                while not read or len(read) + len(errors) < workers or (
+                while (not read and len(errors) < _FAILED_BATCHES) or \
+                        len(read) + len(errors) < workers or (
                         sum(len(i) for _, i in read) < _dataset.PROBE_SAMPLES
                         and len(read) + len(errors) < workers + _dataset.PROBE_SAMPLES):
                     try:
@@ -1230,6 +1242,8 @@ class DataLoader:
                     except StopIteration:
                         break
                     except Exception as e:  # noqa: B902 (the batch's own error)
+                        if not _errors.is_dataset_error(e):
+                            raise  # a worker died, timed out: no later batch comes
                         errors.append(e)
                         continue
                     position = passes.position
@@ -1237,9 +1251,9 @@ class DataLoader:
                     indices.frombytes(position.last_indices)
                     read.append((position.last_worker, indices.tolist()))
             if not read and errors:
-                # Every batch of the epoch failed: the pass raises each batch's
-                # error in turn, as torch's iterator does, and ends.
-                self._starting.failed = errors[1:]
+                # Every batch failed: the pass raises each batch's error in turn,
+                # as torch's iterator does, and ends.
+                self._starting.raise_later(errors[1:])
                 raise errors[0]
             if not read:
                 return None  # the pass has no batch left: the first samples tell
@@ -1253,8 +1267,10 @@ class DataLoader:
             return layout
         finally:
             del kept
-            passes.close()
-            core.close()
+            if passes is not None:
+                passes.close()
+            if core is not None:
+                core.close()
             for fd in fds:
                 _os.close(fd)
             if handover is not None:

@@ -154,16 +154,7 @@ class Pass(_core.Batches):
     """A pass (seedloader._core.Batches) with torch's iterator attribute `_workers`:
     the worker processes that serve it, read from its position (which outlives it,
     so the list does not keep a dropped iterator and its workers alive); the
-    engine starts them with the first batch, and the list is empty before.
-    `failed`: errors of the epoch's batches, raised in turn before the pass ends
-    (an epoch whose every batch failed while its layout was learned)."""
-
-    failed: list = []
-
-    def __next__(self):
-        if self.failed:
-            raise self.failed.pop(0)
-        return super().__next__()
+    engine starts them with the first batch, and the list is empty before."""
 
     @property
     def _workers(self):

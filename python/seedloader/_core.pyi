@@ -121,6 +121,9 @@ class Batches:
 
     def rethrow(self) -> None: ...
 
+    def raise_later(self, errors: list) -> None:
+        """raises these exceptions one per next(), before the pass goes on"""
+
     def close(self) -> None: ...
 
     @property

@@ -10,13 +10,14 @@ layout_of_batches) reads the pass's first batches in the pass's own workers, whi
 are then handed over to the pass (HandOver) and serve those batches from what they
 read (Replay); with num_workers=0 the calling process reads them, as PyTorch's
 DataLoader would. Where the layout pass does not run (a Mixture's sources, a
-collate_fn's batches, spawn), a probe process forked for the purpose reads the
-first samples (so a sample that hangs, crashes or raises does so in a child,
-reported as a WorkerError with the child's traceback); with num_workers=0 the
-calling process does, and its random, numpy and torch generators are restored
-afterwards.
+collate_fn's batches, spawn, a resumed worker-seeded pass, a pass with no batch
+left), a probe process forked for the purpose reads the first samples (so a
+sample that hangs, crashes or raises does so in a child, reported as a WorkerError
+with the child's traceback); with num_workers=0 the calling process does, and its
+random, numpy and torch generators are restored afterwards.
 """
 import contextlib
+import copy
 import gc
 import inspect
 import os
@@ -295,7 +296,11 @@ class LayoutRecorder:
     def __getitem__(self, index, rng):
         key = _replay_key(index, rng)
         sample = read_sample(self.dataset, index, rng, self.with_rng)
-        self.cache[key] = (sample, rng.bit_generator.state, _global_states())
+        try:  # a copy: the dataset may write into what it returned, later on
+            self.cache[key] = (copy.deepcopy(sample), rng.bit_generator.state,
+                               _global_states())
+        except Exception:  # noqa: B902 (not copyable: read again in the pass)
+            pass
         try:
             if self.layout is None:
                 self.layout = _samples.Layout.of_sample(index, sample)
@@ -373,17 +378,18 @@ def _replay_key(index, rng):
 class HandOver:
     """The layout pass's workers, handed over to the pass (DataLoader.
     _learn_from_batches): one socket pair per worker, made before they fork. The
-    parent's end tells worker w its WorkerLaunch and the pass's engine recipe,
-    with the shared memory's descriptors (adopt, as the engine's worker_adopt);
-    the worker's end (serve, its handoff) builds that engine around Replay of
-    what it read and serves the pass from its first batch, which it read
-    already. Workers not adopted (abandon) are killed and reaped."""
+    parent's end tells worker w its WorkerLaunch, with the shared memory's
+    descriptors and a memory file holding the pass's engine recipe (adopt, as the
+    engine's worker_adopt); the worker's end (serve, its handoff) builds that
+    engine around a Replay of what it read, and serves the pass from its first
+    batch, which it read already. Workers not adopted (abandon) are killed and
+    reaped."""
 
-    def __init__(self, workers):
+    def __init__(self, workers, recorder):
         import socket
         self.pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
                       for _ in range(workers)]
-        self.pids, self.recipe, self.recorder = [], None, None
+        self.recorder, self.pids, self.recipe_fd = recorder, [], -1
 
     def forked(self):
         """The parent's part once the workers have forked: their ends closed."""
@@ -392,25 +398,26 @@ class HandOver:
 
     def serve(self, worker):
         """In worker `worker`, when its engine hands it over (never returns once
-        told; returns, and the worker exits, when the parent closes its end)."""
+        told; returns when the parent closes its end, or the recipe fails)."""
         import socket
         for w, (ours, theirs) in enumerate(self.pairs):
             ours.close()
             if w != worker:
                 theirs.close()
         try:
-            message, fds, _, _ = socket.recv_fds(self.pairs[worker][1], 1 << 22, 4)
+            message, fds, _, _ = socket.recv_fds(self.pairs[worker][1], 1 << 16, 4)
         except OSError:
             return
         if not message:
             return
         from seedloader import _core, _spawned
-        arguments, fields, flatten, options, fmt, has_plan = pickle.loads(message)
-        arguments = list(arguments)
-        named = iter(fds)
+        arguments = pickle.loads(message)
+        recipe_fd, fds = fds[0], iter(fds[1:])
         for at in (4, 6):  # region_fd and spares_fd, as this process received them
             if int(arguments[at]) >= 0:
-                arguments[at] = str(next(named))
+                arguments[at] = str(next(fds))
+        fields, flatten, options, fmt, has_plan = pickle.loads(
+            os.pread(recipe_fd, os.fstat(recipe_fd).st_size, 0))
         recorder = self.recorder
         recipe = ("python", recorder.dataset, fields, flatten, recorder.with_rng)
         loader = _core.Loader(_spawned.build_engine_dataset(recipe, Replay(recorder.cache)),
@@ -420,26 +427,47 @@ class HandOver:
         loader.serve_worker(arguments)
 
     def ready(self, fields, flatten, options, fmt, has_plan):
-        """Whether the pass can adopt the released workers (self.pids): all are
-        alive and their engine recipe pickles."""
-        self.recipe = (fields, flatten, options, fmt, has_plan)
+        """Whether the pass can adopt the released workers (self.pids): every
+        worker was released, and the engine recipe pickles (into a memory file
+        each worker reads)."""
+        if len(self.pids) != len(self.pairs) or not all(p > 0 for p in self.pids):
+            return False
         try:
-            pickle.dumps(self.recipe)
+            data = pickle.dumps((fields, flatten, options, fmt, has_plan))
         except (pickle.PicklingError, AttributeError, TypeError):
             return False
-        return len(self.pids) == len(self.pairs) and all(p > 0 for p in self.pids)
+        self.recipe_fd = os.memfd_create("seedloader-handover", os.MFD_CLOEXEC)
+        rewrite_file(self.recipe_fd, data)
+        return True
 
     def adopt(self, worker, arguments, fds):
-        """The engine's worker_adopt: tells worker `worker` what to serve."""
+        """The engine's worker_adopt: tells worker `worker` what to serve; a worker
+        that cannot be told (it died) is a WorkerError naming it."""
         import socket
-        socket.send_fds(self.pairs[worker][0], [pickle.dumps((arguments,) + self.recipe)],
-                        fds)
+        try:
+            socket.send_fds(self.pairs[worker][0], [pickle.dumps(list(arguments))],
+                            [self.recipe_fd] + list(fds))
+        except OSError as e:
+            self.close()
+            raise WorkerError("worker %d (pid %d) of the layout pass could not be handed "
+                              "over to the pass: %s" % (worker, self.pids[worker], e),
+                              worker=worker, pid=self.pids[worker]) from e
         if worker == len(self.pairs) - 1:
             self.close()
 
     def close(self):
+        """The parent's ends and the recipe's file closed: every worker told."""
         for ours, _ in self.pairs:
             ours.close()
+        if self.recipe_fd >= 0:
+            os.close(self.recipe_fd)
+            self.recipe_fd = -1
+
+    def __del__(self):
+        try:
+            self.close()
+        except (OSError, AttributeError):
+            pass
 
     def abandon(self):
         """The workers not adopted after all: told nothing, killed and reaped."""

@@ -72,6 +72,13 @@ class WorkerError(Error, RuntimeError):
         self.index = index
 
 
+def is_dataset_error(error):
+    """Whether `error` is a batch's own failure (a dataset's exception, a bad
+    sample), after which a pass goes on: not a worker's death or a timeout."""
+    return isinstance(error, WorkerError) and error.signal is None and \
+        error.exit_code is None
+
+
 # The engine carries a worker's message in a 1024-byte field of the slot.
 _MESSAGE_BYTES = 1000
 

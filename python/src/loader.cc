@@ -390,6 +390,11 @@ class Batches {
   }
 
   nb::object next(nb::handle self) {
+    if (nb::len(failed_) > 0) {  // errors of batches read before the pass began
+      const nb::object error = failed_.attr("pop")(0);
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+      throw nb::python_error();
+    }
     if (done_) throw nb::stop_iteration();
     const Claim inside(running_);  // another thread inside this pass gets kBusy
     if (!core_.is_valid() && !begin(self)) {
@@ -434,6 +439,10 @@ class Batches {
     }
   }
 
+  // Raises `errors` (exceptions) one per next() from now on, before the pass
+  // goes on: the errors of an epoch's batches that failed before it began.
+  void raise_later(nb::list errors) { failed_ = std::move(errors); }
+
   // The engine error the last next() met, raised for on_error.
   void rethrow() {
     if (!error_) throw Error("DataLoader: no batch error to raise");
@@ -462,11 +471,13 @@ class Batches {
     Py_VISIT(pad_.ptr());
     Py_VISIT(build_.ptr());
     Py_VISIT(position_.ptr());
+    Py_VISIT(failed_.ptr());
     return 0;
   }
 
   void clear() {
     end_quietly();
+    failed_ = nb::list();
     start_.reset();
     on_error_.reset();
     core_.reset();
@@ -574,6 +585,7 @@ class Batches {
   std::uint64_t replay_ = 0;  // batches numbered below it are loaded, not delivered
   nb::object pad_;
   nb::object build_;  // layout.build, or unset
+  nb::list failed_;   // errors raise_later() raises first
   bool record_fingerprints_ = false;
   bool done_ = false;     // exhausted, failed, closed or stale
   bool running_ = false;  // a thread is in next()
@@ -630,6 +642,8 @@ void bind_loader(nb::module_& m) {
       .def("__next__",
            [](nb::handle self) { return nb::cast<Batches&>(self).next(self); })
       .def("rethrow", &Batches::rethrow)
+      .def("raise_later", &Batches::raise_later, nb::arg("errors"),
+           "raises these exceptions one per next(), before the pass goes on")
       .def("close", &Batches::close)
       .def_prop_rw(
           "record_fingerprints", &Batches::record_fingerprints,

@@ -585,6 +585,75 @@ def test_the_layout_passs_workers_serve_the_pass_and_nothing_is_read_twice(
     assert len(pids) == (1 if workers == 0 else 2 if persistent else 4)
 
 
+class StallsFromSample4(tud.Dataset):
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, i):
+        if i >= 4:
+            time.sleep(30)
+        return i
+
+
+def test_a_timeout_while_the_layout_is_learned_is_raised_not_learned_around():
+    loader = sl.DataLoader(StallsFromSample4(), batch_size=2, num_workers=2, timeout=1,
+                           seed=1)
+    started = time.monotonic()
+    with pytest.raises(sl.TimeoutError, match="DataLoader timed out after 1 seconds"):
+        next(iter(loader))
+    assert time.monotonic() - started < 20
+
+
+class ReusesItsBuffer(tud.Dataset):
+    """Writes every sample into one array it returns (an allocation-saving trick):
+    only a copy taken when the sample is read holds that sample."""
+
+    def __init__(self):
+        self.buffer = np.zeros(4, np.int64)
+
+    def __len__(self):
+        return 16
+
+    def __getitem__(self, i):
+        self.buffer[:] = i
+        return {"x": self.buffer}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_samples_the_layout_pass_read_are_served_as_they_were_read(workers):
+    loader = sl.DataLoader(ReusesItsBuffer(), batch_size=4, num_workers=workers, seed=1)
+    assert [b["x"][:, 0].tolist() for b in loader] == [
+        list(range(k, k + 4)) for k in range(0, 16, 4)]
+
+
+class ImagesAndLabels(tud.Dataset):
+    def __len__(self):
+        return 24
+
+    def __getitem__(self, i):
+        return {"image": np.full((3, 4, 4), i, np.float32), "label": np.int64(i % 10)}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_mixup_over_a_python_dataset_whose_layout_is_learned(workers):
+    loader = sl.DataLoader(ImagesAndLabels(), batch_size=8, num_workers=workers, seed=3,
+                           mixup_alpha=0.4, num_classes=10)
+    batches = list(loader)
+    assert len(batches) == 3
+    for b in batches:
+        assert b["target"].shape == (8, 10)
+        assert torch.allclose(b["target"].sum(1), torch.ones(8))
+    declared = sl.DataLoader(_declared(ImagesAndLabels, {
+        "image": ((3, 4, 4), "float32"), "label": ((), "int64")}), batch_size=8,
+        num_workers=workers, seed=3, mixup_alpha=0.4, num_classes=10)
+    for a, b in zip(batches, declared):
+        assert all(torch.equal(a[k], b[k]) for k in b)
+
+
+def _declared(kind, fields):
+    return type(kind.__name__, (kind,), {"fields": fields})()
+
+
 # --- variable-size fields ---------------------------------------------------------------
 
 class Boxes(tud.Dataset):
