@@ -110,7 +110,6 @@ def _torch_available():
     return _importlib_util.find_spec("torch") is not None
 
 
-
 # How many failed batches in a row the layout pass reads on, looking for a sample
 # to learn the layout from, before the pass raises their errors in turn and ends.
 _FAILED_BATCHES = 64

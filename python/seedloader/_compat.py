@@ -20,7 +20,7 @@ import sys
 import time
 import weakref
 
-from seedloader import _core
+from seedloader import _core, _dataset
 
 
 def samplers(loader):
@@ -187,12 +187,8 @@ class WorkerProcess:
     def is_alive(self):
         """Whether the process runs, as this process's child (not a zombie, not a
         later process given the same pid)."""
-        try:
-            with open("/proc/%d/stat" % self.pid) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return False
-        return fields[0] != "Z" and int(fields[1]) == os.getpid()
+        state = _dataset.process_state(self.pid)
+        return state is not None and state[0] != "Z" and state[1] == os.getpid()
 
     def join(self, timeout=None):
         """Waits until the worker has ended, or `timeout` seconds."""

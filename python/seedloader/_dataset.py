@@ -681,13 +681,21 @@ def _messages(data):
     return out
 
 
-def _is_child(pid):
-    """Whether `pid` is a child of this process that has not been reaped."""
+def process_state(pid):
+    """(state letter, parent pid) of process `pid` from /proc, or None when there
+    is none."""
     try:
         with open("/proc/%d/stat" % pid) as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1]) == os.getpid()
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[0], int(fields[1])
     except (OSError, ValueError, IndexError):
-        return False
+        return None
+
+
+def _is_child(pid):
+    """Whether `pid` is a child of this process that has not been reaped."""
+    state = process_state(pid)
+    return state is not None and state[1] == os.getpid()
 
 
 def _kill(pid):
@@ -758,13 +766,8 @@ def generators_kept(kept):
 def _process_generators_kept():
     """Restores random, numpy's global state and torch's afterwards: reading samples
     for the layout must not move the caller's generators."""
-    torch = sys.modules.get("torch")
-    saved = (random.getstate(), np.random.get_state(),
-             torch.get_rng_state() if torch is not None else None)
+    saved = _global_states()
     try:
         yield
     finally:
-        random.setstate(saved[0])
-        np.random.set_state(saved[1])
-        if torch is not None:
-            torch.set_rng_state(saved[2])
+        _set_global_states(saved)

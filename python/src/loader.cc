@@ -78,6 +78,11 @@ void run_in_worker(const ForkState& s, int worker, std::uint64_t rank) {
   }
 }
 
+// Pids as Python ints.
+std::vector<long> pid_list(const std::vector<pid_t>& pids) {
+  return {pids.begin(), pids.end()};
+}
+
 void check_signals() {
   nb::gil_scoped_acquire gil;
   if (PyErr_CheckSignals() != 0) throw nb::python_error();
@@ -827,19 +832,10 @@ void bind_loader(nb::module_& m) {
       .def_prop_ro("busy", &Loader::busy, "whether a thread waits in it for a batch")
       .def(
           "release_workers",
-          [](Loader& l) {
-            std::vector<long> pids;
-            for (pid_t p : l.loader().release_workers()) pids.push_back(p);
-            return pids;
-          },
+          [](Loader& l) { return pid_list(l.loader().release_workers()); },
           "hands the running workers over (each runs handoff) and returns their pids, "
           "to adopt or reap; the epoch in progress cannot go on")
-      .def("worker_pids",
-           [](Loader& l) {
-             std::vector<long> pids;
-             for (pid_t p : l.loader().worker_pids()) pids.push_back(p);
-             return pids;
-           })
+      .def("worker_pids", [](Loader& l) { return pid_list(l.loader().worker_pids()); })
       .def(
           "serve_worker",
           [](Loader& l, const std::vector<std::string>& arguments) {
