@@ -16,6 +16,7 @@ stream is numpy's PCG64(SeedSequence(seed, spawn_key=KEY)) for a key of (epoch,
 rank, worker) or (epoch, sample): see docs/design.md, "Randomness contract".
 """
 import array as _array
+import itertools as _itertools
 import importlib as _importlib
 import importlib.metadata as _metadata
 import importlib.util as _importlib_util
@@ -443,6 +444,9 @@ class DataLoader:
         indices = _array.array("Q", raw).tolist()
         if self._collated is not None:  # the engine's item k is batch k
             indices = list(self._collated[1][indices[0]])
+        elif self._plan is not None and isinstance(self._plan[1], _checks.Keyed):
+            items = list(_itertools.chain.from_iterable(self._plan[1]))
+            indices = [items[p] for p in indices]  # the engine's are their positions
         if self._mixture_history is not None:
             return [self.dataset.locate(i) for i in indices]
         return indices
@@ -659,7 +663,8 @@ class DataLoader:
                  "skip": {"steps": [list(r) for r in sorted(self._skip_steps)],
                           "samples": sorted(self._skip_samples)}}
         if self._plan is not None and self._plan[0] == self._epoch:
-            state["batches"] = self._plan[1]  # a user's sampler may not draw them again
+            # A user's sampler may not draw them again.
+            state["batches"] = [list(b) for b in self._plan[1]]
         if self._mixture_history is not None:
             state["mixture"] = self._mixture_state(num_batches, yielded)
         return state
@@ -788,7 +793,8 @@ class DataLoader:
         plan = None
         if "batches" in state:
             plan = (epoch, _checks.plan(state["batches"], len(self.dataset),
-                                        "load_state_dict: batches", epoch))
+                                        "load_state_dict: batches", epoch,
+                                        not isinstance(self.dataset, Dataset)))
         done_epoch = None
         if state["_finished"] or yielded == len(self):
             done_epoch = epoch
@@ -851,6 +857,7 @@ class DataLoader:
     def _build_engine(self):
         if not isinstance(self.dataset, Dataset):
             self._built_for = len(self.dataset)
+        self._channel = None
         if self._collate is not None:
             dataset, plan = self._collated_dataset()
             # One item per batch, in the order the published batches give.
@@ -889,9 +896,9 @@ class DataLoader:
             self._payload, self._spawn_args = payload, spawn_args
             self._options.worker_command = _spawned.command(payload.fd)
             self._options.worker_fds = [payload.fd] + (
-                [self._channel._fd] if self._collate is not None else [])
+                [self._channel._fd] if self._channel is not None else [])
         adopt, handover = None, self._handover
-        if handover is not None and not spawned and handover.ready(
+        if handover is not None and handover.ready(
                 self._recipe[2], self._recipe[3], _spawned.options_state(self._options),
                 self._format, plan is not None):
             adopt = (handover.pids, handover.adopt)  # the layout pass's workers go on
@@ -917,6 +924,9 @@ class DataLoader:
                            [len(b) for b in drawn] + [self._batch_size or 1])
         self._options.batch_size = capacity
         if not isinstance(dataset, Dataset):
+            if plan is not None:  # its items may be keys, in any epoch
+                self._channel = _dataset.PlanChannel()
+                dataset, plan = _dataset.KeyedSamples(dataset, self._channel), self._keyed_plan
             if self.num_workers == 0 and self.seeding == "sample":
                 dataset = _dataset.SampleSeeded(dataset)
             if self._layout is None:
@@ -1168,16 +1178,22 @@ class DataLoader:
             declared = getattr(dataset, "fields", None)
             if declared is not None and isinstance(declared, dict):
                 return _samples.Layout.declared(declared)
-            if len(dataset) > 0 and self._start_method not in ("spawn", "forkserver") and \
-                    (self._pass_first == 0 or self.seeding == "sample"):
+            if len(dataset) > 0 and (self._pass_first == 0 or self.seeding == "sample"):
                 layout = self._learn_from_batches(engine_dataset, plan)
                 if layout is not None:
                     return layout
+            if self._plan is not None and self._plan[0] == self._epoch and \
+                    any(self._plan[1]):
+                # The probe reads the sampler's first items, indices or keys.
+                dataset = _dataset.Items(dataset, list(
+                    _itertools.islice(_itertools.chain.from_iterable(self._plan[1]), count)))
         if len(dataset) == 0:
             raise ConfigError("%s is empty" % type(dataset).__name__)
         if learn is None:
             paths, budget = self._variable
-            learn = lambda samples: _samples.Layout.learn(samples, paths, budget)  # noqa: E731
+            unbatched = self._unbatched and self._collate is None
+            learn = lambda samples: _samples.Layout.learn(  # noqa: E731
+                samples, paths, budget, unbatched)
         with_rng = _dataset.takes_rng(dataset)
         if self.num_workers > 0:
             return _dataset.learn_in_child(dataset, with_rng, self._seed, self._epoch,
@@ -1202,7 +1218,7 @@ class DataLoader:
         others in turn, and ends. A worker that died or timed out is raised here.
         None when the pass has no batch."""
         workers = max(self.num_workers, 1)
-        fds, handover, core, passes, kept = [], None, None, None, []
+        fds, handover, core, passes, kept, payload = [], None, None, None, [], None
         try:
             fds = [_os.memfd_create("seedloader-layout", _os.MFD_CLOEXEC)
                    for _ in range(workers)]
@@ -1214,12 +1230,21 @@ class DataLoader:
             options.seed = self._seed
             # The placeholder has no image to mix; mixing never moves a sample's stream.
             options.mixup_alpha = options.cutmix_alpha = 0.0
-            core = _core.Loader(
-                _core.PythonDataset(recorder,
-                                    [f.as_tuple() for f in _dataset.PLACEHOLDER.fields],
-                                    _samples.Flatten(_dataset.PLACEHOLDER), True),
-                options, _dataset.RecordingInit(recorder, self._worker_init()), "numpy",
-                plan, handoff=handover.serve if handover is not None else None)
+            recipe = ("python", recorder, [f.as_tuple() for f in _dataset.PLACEHOLDER.fields],
+                      _samples.Flatten(_dataset.PLACEHOLDER), True)
+            init = _dataset.RecordingInit(recorder, self._worker_init())
+            handoff = handover.serve if handover is not None else None
+            if self.num_workers and self._start_method in ("spawn", "forkserver"):
+                # Spawned as the pass's workers are, each keeping the recorder's
+                # files and its end of the hand-over across its exec.
+                payload = _spawned.Payload()
+                payload.write(recipe, _spawned.options_state(options), init, "numpy",
+                              plan is not None, "the dataset and worker_init_fn", handoff)
+                options.worker_command = _spawned.command(payload.fd)
+                options.worker_fds = [payload.fd] + fds + handover.worker_ends() + (
+                    [self._channel._fd] if self._channel is not None else [])
+            core = _core.Loader(_spawned.build_engine_dataset(recipe), options, init,
+                                "numpy", plan, handoff=handoff)
             first = self._pass_first
 
             def start(batches):
@@ -1257,7 +1282,8 @@ class DataLoader:
             if not read:
                 return None  # the pass has no batch left: the first samples tell
             paths, budget = self._variable
-            layout = _dataset.layout_of_batches(fds, read, paths, budget)
+            layout = _dataset.layout_of_batches(fds, read, paths, budget,
+                                                self._unbatched and self._collate is None)
             if handover is not None:
                 handover.pids = core.release_workers()
                 self._handover, handover = handover, None
@@ -1272,6 +1298,8 @@ class DataLoader:
                 core.close()
             for fd in fds:
                 _os.close(fd)
+            if payload is not None:
+                payload.close()
             if handover is not None:
                 handover.abandon()
             elif self._handover is not None:
@@ -1284,17 +1312,38 @@ class DataLoader:
             return self._plan[1]
         # Checked once per epoch here: the engine takes uint64 indices below the
         # data set's size, and int() would truncate a float.
-        size = len(self.dataset)
+        size, keys = len(self.dataset), not isinstance(self.dataset, Dataset)
         if self._batch_sampler is not None:
             batches = _checks.plan(self._batch_sampler, size, "DataLoader: batch_sampler "
-                                   + type(self._batch_sampler).__name__, epoch)
+                                   + type(self._batch_sampler).__name__, epoch, keys)
         else:
             indices = _checks.indices(self._sampler, size, "DataLoader: sampler "
                                       + type(self._sampler).__name__, epoch,
-                                      self._batch_size)
+                                      self._batch_size, keys)
             batches = _batched(indices, self._batch_size, self.drop_last)
+            if isinstance(indices, _checks.Keyed):
+                batches = _checks.Keyed(batches)
         self._plan = (epoch, batches)
         return batches
+
+    def _keyed_plan(self, epoch):
+        """The engine's plan over a Python dataset under a user's sampler
+        (_dataset.KeyedSamples): the drawn batches, published to the workers; in a
+        Keyed epoch, the items' positions in the epoch, batched alike."""
+        drawn = self._draw_plan(epoch)
+        if not isinstance(drawn, _checks.Keyed):
+            self._channel.publish(epoch, [])  # the engine's indices are the samples'
+            return drawn
+        count = sum(len(b) for b in drawn)
+        if count > len(self.dataset):
+            who = self._batch_sampler if self._batch_sampler is not None else self._sampler
+            raise ConfigError("DataLoader: %s yields %d keys in epoch %d; keys are read by "
+                              "their position in the epoch, which must stay below the data "
+                              "set's len() %d" % (type(who).__name__, count, epoch,
+                                                   len(self.dataset)))
+        self._channel.publish(epoch, drawn)
+        positions = iter(range(count))
+        return [[next(positions) for _ in b] for b in drawn]
 
     def _pin(self, required):
         try:

@@ -11,10 +11,18 @@ integer array), an integer tensor of one element. Not a bool (True is not sample
 1), nor a float, 1234.0 included: torch.save, pickle and json keep ints as ints,
 so a float in a state dict or a sampler's output is a bug, and refusing it is
 the only way never to truncate. Nor a string or None.
+
+Where a Python dataset reads them, a sampler's items may also be keys: anything
+else the dataset indexes with (a list of indices, a tuple, a string, a tensor),
+which torch's loader passes to dataset[key] as they are. An epoch holding one is
+Keyed: its items go to the dataset unchecked, read by their position in the
+epoch (seedloader._dataset.KeyedSamples). None, a bool and a float are neither
+an index nor a key.
 """
 import itertools
 import operator
 import sys
+from numbers import Number
 
 import numpy as np
 
@@ -45,20 +53,29 @@ def boolean(value, what):
     return bool(value)
 
 
-def indices(items, size, who, epoch=None, batch_size=None):
-    """`items` (what a sampler yields) as a list of ints in [0, size); a bad one is
-    a ConfigError naming `who` (say "sampler MySampler"), the value and its place
-    (the epoch, and its batch when `batch_size` is given)."""
+class Keyed(list):
+    """A sampler's items, or batches of them, of an epoch holding keys: as the
+    sampler gave them."""
+
+
+def indices(items, size, who, epoch=None, batch_size=None, keys=False):
+    """`items` (what a sampler yields) as a list of ints in [0, size), or (`keys`:
+    the dataset takes keys) Keyed when one is a key; a bad one is a ConfigError
+    naming `who` (say "sampler MySampler"), the value and its place (the epoch,
+    and its batch when `batch_size` is given)."""
     def where(k):
         if batch_size is None:
             return _place(epoch, None, k)
         return _place(epoch, k // batch_size, k % batch_size)
-    return _checked(_listed(items), size, who, where)
+    listed = _listed(items)
+    checked = _checked(listed, size, who, where, keys)
+    return Keyed(listed) if checked is None else checked
 
 
-def plan(batches, size, who, epoch=None):
+def plan(batches, size, who, epoch=None, keys=False):
     """`batches` (iterables of sample indices: what a batch sampler yields, or a
-    state's "batches") as lists of ints in [0, size); a bad one is a ConfigError
+    state's "batches") as lists of ints in [0, size), or (`keys`: the dataset
+    takes keys) Keyed lists when one item is a key; a bad one is a ConfigError
     naming `who`, the value and its place."""
     try:
         batches = iter(batches)
@@ -72,7 +89,9 @@ def plan(batches, size, who, epoch=None):
             raise ConfigError("%s: %s is %r, not a sequence of sample indices"
                               % (who, _place(epoch, b, None), batch)) from None
     chained = list(itertools.chain.from_iterable(lists))
-    flat = _checked(chained, size, who, lambda k: _place(epoch, *_batch_of(lists, k)))
+    flat = _checked(chained, size, who, lambda k: _place(epoch, *_batch_of(lists, k)), keys)
+    if flat is None:
+        return Keyed(lists)
     if flat is chained:  # they were ints already
         return lists
     out, start = [], 0
@@ -82,12 +101,14 @@ def plan(batches, size, who, epoch=None):
     return out
 
 
-def _checked(items, size, who, where):
+def _checked(items, size, who, where, keys=False):
     """The list `items` as ints in [0, size), else a ConfigError naming `who`, the
-    value and where(its position); `items` itself when it holds ints only. The
-    lists samplers give (ints, numpy integers) are checked by C loops (set, map,
-    min, max), once per epoch; only one holding other types (tensors, or
-    something refused) is walked in Python."""
+    value and where(its position); `items` itself when it holds ints only; None
+    when `keys` are taken and one item is a key (the others then go unchecked,
+    but for None, bools and floats). The lists samplers give (ints, numpy
+    integers) are checked by C loops (set, map, min, max), once per epoch; only
+    one holding other types (tensors, keys, or something refused) is walked in
+    Python."""
     kinds = set(map(type, items))
     if kinds <= {int}:
         numbers = items
@@ -96,6 +117,15 @@ def _checked(items, size, who, where):
     else:
         numbers = [_as_int(item) for item in items]
         if None in numbers:
+            others = [k for k, n in enumerate(numbers) if n is None]
+            if keys and any(_is_key(items[k]) for k in others):
+                k = next((k for k in others if not _is_key(items[k])), None)
+                if k is None:
+                    return None
+                raise ConfigError("%s: %r at %s; an item is a sample index (an int in "
+                                  "[0, %d), the data set's size) or a key the data set "
+                                  "takes (a list, a tuple, a string...), never None, a "
+                                  "bool or a float" % (who, items[k], where(k), size))
             k = numbers.index(None)
             raise _bad_index(who, items[k], where(k), size)
     if numbers and (min(numbers) < 0 or max(numbers) >= size):
@@ -145,6 +175,14 @@ def _as_int(value):
         return operator.index(value)
     except TypeError:
         return None
+
+
+def _is_key(value):
+    """Whether `value`, not an integer, is a key: not None, a bool, a number or a
+    zero-dimensional array or tensor (a float's)."""
+    if value is None or _is_bool(value) or isinstance(value, Number):
+        return False
+    return getattr(value, "ndim", None) != 0
 
 
 def _is_bool(value):

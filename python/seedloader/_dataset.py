@@ -9,11 +9,12 @@ built. The layout pass (DataLoader._learn_from_batches; LayoutRecorder,
 layout_of_batches) reads the pass's first batches in the pass's own workers, which
 are then handed over to the pass (HandOver) and serve those batches from what they
 read (Replay); with num_workers=0 the calling process reads them, as PyTorch's
-DataLoader would. Where the layout pass does not run (a Mixture's sources, a
-collate_fn's batches, spawn, a resumed worker-seeded pass, a pass with no batch
-left), a probe process forked for the purpose reads the first samples (so a
-sample that hangs, crashes or raises does so in a child, reported as a WorkerError
-with the child's traceback); with num_workers=0 the calling process does, and its
+DataLoader would; under spawn the layout pass's workers are spawned too. Where
+the layout pass does not run (a Mixture's sources, a collate_fn's batches, a
+resumed worker-seeded pass, a pass with no batch left), a probe process forked
+for the purpose reads the first samples, or a user's sampler's first items (so
+a sample that hangs, crashes or raises does so in a child, reported as a
+WorkerError with the child's traceback); with num_workers=0 the calling process does, and its
 random, numpy and torch generators are restored afterwards.
 """
 import contextlib
@@ -31,7 +32,7 @@ import traceback
 
 import numpy as np
 
-from seedloader import _samples, _seeding
+from seedloader import _checks, _samples, _seeding
 from seedloader._errors import (ConfigError, DataError, Error, TimeoutError,
                                 WorkerError, as_dataset_error, describe_exception,
                                 type_name)
@@ -107,28 +108,38 @@ class PlanChannel:
     included (forked before the epoch was drawn): a memfd, which every fork
     inherits and which goes with the last process holding it, rewritten when an
     epoch begins (no task is in flight then) as int64 [version, epoch, number of
-    batches, whether stream epochs follow, offsets..., indices..., and the epoch
-    each index's stream is keyed by (a Mixture's source epochs)...]."""
+    batches, whether stream epochs follow, whether the items are keys,
+    offsets...], then the items: int64 indices and the epoch each index's stream
+    is keyed by (a Mixture's source epochs), or the pickled list of a Keyed
+    epoch's keys (seedloader._checks)."""
 
-    _HEAD = 4
+    _HEAD = 5
 
     def __init__(self):
         self._fd = os.memfd_create("seedloader-batches", os.MFD_CLOEXEC)
         self._version = 0
-        self._seen = None  # (version, epoch, offsets, indices, stream epochs) last read
+        self._seen = None  # (version, epoch, offsets, items, stream epochs, keyed)
 
     def publish(self, epoch, batches, stream_epochs=None):
-        """`batches`: lists of indices; `stream_epochs`: the same lists' stream
-        epochs, or None (every index's is `epoch`)."""
+        """`batches`: lists of indices, or _checks.Keyed lists of keys;
+        `stream_epochs`: the same lists' stream epochs, or None (every index's is
+        `epoch`)."""
         self._version += 1
+        keyed = isinstance(batches, _checks.Keyed)
         offsets = np.zeros(len(batches) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in batches], out=offsets[1:])
-        parts = [np.array([self._version, epoch, len(batches), stream_epochs is not None],
-                          np.int64), offsets]
-        for lists in [batches] + ([] if stream_epochs is None else [stream_epochs]):
-            parts.append(np.fromiter((i for b in lists for i in b), dtype=np.int64,
-                                     count=int(offsets[-1])))
-        rewrite_file(self._fd, np.concatenate(parts).tobytes())
+        head = np.array([self._version, epoch, len(batches), stream_epochs is not None,
+                         keyed], np.int64)
+        if keyed:
+            data = np.concatenate([head, offsets]).tobytes() + pickle.dumps(
+                [item for b in batches for item in b], pickle.HIGHEST_PROTOCOL)
+        else:
+            parts = [head, offsets]
+            for lists in [batches] + ([] if stream_epochs is None else [stream_epochs]):
+                parts.append(np.fromiter((i for b in lists for i in b), dtype=np.int64,
+                                         count=int(offsets[-1])))
+            data = np.concatenate(parts).tobytes()
+        rewrite_file(self._fd, data)
 
     def __getstate__(self):
         # For a worker started by spawn: the descriptor, which the engine keeps
@@ -139,19 +150,24 @@ class PlanChannel:
         self._fd, self._version, self._seen = state["fd"], 0, None
 
     def current(self):
-        """(epoch, offsets, indices, stream epochs or None) of the batches
-        published last."""
+        """(epoch, offsets, items, stream epochs or None, whether the items are
+        keys) of the batches published last; items: an int64 array of indices, or
+        the list of keys."""
         head = np.frombuffer(os.pread(self._fd, 8 * self._HEAD, 0), np.int64)
         if self._seen is None or self._seen[0] != head[0]:
             count = int(head[2])
             size = 8 * (self._HEAD + count + 1)
             offsets = np.frombuffer(os.pread(self._fd, size, 0), np.int64)[self._HEAD:]
-            total = 8 * int(offsets[-1])
-            both = np.frombuffer(os.pread(self._fd, 2 * total, size), np.int64) \
-                if total else np.zeros(0, np.int64)
             n = int(offsets[-1])
-            streams = both[n:2 * n] if head[3] else None
-            self._seen = (int(head[0]), int(head[1]), offsets, both[:n], streams)
+            streams = None
+            if head[4]:
+                items = pickle.loads(os.pread(self._fd, os.fstat(self._fd).st_size - size,
+                                              size))
+            else:
+                both = np.frombuffer(os.pread(self._fd, 16 * n, size), np.int64) \
+                    if n else np.zeros(0, np.int64)
+                items, streams = both[:n], (both[n:2 * n] if head[3] else None)
+            self._seen = (int(head[0]), int(head[1]), offsets, items, streams, bool(head[4]))
         return self._seen[1:]
 
     def __del__(self):
@@ -223,26 +239,72 @@ class CollatedBatches:
         return self.size
 
     def __getitem__(self, k, rng):
-        epoch, offsets, indices, streams = self.channel.current()
+        epoch, offsets, items, streams, keyed = self.channel.current()
         if k + 1 >= len(offsets):
             raise ConfigError("batch %d of epoch %d: the epoch has %d batches"
                               % (k, epoch, len(offsets) - 1))
-        part = slice(offsets[k], offsets[k + 1])
-        batch = [int(i) for i in indices[part]]
+        part = slice(int(offsets[k]), int(offsets[k + 1]))
+        # A Keyed epoch's keys are read as they are; each sample's stream is keyed
+        # by its position in the epoch.
+        batch = items[part] if keyed else [int(i) for i in items[part]]
         if not self.per_sample:
             return self.collate_fn([self.samples.read(i, rng) for i in batch])
+        streamed = range(part.start, part.stop) if keyed else batch
         epochs = [epoch] * len(batch) if streams is None else [int(e) for e in streams[part]]
+        seeded = zip(batch, streamed, epochs)
         if os.getpid() == self._main:
             with _process_generators_kept():
-                samples = [self._seeded(i, e) for i, e in zip(batch, epochs)]
+                samples = [self._seeded(*s) for s in seeded]
         else:
-            samples = [self._seeded(i, e) for i, e in zip(batch, epochs)]
+            samples = [self._seeded(*s) for s in seeded]
         return self.collate_fn(samples)
 
-    def _seeded(self, index, epoch):
-        rng = self.samples.generator(self.seed, epoch, index)
+    def _seeded(self, index, stream, epoch):
+        rng = self.samples.generator(self.seed, epoch, stream)
         _seeding.seed_globals_from_stream(rng.bit_generator.state)
         return self.samples.read(index, rng)
+
+
+class Items:
+    """The samples `dataset` holds at `items` (indices or keys), as a probe reads
+    them: item k is dataset[items[k]]."""
+
+    def __init__(self, dataset, items):
+        self.dataset, self.items, self.with_rng = dataset, items, takes_rng(dataset)
+        self._seedloader_name = type(dataset).__qualname__
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, k, rng):
+        return read_sample(self.dataset, self.items[k], rng, self.with_rng)
+
+
+class KeyedSamples:
+    """A Python dataset under a user's sampler, as the engine reads it: in a Keyed
+    epoch (seedloader._checks) engine index p is the epoch's item at position p,
+    a key the dataset is read at as torch's loader reads it (dataset[key]), its
+    stream keyed by p; in any other epoch the engine's index is the sample's. The
+    epoch's items come from `channel` (a PlanChannel the plan publishes to)."""
+
+    def __init__(self, dataset, channel):
+        self.dataset, self.channel, self.with_rng = dataset, channel, takes_rng(dataset)
+        self._seedloader_name = getattr(dataset, "_seedloader_name",
+                                        type(dataset).__qualname__)
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index, rng):
+        epoch, _, items, _, keyed = self.channel.current()
+        if not keyed:
+            return read_sample(self.dataset, index, rng, self.with_rng)
+        try:
+            return read_sample(self.dataset, items[index], rng, self.with_rng)
+        except Exception as e:
+            e.add_note("seedloader: reading key %r, item %d of epoch %d's sampler"
+                       % (items[index], index, epoch))
+            raise
 
 
 def enter_worker(worker_id, num_workers, dataset):
@@ -391,6 +453,21 @@ class HandOver:
                       for _ in range(workers)]
         self.recorder, self.pids, self.recipe_fd = recorder, [], -1
 
+    def worker_ends(self):
+        """The workers' ends' descriptors, which a spawned worker keeps open
+        across its exec (LoaderOptions.worker_fds)."""
+        return [theirs.fileno() for _, theirs in self.pairs]
+
+    def __getstate__(self):
+        # For a spawned layout-pass worker: the workers' ends by descriptor (the
+        # parent's ends are close-on-exec, gone there).
+        return {"ends": self.worker_ends(), "recorder": self.recorder}
+
+    def __setstate__(self, state):
+        import socket
+        self.pairs = [(None, socket.socket(fileno=fd)) for fd in state["ends"]]
+        self.recorder, self.pids, self.recipe_fd = state["recorder"], [], -1
+
     def forked(self):
         """The parent's part once the workers have forked: their ends closed."""
         for _, theirs in self.pairs:
@@ -401,7 +478,8 @@ class HandOver:
         told; returns when the parent closes its end, or the recipe fails)."""
         import socket
         for w, (ours, theirs) in enumerate(self.pairs):
-            ours.close()
+            if ours is not None:
+                ours.close()
             if w != worker:
                 theirs.close()
         try:
@@ -458,7 +536,8 @@ class HandOver:
     def close(self):
         """The parent's ends and the recipe's file closed: every worker told."""
         for ours, _ in self.pairs:
-            ours.close()
+            if ours is not None:
+                ours.close()
         if self.recipe_fd >= 0:
             os.close(self.recipe_fd)
             self.recipe_fd = -1
@@ -497,13 +576,13 @@ PLACEHOLDER = _samples.Layout.declared({"placeholder": ((1,), "uint8")})
 PLACEHOLDER_SAMPLE = {"placeholder": np.zeros(1, np.uint8)}
 
 
-def layout_of_batches(fds, batches, variable_paths, variable_bytes):
+def layout_of_batches(fds, batches, variable_paths, variable_bytes, unbatched=False):
     """The layout the layout pass's `batches` give, [(worker, [index, ...])] in the
     pass's order, from what each worker's recorder wrote to fds[worker]: the
     first worker's tree and fields, each field variable where its shapes differ
-    over all those samples (Layout.settled). A sample the loader cannot carry
-    is the ConfigError naming it; workers that learned other fields, one naming
-    both samples."""
+    over all those samples (Layout.settled, `unbatched` too). A sample the loader
+    cannot carry is the ConfigError naming it; workers that learned other fields,
+    one naming both samples."""
     written = []
     for fd in fds:
         size = os.fstat(fd).st_size
@@ -535,7 +614,7 @@ def layout_of_batches(fds, batches, variable_paths, variable_bytes):
     if base is None:
         raise Error("the layout pass delivered batches of which no worker recorded a "
                     "sample")
-    return base.settled(learned, seen, variable_paths, variable_bytes)
+    return base.settled(learned, seen, variable_paths, variable_bytes, unbatched)
 
 
 def _signature(layout):

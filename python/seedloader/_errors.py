@@ -154,8 +154,9 @@ def as_dataset_error(error, kind_name=None):
 def describe_exception(exc, budget=_MESSAGE_BYTES):
     """An exception raised in a worker, for the WorkerError the trainer sees: a first
     line "Type: message (at file:line in function)", the frame being the innermost
-    one of its traceback, then as much of the formatted traceback as fits in
-    `budget` bytes, innermost frames first kept, as PyTorch's workers report it."""
+    one of its traceback, its notes (add_note) on the lines after, then as much of
+    the formatted traceback as fits in `budget` bytes, innermost frames first
+    kept, as PyTorch's workers report it."""
     text = type_name(type(exc))
     if str(exc):
         text += ": " + str(exc)
@@ -163,6 +164,9 @@ def describe_exception(exc, budget=_MESSAGE_BYTES):
     if frames:
         last = frames[-1]
         text += " (at %s:%d in %s)" % (last.filename, last.lineno, last.name)
+    notes = getattr(exc, "__notes__", None)
+    if isinstance(notes, list):
+        text += "".join("\n" + str(note) for note in notes)
     if not frames:
         return text
     # Frames from the innermost outwards while they fit; the exception line itself

@@ -160,17 +160,18 @@ class Layout:
                     nodes.append(child)
 
     @classmethod
-    def learn(cls, samples, variable_paths=(), variable_bytes=65536):
+    def learn(cls, samples, variable_paths=(), variable_bytes=65536, unbatched=False):
         """From samples [(index, sample)] read in order: the tree of the first; a
         field is variable when its path is in variable_paths or its shape differs
-        between the samples. ConfigError names the sample and the path."""
+        between the samples (`unbatched`: see settled()). ConfigError names the
+        sample and the path."""
         layout = cls.of_sample(*samples[0])
         seen = [[f.shape] for f in layout.fields]
         for index, sample in samples[1:]:
             for shapes, shape in zip(seen, layout.shapes(sample, index)):
                 shapes.append(shape)
         return layout.settled([i for i, _ in samples], seen, variable_paths,
-                              variable_bytes)
+                              variable_bytes, unbatched)
 
     @classmethod
     def of_sample(cls, index, sample):
@@ -198,10 +199,13 @@ class Layout:
         return [a.shape for a in
                 self.flatten_arrays(sample, index, ConfigError, check_shapes=False)]
 
-    def settled(self, indices, seen, variable_paths, variable_bytes):
+    def settled(self, indices, seen, variable_paths, variable_bytes, unbatched=False):
         """This layout (of_sample's) made final from `seen`, each field's shapes in
         the samples `indices` learned from: variable where they differ, where its
-        path is in variable_paths, and for strings and bytes."""
+        path is in variable_paths, and for strings and bytes. `unbatched`: samples
+        one by one (batch_size=None), which torch's loader never stacks, so every
+        array's first dimension may vary too, within variable_bytes or twice the
+        largest seen."""
         fields = self.fields
         unknown = set(variable_paths) - {f.path for f in fields}
         if unknown:
@@ -211,6 +215,10 @@ class Layout:
         for f, shapes in zip(fields, seen):
             if f.path in variable_paths or len(set(shapes)) > 1 or f.python in (str, bytes):
                 _make_variable(f, indices, shapes, variable_bytes)
+            elif unbatched and f.shape:
+                largest = max(int(np.prod(s, dtype=np.int64)) for s in shapes)
+                _make_variable(f, indices, shapes,
+                               max(variable_bytes, 2 * largest * _itemsize(f.dtype)))
         return self
 
     @classmethod

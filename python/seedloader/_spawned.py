@@ -60,12 +60,13 @@ class Payload:
     def __init__(self):
         self.fd = os.memfd_create("seedloader-worker-payload", os.MFD_CLOEXEC)
 
-    def write(self, recipe, options, worker_init, fmt, has_plan, what):
+    def write(self, recipe, options, worker_init, fmt, has_plan, what, handoff=None):
         """Pickles what a worker needs (`options` as options_state() gives them;
         `has_plan`: the parent's engine draws its batches from a plan, which sizes
-        the slots by the batch size alone); an object that does not pickle raises its
-        own error with a note naming `what` it belongs to (torch's loader raises
-        the same error under spawn)."""
+        the slots by the batch size alone; `handoff`: the engine's, for the layout
+        pass's workers, _dataset.HandOver.serve); an object that does not pickle
+        raises its own error with a note naming `what` it belongs to (torch's
+        loader raises the same error under spawn)."""
         from multiprocessing import spawn
         preparation = spawn.get_preparation_data("seedloader-worker")
         # Plain bytes: multiprocessing pickles its key only inside its own spawn.
@@ -73,7 +74,7 @@ class Payload:
         try:
             data = (pickle.dumps(preparation) +
                     pickle.dumps((recipe, options, worker_init, fmt, has_plan,
-                                  "torch" in sys.modules)))
+                                  "torch" in sys.modules, handoff)))
         except Exception as e:
             e.add_note("seedloader: workers started by spawn or forkserver receive %s "
                        "pickled; it could not be pickled" % what)
@@ -123,11 +124,11 @@ def main():
     process.current_process()._inheriting = True
     try:
         spawn.prepare(pickle.load(stream))
-        recipe, options, worker_init, fmt, has_plan, had_torch = pickle.load(stream)
+        recipe, options, worker_init, fmt, has_plan, had_torch, handoff = pickle.load(stream)
     finally:
         del process.current_process()._inheriting
     if had_torch:
         import torch  # noqa: F401  (seeded and given worker info as in a fork)
     loader = _core.Loader(build_engine_dataset(recipe), options_from(options), worker_init,
-                          fmt, no_plan if has_plan else None)
+                          fmt, no_plan if has_plan else None, handoff=handoff)
     loader.serve_worker(launch)

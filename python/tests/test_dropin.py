@@ -9,6 +9,7 @@ import gc
 import hashlib
 import os
 import pickle
+import re
 import threading
 import time
 import weakref
@@ -22,6 +23,8 @@ import torchvision.transforms as T
 from PIL import Image
 
 import seedloader as sl
+
+from generator_datasets import Yields
 
 Pair = collections.namedtuple("Pair", "x y")
 
@@ -532,6 +535,107 @@ def test_the_layout_comes_from_the_samples_the_sampler_gives(workers):
     assert [[len(x) for x in b] for b in loader] == [[2, 3, 1], [2, 3, 1]]
 
 
+class ReadsInBulk(tud.Dataset):
+    """torch's bulk-loading pattern: a sampler yields lists of indices, and one
+    read gives them all (torch's own test_bulk_loading_nobatch)."""
+
+    def __len__(self):
+        return 35
+
+    def __getitem__(self, indices):
+        assert isinstance(indices, list), indices
+        return torch.as_tensor(indices)
+
+
+def bulks(seed):
+    order = np.random.default_rng(seed).permutation(35).tolist()
+    return [order[k:k + 4] for k in range(0, 35, 4)]
+
+
+@pytest.mark.parametrize("workers,persistent", [(0, False), (2, False), (2, True)])
+def test_a_samplers_keys_are_read_as_torchs_loader_reads_them(workers, persistent):
+    # Items that are not sample indices go to dataset[key] as they are; the
+    # samples, one by one, may differ in shape (the last bulk is shorter).
+    epochs = [bulks(1), bulks(2)]
+    loader = sl.DataLoader(ReadsInBulk(), batch_size=None, sampler=Yields(*epochs),
+                           num_workers=workers, persistent_workers=persistent, seed=1)
+    theirs = tud.DataLoader(ReadsInBulk(), batch_size=None, sampler=Yields(*epochs))
+    for epoch in epochs:
+        got, last = [], []
+        for sample in loader:
+            got.append(sample.tolist())
+            last.append(loader.last_indices)
+        assert got == [t.tolist() for t in theirs] == epoch
+        assert last == [[key] for key in epoch]
+
+
+class KeyedByPlace(tud.Dataset):
+    """Read at (index, scale) keys, as a bucketing batch sampler gives them."""
+
+    def __len__(self):
+        return 12
+
+    def __getitem__(self, key, rng):
+        index, scale = key
+        return {"x": np.full(3, index * scale, np.float64) + rng.random(3), "i": index}
+
+
+def test_a_batch_samplers_keys_are_batched_and_seeded_by_their_place_for_any_worker_count():
+    # seeding="sample": a keyed sample's stream is keyed by its position in the
+    # epoch, so the batches do not depend on the worker count.
+    plan = [[(k, 1 + k % 3) for k in range(b, b + 3)] for b in (0, 6, 3, 9)]
+    batches = {}
+    for workers in (0, 2):
+        loader = sl.DataLoader(KeyedByPlace(), batch_sampler=Yields(plan), seed=5,
+                               num_workers=workers, seeding="sample")
+        batches[workers] = [b["x"].numpy() for b in loader]
+        assert [b["i"].tolist() for b in loader] == [[k for k, _ in b] for b in plan]
+    for a, b in zip(batches[0], batches[2]):
+        np.testing.assert_array_equal(a, b)
+    keys = [k for b in plan for k in b]
+    rngs = [np.random.Generator(np.random.PCG64(np.random.SeedSequence(
+        5, spawn_key=(2, 0, p)))) for p in range(len(keys))]
+    expected = [np.full(3, i * s, np.float64) + rng.random(3)
+                for (i, s), rng in zip(keys, rngs)]
+    np.testing.assert_array_equal(np.concatenate(batches[0]), np.stack(expected))
+
+
+def test_a_keyed_epoch_resumes_from_its_state_without_drawing_the_sampler_again():
+    epochs = [bulks(3), bulks(4)]
+    loader = sl.DataLoader(ReadsInBulk(), batch_size=None, sampler=Yields(*epochs), seed=2)
+    it = iter(loader)
+    assert [next(it).tolist() for _ in range(3)] == epochs[0][:3]
+    state = pickle.loads(pickle.dumps(loader.state_dict()))
+    resumed = sl.DataLoader(ReadsInBulk(), batch_size=None, sampler=Yields(bulks(9)), seed=2)
+    resumed.load_state_dict(state)
+    assert [s.tolist() for s in resumed] == epochs[0][3:]
+
+
+def test_a_collate_fn_gets_the_samples_a_samplers_keys_give():
+    plan = [[(k, 2) for k in range(b, b + 4)] for b in (8, 0, 4)]
+    collate = lambda samples: torch.tensor([s["i"] for s in samples])  # noqa: E731
+    mine = sl.DataLoader(KeyedByPlace(), batch_sampler=Yields(plan), collate_fn=collate,
+                         num_workers=2, seed=1)
+    assert [b.tolist() for b in mine] == [[k for k, _ in b] for b in plan]
+
+
+def test_more_keys_than_the_data_set_has_samples_are_refused_by_name():
+    loader = sl.DataLoader(ReadsInBulk(), batch_size=None, seed=1,
+                           sampler=Yields([[0]] * 36))
+    with pytest.raises(sl.ConfigError, match=re.escape(
+            "Yields yields 36 keys in epoch 0; keys are read by their position in the "
+            "epoch, which must stay below the data set's len() 35")):
+        next(iter(loader))
+
+
+def test_keys_go_to_a_python_dataset_only():
+    with pytest.raises(sl.ConfigError, match=re.escape(
+            "sampler Yields: [1, 2] at epoch 0, batch 0, position 0; a sample index must "
+            "be an int")):
+        next(iter(sl.DataLoader(sl.Synthetic(8, 4, 4, 1), batch_size=None, seed=1,
+                                sampler=Yields([[1, 2]]))))
+
+
 class CountsItsReads(tud.Dataset):
     """Draws from its generator, torch's and numpy's global ones, and writes each
     read (pid, index) to a file."""
@@ -557,18 +661,20 @@ def reseed_numpy(worker):
     np.random.seed(torch.initial_seed() % 2 ** 32)  # as PyTorch's docs advise
 
 
-@pytest.mark.parametrize("workers,seeding,persistent", [
-    (0, "worker", False), (0, "sample", False), (2, "worker", False), (2, "worker", True),
-    (2, "sample", False), (2, "sample", True)])
+@pytest.mark.parametrize("workers,seeding,persistent,context", [
+    (0, "worker", False, None), (0, "sample", False, None), (2, "worker", False, None),
+    (2, "worker", True, None), (2, "sample", False, None), (2, "sample", True, None),
+    (2, "worker", False, "spawn"), (2, "sample", True, "spawn")])
 def test_the_layout_passs_workers_serve_the_pass_and_nothing_is_read_twice(
-        tmp_path, workers, seeding, persistent):
+        tmp_path, workers, seeding, persistent, context):
     def two_epochs(kind, name):
         torch.manual_seed(0)  # num_workers=0 draws from this process's generators
         np.random.seed(0)
         path = tmp_path / name
         loader = sl.DataLoader(kind(path), batch_size=3, num_workers=workers, seed=4,
                                shuffle=True, seeding=seeding, persistent_workers=persistent,
-                               worker_init_fn=reseed_numpy if workers else None)
+                               worker_init_fn=reseed_numpy if workers else None,
+                               multiprocessing_context=context)
         batches = [{k: v.clone() for k, v in b.items()} for _ in range(2) for b in loader]
         reads = [line.split() for line in path.read_text().splitlines()]
         return batches, reads

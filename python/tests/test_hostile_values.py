@@ -11,6 +11,8 @@ import torch
 
 import seedloader as sl
 
+from generator_datasets import Yields
+
 SIZE = 10
 
 
@@ -23,21 +25,6 @@ def loader(**kw):
 
 def read(l):
     return [b.tolist() for b in l]
-
-
-class Yields:
-    """A sampler (or batch sampler) yielding `epochs[e]` in its e-th iteration."""
-
-    def __init__(self, *epochs):
-        self.epochs, self.calls = epochs, 0
-
-    def __iter__(self):
-        items = self.epochs[min(self.calls, len(self.epochs) - 1)]
-        self.calls += 1
-        return iter(items)
-
-    def __len__(self):
-        return len(self.epochs[0])
 
 
 def names(error, *parts):
@@ -150,8 +137,10 @@ def test_the_seed_argument_takes_numpy_and_torch_integers(value):
     assert loader(seed=value).seed == int(value)
 
 
-BAD_INDICES = [-1, 2**64 + 1, 0.5, 1.7, SIZE, True, None, "1", np.float64(2.0),
-               np.bool_(False), torch.tensor(1.0), torch.tensor(True), np.array([1])]
+BAD_INDICES = [-1, 2**64 + 1, 0.5, 1.7, SIZE, True, None, np.float64(2.0),
+               np.bool_(False), torch.tensor(1.0), torch.tensor(True)]
+# Keys: what the data set itself is indexed with, as torch's loader does.
+KEYS = ["1", np.array([1]), (1,)]
 
 
 @pytest.mark.parametrize("value", BAD_INDICES, ids=repr)
@@ -170,6 +159,26 @@ def test_a_batch_sampler_yielding_a_non_index_is_refused_with_its_name_and_place
         read(l)
     names(error, "DataLoader: batch_sampler Yields: %r at epoch 0, batch 2, position 1;"
           % value)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=repr)
+def test_a_key_the_data_set_cannot_take_raises_the_data_sets_own_error(key):
+    # A plain list refuses a string, an array or a tuple as its index: the same
+    # TypeError torch's loader raises, with the key and its place in a note.
+    l = loader(sampler=Yields([0, 1, 2, key, 4]))
+    with pytest.raises(TypeError) as error:
+        read(l)
+    assert "\nseedloader: reading key %r, item 3 of epoch 0's sampler\n" % (key,) in \
+        str(error.value)
+
+
+@pytest.mark.parametrize("value", [None, True, 0.5], ids=repr)
+def test_an_epoch_with_keys_refuses_what_is_neither_an_index_nor_a_key(value):
+    l = loader(sampler=Yields([0, "a", 2, value]))
+    with pytest.raises(sl.ConfigError) as error:
+        read(l)
+    names(error, "DataLoader: sampler Yields: %r at epoch 0, batch 1, position 1;" % value,
+          "or a key the data set takes")
 
 
 def test_the_place_names_the_epoch_the_sampler_went_wrong_in():
