@@ -143,7 +143,7 @@ class DataLoader:
       output (a tree of tensors, arrays, numbers and strings, the same tree for
       every batch; Python values come back as themselves) crosses the slot leaf
       by leaf, each leaf in any shape within variable_bytes or twice the largest
-      of the first two batches.
+      of the first batches.
     Keyword-only, seedloader's own:
     seed: the base seed of every stream, an int (or numpy integer) in [0, 2**64)
       (None: from `generator`, else drawn once and printed).
@@ -859,11 +859,12 @@ class DataLoader:
             self._built_for = len(self.dataset)
         self._channel = None
         if self._collate is not None:
-            dataset, plan = self._collated_dataset()
-            # One item per batch, in the order the published batches give.
+            # One item per batch, in the order the published batches give (set
+            # first: the layout pass runs with these options).
             self._options.batch_size, self._options.shuffle = 1, False
             self._options.drop_last = False
             self._options.partition = _core.Partition.strided
+            dataset, plan = self._collated_dataset()
         elif self._mixture_history is not None:
             dataset, plan = self._mixture_dataset(), None
             self._options.batch_size = self._batch_size
@@ -931,13 +932,17 @@ class DataLoader:
                 dataset = _dataset.SampleSeeded(dataset)
             if self._layout is None:
                 self._layout = self._learn_layout(engine_dataset=dataset, plan=plan)
-            # num_workers=0: what the layout pass read in this process, served again
-            replay = _dataset.Replay(self._replayed) if self._replayed else None
-            self._replayed = None
             self._recipe = ("python", dataset, [f.as_tuple() for f in self._layout.fields],
                             _samples.Flatten(self._layout), _dataset.takes_rng(dataset))
-            dataset = _spawned.build_engine_dataset(self._recipe, replay)
+            dataset = _spawned.build_engine_dataset(self._recipe, self._take_replay())
         return dataset, plan
+
+    def _take_replay(self):
+        """With num_workers=0, what the layout pass read in this process, to be served
+        again (once)."""
+        replay = _dataset.Replay(self._replayed) if self._replayed else None
+        self._replayed = None
+        return replay
 
     def _mixture_dataset(self):
         """The engine's MixtureDataset over the sources: seedloader's own as they are,
@@ -993,10 +998,13 @@ class DataLoader:
         if self._layout is None:
             budget = self._variable[1]
             self._layout = self._learn_layout(
-                batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2)
+                batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2,
+                batches, self._publish,
+                lambda fds, read: _dataset.collated_of_batches(fds, read, budget))
         self._recipe = ("python", batches, [f.as_tuple() for f in self._layout.fields],
                         self._layout, True)
-        return _spawned.build_engine_dataset(self._recipe), self._publish
+        dataset = _spawned.build_engine_dataset(self._recipe, self._take_replay())
+        return dataset, self._publish
 
     def _worker_init(self):
         """What each forked worker runs first: torch's get_worker_info() set for a
@@ -1168,30 +1176,37 @@ class DataLoader:
                                canonical_nodes=self.canonical_nodes)
 
     def _learn_layout(self, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES,
-                      engine_dataset=None, plan=None):
+                      engine_dataset=None, plan=None, merge=None):
         """The layout of `dataset`'s items (the dataset's samples by default) from
-        learn([(index, item)]), on the first `count` items; the dataset's samples,
-        read as `engine_dataset` with the engine's `plan`, from the pass's first
-        batches where _learn_from_batches can."""
-        if dataset is None:
+        learn([(index, item)]), on the first `count` items; or, where
+        _learn_from_batches can, from the pass's first batches (at least `count`
+        items) of `engine_dataset` with the engine's `plan`, merge(memory files,
+        batches read) making the layout of what their recorders wrote (by
+        default the samples', _dataset.layout_of_batches)."""
+        paths, budget = self._variable
+        unbatched = self._unbatched and self._collate is None
+        samples = dataset is None
+        if samples:
             dataset = self.dataset
             declared = getattr(dataset, "fields", None)
             if declared is not None and isinstance(declared, dict):
                 return _samples.Layout.declared(declared)
-            if len(dataset) > 0 and (self._pass_first == 0 or self.seeding == "sample"):
-                layout = self._learn_from_batches(engine_dataset, plan)
-                if layout is not None:
-                    return layout
-            if self._plan is not None and self._plan[0] == self._epoch and \
-                    any(self._plan[1]):
-                # The probe reads the sampler's first items, indices or keys.
-                dataset = _dataset.Items(dataset, list(
-                    _itertools.islice(_itertools.chain.from_iterable(self._plan[1]), count)))
+        if engine_dataset is not None and len(dataset) > 0 and (
+                self._pass_first == 0 or self.seeding == "sample"):
+            if merge is None:
+                merge = lambda fds, read: _dataset.layout_of_batches(  # noqa: E731
+                    fds, read, paths, budget, unbatched)
+            layout = self._learn_from_batches(engine_dataset, plan, count, merge)
+            if layout is not None:
+                return layout
+        if samples and self._plan is not None and self._plan[0] == self._epoch and \
+                any(self._plan[1]):
+            # The probe reads the sampler's first items, indices or keys.
+            dataset = _dataset.Items(dataset, list(
+                _itertools.islice(_itertools.chain.from_iterable(self._plan[1]), count)))
         if len(dataset) == 0:
             raise ConfigError("%s is empty" % type(dataset).__name__)
         if learn is None:
-            paths, budget = self._variable
-            unbatched = self._unbatched and self._collate is None
             learn = lambda samples: _samples.Layout.learn(  # noqa: E731
                 samples, paths, budget, unbatched)
         with_rng = _dataset.takes_rng(dataset)
@@ -1201,11 +1216,11 @@ class DataLoader:
         return _dataset.learn_in_process(dataset, with_rng, self._seed, self._epoch, learn,
                                          count)
 
-    def _learn_from_batches(self, dataset, plan):
+    def _learn_from_batches(self, dataset, plan, least, merge):
         """The layout of a Python dataset's samples, learned by the layout pass: an
         engine with the loader's options (MixUp and CutMix aside), plan and
         worker_init, its batches of a one-byte placeholder, runs the pass's first
-        batches (every worker's first, and at least PROBE_SAMPLES samples), each
+        batches (every worker's first, and at least `least` items), each
         worker reading its batch as it will in the pass itself (its worker_init_fn
         run, get_worker_info() set, its streams), and the recorder each worker
         reads through says what the samples are made of (seedloader._dataset.
@@ -1259,8 +1274,8 @@ class DataLoader:
             with _dataset.generators_kept(self.num_workers == 0):
                 while (not read and len(errors) < _FAILED_BATCHES) or \
                         len(read) + len(errors) < workers or (
-                        sum(len(i) for _, i in read) < _dataset.PROBE_SAMPLES
-                        and len(read) + len(errors) < workers + _dataset.PROBE_SAMPLES):
+                        sum(len(i) for _, i in read) < least
+                        and len(read) + len(errors) < workers + least):
                     try:
                         kept.append(next(passes))  # kept: its worker reads no further
                     except StopIteration:
@@ -1281,9 +1296,7 @@ class DataLoader:
                 raise errors[0]
             if not read:
                 return None  # the pass has no batch left: the first samples tell
-            paths, budget = self._variable
-            layout = _dataset.layout_of_batches(fds, read, paths, budget,
-                                                self._unbatched and self._collate is None)
+            layout = merge(fds, read)
             if handover is not None:
                 handover.pids = core.release_workers()
                 self._handover, handover = handover, None

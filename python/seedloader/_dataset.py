@@ -9,9 +9,10 @@ built. The layout pass (DataLoader._learn_from_batches; LayoutRecorder,
 layout_of_batches) reads the pass's first batches in the pass's own workers, which
 are then handed over to the pass (HandOver) and serve those batches from what they
 read (Replay); with num_workers=0 the calling process reads them, as PyTorch's
-DataLoader would; under spawn the layout pass's workers are spawned too. Where
-the layout pass does not run (a Mixture's sources, a collate_fn's batches, a
-resumed worker-seeded pass, a pass with no batch left), a probe process forked
+DataLoader would; under spawn the layout pass's workers are spawned too; under a
+collate_fn it learns the outputs' layout (collated_of_batches). Where the layout
+pass does not run (a Mixture's sources without a collate_fn, a resumed
+worker-seeded pass, a pass with no batch left), a probe process forked
 for the purpose reads the first samples, or a user's sampler's first items (so
 a sample that hangs, crashes or raises does so in a child, reported as a
 WorkerError with the child's traceback); with num_workers=0 the calling process does, and its
@@ -583,6 +584,23 @@ def layout_of_batches(fds, batches, variable_paths, variable_bytes, unbatched=Fa
     over all those samples (Layout.settled, `unbatched` too). A sample the loader
     cannot carry is the ConfigError naming it; workers that learned other fields,
     one naming both samples."""
+    base, learned, seen = _recorded(fds, batches)
+    return base.settled(learned, seen, variable_paths, variable_bytes, unbatched)
+
+
+def collated_of_batches(fds, batches, budget):
+    """As layout_of_batches, for a collate_fn's outputs (the engine's items are
+    CollatedBatches' batches): their tree, each leaf within `budget` bytes or
+    twice the largest seen (_samples.Collated, as Collated.learn learns it)."""
+    base, learned, seen = _recorded(fds, batches)
+    layout = base.settled(learned[:1], [shapes[:1] for shapes in seen], (),
+                          _samples.DEFAULT_VARIABLE_BYTES)
+    return _samples.Collated.of_shapes(layout, learned, seen, budget)
+
+
+def _recorded(fds, batches):
+    """(the first worker's layout, the indices learned from, each field's shapes
+    in them) from what the recorders wrote; see layout_of_batches."""
     written = []
     for fd in fds:
         size = os.fstat(fd).st_size
@@ -614,7 +632,7 @@ def layout_of_batches(fds, batches, variable_paths, variable_bytes, unbatched=Fa
     if base is None:
         raise Error("the layout pass delivered batches of which no worker recorded a "
                     "sample")
-    return base.settled(learned, seen, variable_paths, variable_bytes, unbatched)
+    return base, learned, seen
 
 
 def _signature(layout):

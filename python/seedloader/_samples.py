@@ -30,6 +30,8 @@ from seedloader._errors import ConfigError, DataError
 
 # How messages name a sample that is one leaf (a bare tensor or number).
 ROOT = "(the whole sample)"
+# A variable field's budget per sample when none is given (variable_bytes).
+DEFAULT_VARIABLE_BYTES = 65536
 # Every dtype numpy and torch share, and torch's bfloat16.
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
           "float32", "float64")
@@ -160,7 +162,8 @@ class Layout:
                     nodes.append(child)
 
     @classmethod
-    def learn(cls, samples, variable_paths=(), variable_bytes=65536, unbatched=False):
+    def learn(cls, samples, variable_paths=(), variable_bytes=DEFAULT_VARIABLE_BYTES,
+              unbatched=False):
         """From samples [(index, sample)] read in order: the tree of the first; a
         field is variable when its path is in variable_paths or its shape differs
         between the samples (`unbatched`: see settled()). ConfigError names the
@@ -526,12 +529,25 @@ class Collated:
         and per leaf a budget of `budget` bytes or twice the largest seen, whichever
         is more. ConfigError when the outputs differ in tree, dtype or rank."""
         layout = Layout.learn(outputs[:1])
-        largest = [0] * len(layout.fields)
+        seen = [[] for _ in layout.fields]
         for k, output in outputs:
             arrays = layout.flatten_arrays(output, k, ConfigError, False, "batch")
-            for i, (f, array) in enumerate(zip(layout.fields, arrays)):
-                _check_rank(f, array, k, ConfigError)
-                largest[i] = max(largest[i], array.nbytes)
+            for shapes, array in zip(seen, arrays):
+                shapes.append(array.shape)
+        return cls.of_shapes(layout, [k for k, _ in outputs], seen, budget)
+
+    @classmethod
+    def of_shapes(cls, layout, indices, seen, budget):
+        """From the tree of the first output (`layout`, as Layout.learn gives it)
+        and `seen`, each leaf's shapes in the batches `indices`: per leaf a budget
+        of `budget` bytes or twice the largest seen, whichever is more.
+        ConfigError when a leaf's rank differs."""
+        largest = [0] * len(layout.fields)
+        for i, (f, shapes) in enumerate(zip(layout.fields, seen)):
+            for k, shape in zip(indices, shapes):
+                _check_rank(f, len(shape), k, ConfigError)
+                size = int(np.prod(shape, dtype=np.int64)) * _itemsize(f.dtype)
+                largest[i] = max(largest[i], size)
         return cls(layout, [max(budget, 2 * n) for n in largest])
 
     def flatten(self, output, k):
@@ -540,7 +556,7 @@ class Collated:
         out = []
         arrays = self.layout.flatten_arrays(output, k, DataError, False, "batch")
         for i, (f, array) in enumerate(zip(self.layout.fields, arrays)):
-            _check_rank(f, array, k, DataError)
+            _check_rank(f, array.ndim, k, DataError)
             capacity = self._budgets[i]
             if array.nbytes > capacity:
                 raise DataError("batch %d %s: collate_fn returned %d bytes (shape %s), over "
@@ -573,7 +589,7 @@ def _shape_name(field):
     return field.name + " shape"
 
 
-def _check_rank(f, array, k, error):
-    if array.ndim != len(f.shape):
+def _check_rank(f, ndim, k, error):
+    if ndim != len(f.shape):
         raise error("batch %d %s: collate_fn returned a %d-dimensional array where the "
-                    "first batches had %d dimensions" % (k, f.path, array.ndim, len(f.shape)))
+                    "first batches had %d dimensions" % (k, f.path, ndim, len(f.shape)))

@@ -448,9 +448,17 @@ class MeetAtABarrier(tud.Dataset):
         return torch.initial_seed()
 
 
-def test_the_layout_is_learned_in_the_workers_so_workers_that_meet_at_a_barrier_go_on():
+def collated_by_torch(samples):
+    """default_collate, as a collate_fn of the user's own."""
+    return tud.default_collate(samples)
+
+
+@pytest.mark.parametrize("collate", [None, collated_by_torch])
+def test_the_layout_is_learned_in_the_workers_so_workers_that_meet_at_a_barrier_go_on(
+        collate):
     # A probe reading alone would wait at the barrier for ever (the timeout says so).
-    loader = sl.DataLoader(MeetAtABarrier(3, 3), num_workers=3, timeout=60, seed=5)
+    loader = sl.DataLoader(MeetAtABarrier(3, 3), num_workers=3, timeout=60, seed=5,
+                           collate_fn=collate)
     seeds = [int(s) for s in loader]
     assert len(set(seeds)) == 3 and all(0 <= s < 2 ** 63 for s in seeds)
 
@@ -661,25 +669,31 @@ def reseed_numpy(worker):
     np.random.seed(torch.initial_seed() % 2 ** 32)  # as PyTorch's docs advise
 
 
-@pytest.mark.parametrize("workers,seeding,persistent,context", [
-    (0, "worker", False, None), (0, "sample", False, None), (2, "worker", False, None),
-    (2, "worker", True, None), (2, "sample", False, None), (2, "sample", True, None),
-    (2, "worker", False, "spawn"), (2, "sample", True, "spawn")])
+@pytest.mark.parametrize("workers,seeding,persistent,context,collate", [
+    (0, "worker", False, None, None), (0, "sample", False, None, None),
+    (2, "worker", False, None, None), (2, "worker", True, None, None),
+    (2, "sample", False, None, None), (2, "sample", True, None, None),
+    (2, "worker", False, "spawn", None), (2, "sample", True, "spawn", None),
+    (0, "sample", False, None, collated_by_torch),
+    (2, "worker", False, None, collated_by_torch),
+    (2, "sample", True, None, collated_by_torch),
+    (2, "sample", False, "spawn", collated_by_torch)])
 def test_the_layout_passs_workers_serve_the_pass_and_nothing_is_read_twice(
-        tmp_path, workers, seeding, persistent, context):
-    def two_epochs(kind, name):
+        tmp_path, workers, seeding, persistent, context, collate):
+    # With a collate_fn the layout pass learns its outputs' layout.
+    def two_epochs(kind, name, collate_fn=None):
         torch.manual_seed(0)  # num_workers=0 draws from this process's generators
         np.random.seed(0)
         path = tmp_path / name
         loader = sl.DataLoader(kind(path), batch_size=3, num_workers=workers, seed=4,
                                shuffle=True, seeding=seeding, persistent_workers=persistent,
                                worker_init_fn=reseed_numpy if workers else None,
-                               multiprocessing_context=context)
+                               multiprocessing_context=context, collate_fn=collate_fn)
         batches = [{k: v.clone() for k, v in b.items()} for _ in range(2) for b in loader]
         reads = [line.split() for line in path.read_text().splitlines()]
         return batches, reads
 
-    learned, reads = two_epochs(CountsItsReads, "learned")
+    learned, reads = two_epochs(CountsItsReads, "learned", collate)
     declared, _ = two_epochs(DeclaresItsFields, "declared")
     assert len(learned) == len(declared) == 12
     for a, b in zip(learned, declared):
