@@ -559,18 +559,22 @@ class DataLoader:
         if core is built and self._spawn_args is not None and not self.persistent_workers:
             # The dataset as it is now, as torch pickles it (a new engine just did).
             self._payload.write(*self._spawn_args)
-        replay = 0
-        if first and self.seeding == "sample":
-            core.resume(self._epoch, first)  # the batches before `first` are not loaded
-        else:
-            core.set_epoch(self._epoch)
-            replay = first  # worker streams must advance as they did: load, discard
+        replay = self._begin_epoch(core, first)
         self._pass = batches.position  # not the pass: nothing holds an iterator dropped
         batches.record_fingerprints = self._record_fingerprints
         layout = self._layout
         if self._unbatched and self._collate is None:
             layout = _Unbatch(layout)
         return core, first, replay, layout, self.pad_variable
+
+    def _begin_epoch(self, core, first):
+        """Begins this epoch on `core` from batch `first`; returns how many batches
+        the pass loads and drops before it delivers one."""
+        if first and self.seeding == "sample":
+            core.resume(self._epoch, first)  # the batches before `first` are not loaded
+            return 0
+        core.set_epoch(self._epoch)
+        return first  # worker streams must advance as they did: load, discard
 
     def _placement(self):
         """(rank, world size, source) now: the given ones, the others from
@@ -1191,8 +1195,7 @@ class DataLoader:
             declared = getattr(dataset, "fields", None)
             if declared is not None and isinstance(declared, dict):
                 return _samples.Layout.declared(declared)
-        if engine_dataset is not None and len(dataset) > 0 and (
-                self._pass_first == 0 or self.seeding == "sample"):
+        if engine_dataset is not None and len(dataset) > 0:
             if merge is None:
                 merge = lambda fds, read: _dataset.layout_of_batches(  # noqa: E731
                     fds, read, paths, budget, unbatched)
@@ -1263,11 +1266,10 @@ class DataLoader:
             first = self._pass_first
 
             def start(batches):
-                if first:
-                    core.resume(self._epoch, first)  # seeding="sample": nothing replayed
-                else:
-                    core.set_epoch(self._epoch)
-                return core, first, 0, _dataset.PLACEHOLDER, False
+                # A worker-seeded resume loads and drops the batches before
+                # `first` here too: the workers' streams and the replay advance.
+                replay = self._begin_epoch(core, first)
+                return core, first, replay, _dataset.PLACEHOLDER, False
 
             passes = _core.Batches(start, self._raise_batch_error)
             read, errors = [], []

@@ -2,21 +2,21 @@
 
 A Python dataset is any map-style object with __len__ and __getitem__(index) or
 __getitem__(index, rng) (a plain list too), returning a sample of any structure
-default_collate takes (seedloader._samples). Its layout is declared by a `fields`
-attribute ({name: (shape, dtype)} for dict samples) or learned when the first
-iteration starts, never before: nothing reads a sample while the loader is
+default_collate takes (seedloader._samples). Its layout is declared by a
+`fields` attribute ({name: (shape, dtype)} for dict samples) or learned when the
+first iteration starts, never before: nothing reads a sample while the loader is
 built. The layout pass (DataLoader._learn_from_batches; LayoutRecorder,
-layout_of_batches) reads the pass's first batches in the pass's own workers, which
-are then handed over to the pass (HandOver) and serve those batches from what they
-read (Replay); with num_workers=0 the calling process reads them, as PyTorch's
-DataLoader would; under spawn the layout pass's workers are spawned too; under a
-collate_fn it learns the outputs' layout (collated_of_batches). Where the layout
-pass does not run (a Mixture's sources without a collate_fn, a resumed
-worker-seeded pass, a pass with no batch left), a probe process forked
-for the purpose reads the first samples, or a user's sampler's first items (so
-a sample that hangs, crashes or raises does so in a child, reported as a
-WorkerError with the child's traceback); with num_workers=0 the calling process does, and its
-random, numpy and torch generators are restored afterwards.
+layout_of_batches) reads the pass's first batches in the pass's own workers,
+which are then handed over to the pass (HandOver) and serve those batches from
+what they read (Replay); with num_workers=0 the calling process reads them, as
+PyTorch's DataLoader would; under spawn the layout pass's workers are spawned
+too; under a collate_fn it learns the outputs' layout (collated_of_batches).
+Where the layout pass does not run (a Mixture's sources without a collate_fn, a
+pass with no batch left), a probe process forked for the purpose reads the first
+samples, or a user's sampler's first items (so a sample that hangs, crashes or
+raises does so in a child, reported as a WorkerError with the child's
+traceback); with num_workers=0 the calling process does, and its random, numpy
+and torch generators are restored afterwards.
 """
 import contextlib
 import copy

@@ -705,6 +705,37 @@ def test_the_layout_passs_workers_serve_the_pass_and_nothing_is_read_twice(
     assert len(pids) == (1 if workers == 0 else 2 if persistent else 4)
 
 
+@pytest.mark.parametrize("seeding", ["worker", "sample"])
+def test_a_resumed_pass_learns_its_layout_in_its_own_workers(tmp_path, seeding):
+    # Worker seeding loads and drops the batches before the resume point, in the
+    # layout pass too; the workers then serve them from what they read.
+    def resumed(kind, name):
+        first = sl.DataLoader(kind(tmp_path / ("first-" + name)), batch_size=3, seed=4,
+                              num_workers=2, shuffle=True, seeding=seeding)
+        it = iter(first)
+        for _ in range(2):
+            next(it)
+        state = first.state_dict()
+        del it, first
+        path = tmp_path / name
+        loader = sl.DataLoader(kind(path), batch_size=3, num_workers=2, seed=4,
+                               shuffle=True, seeding=seeding)
+        loader.load_state_dict(state)
+        batches = [{k: v.clone() for k, v in b.items()} for b in loader]
+        return batches, [line.split() for line in path.read_text().splitlines()]
+
+    learned, reads = resumed(CountsItsReads, "learned")
+    declared, _ = resumed(DeclaresItsFields, "declared")
+    assert len(learned) == len(declared) == 4
+    for a, b in zip(learned, declared):
+        assert all(torch.equal(a[k], b[k]) for k in b)
+    # seeding="sample" loads only the batches from the resume point on.
+    expected = sorted(sum((b["i"].tolist() for b in learned), [])) \
+        if seeding == "sample" else list(range(18))
+    assert sorted(int(i) for _, i in reads) == expected
+    assert len({p for p, _ in reads}) == 2
+
+
 class StallsFromSample4(tud.Dataset):
     def __len__(self):
         return 12
