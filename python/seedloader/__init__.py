@@ -870,8 +870,8 @@ class DataLoader:
             self._options.partition = _core.Partition.strided
             dataset, plan = self._collated_dataset()
         elif self._mixture_history is not None:
+            self._options.batch_size = self._batch_size  # first: the layout pass's too
             dataset, plan = self._mixture_dataset(), None
-            self._options.batch_size = self._batch_size
         else:
             dataset, plan = self._sample_dataset()
         self._options.seed = self._seed
@@ -903,9 +903,9 @@ class DataLoader:
             self._options.worker_fds = [payload.fd] + (
                 [self._channel._fd] if self._channel is not None else [])
         adopt, handover = None, self._handover
-        if handover is not None and handover.ready(
-                self._recipe[2], self._recipe[3], _spawned.options_state(self._options),
-                self._format, plan is not None):
+        if handover is not None and self._recipe is not None and handover.ready(
+                self._recipe, _spawned.options_state(self._options), self._format,
+                plan is not None):
             adopt = (handover.pids, handover.adopt)  # the layout pass's workers go on
         self._loader = _core.Loader(dataset, self._options, worker_init, self._format, plan,
                                   adopt=adopt)
@@ -943,10 +943,10 @@ class DataLoader:
 
     def _take_replay(self):
         """With num_workers=0, what the layout pass read in this process, to be served
-        again (once)."""
-        replay = _dataset.Replay(self._replayed) if self._replayed else None
+        again (once): one Replay per Python data set of the engine's recipe."""
+        replays = [_dataset.Replay(c) for c in self._replayed] if self._replayed else None
         self._replayed = None
-        return replay
+        return replays
 
     def _mixture_dataset(self):
         """The engine's MixtureDataset over the sources: seedloader's own as they are,
@@ -957,35 +957,66 @@ class DataLoader:
         m = self.dataset
         native = next((m.sources[n] for n in m.names if isinstance(m.sources[n], Dataset)),
                       None)
+        python = [n for n in m.names if not isinstance(m.sources[n], Dataset)]
+        read = {n: _dataset.SampleSeeded(m.sources[n])
+                if self.num_workers == 0 and self.seeding == "sample" else m.sources[n]
+                for n in python}
+        layouts = {}
+        for name in python:
+            declared = getattr(m.sources[name], "fields", None)
+            if native is not None:
+                declared = {f[0]: (f[2], f[1]) for f in native.fields}
+            if isinstance(declared, dict):
+                layouts[name] = _samples.Layout.declared(declared)
+        if native is None and len(layouts) < len(python):
+            if self._layout is None:  # learned once, by the layout pass if it can
+                self._layout = self._learn_mixture_layout(read)
+            for name in python:
+                if name not in layouts:
+                    layouts[name] = self._layout or self._learn_layout(m.sources[name])
+        if native is None:  # else the engine checks them against the native's
+            first = python[0]
+            self._layout = layouts[first]
+            for name in python:
+                if _fields_of(layouts[name]) != _fields_of(self._layout):
+                    raise ConfigError(
+                        "Mixture: the sources' samples must have one layout; %r gives "
+                        "%s, %r gives %s" % (first, _fields_of(self._layout), name,
+                                             _fields_of(layouts[name])))
         sources, recipes = [], []
         for name in m.names:
             source = m.sources[name]
-            if not isinstance(source, Dataset):
-                declared = getattr(source, "fields", None)
-                if native is not None:
-                    declared = {f[0]: (f[2], f[1]) for f in native.fields}
-                layout = (_samples.Layout.declared(declared) if isinstance(declared, dict)
-                          else self._learn_layout(source))
-                fields = [f.as_tuple() for f in layout.fields]
-                if native is None:  # else the engine checks them against the native's
-                    if self._layout is None:
-                        self._layout, first = layout, (name, fields)
-                    elif fields != first[1]:
-                        raise ConfigError(
-                            "Mixture: the sources' samples must have one layout; %r gives "
-                            "%s, %r gives %s" % (first[0], first[1], name, fields))
-                if self.num_workers == 0 and self.seeding == "sample":
-                    source = _dataset.SampleSeeded(source)
-                recipes.append(("python", source, fields, _samples.Flatten(layout),
-                                _dataset.takes_rng(source)))
-                source = _spawned.build_engine_dataset(recipes[-1])
+            if name in read:
+                layout = layouts[name]
+                recipes.append(("python", read[name], _fields_of(layout),
+                                _samples.Flatten(layout), _dataset.takes_rng(read[name])))
+                source = None
             sources.append(source)
         self._recipe = None  # seedloader's own sources: the workers are forked
         if len(recipes) == len(sources):
             self._recipe = ("mixture", m.names, recipes, self._mixture_history,
                             m.samples_per_epoch, self._mixture_known)
-        return _core.MixtureDataset(m.names, sources, self._mixture_history,
-                                    m.samples_per_epoch, self._mixture_known)
+            return _spawned.build_engine_dataset(self._recipe, self._take_replay())
+        built = iter(_spawned.build_engine_dataset(r) for r in recipes)
+        return _core.MixtureDataset(m.names, [s if s is not None else next(built)
+                                              for s in sources],
+                                    self._mixture_history, m.samples_per_epoch,
+                                    self._mixture_known)
+
+    def _learn_mixture_layout(self, sources):
+        """The one layout of a Mixture's Python sources (`sources`: {name: the data
+        set its engine reads}; the Mixture has no other), from the layout pass's
+        first batches; None when it cannot run, or has no batch."""
+        m = self.dataset
+        if len(m) == 0:
+            return None
+        paths, budget = self._variable
+        names = list(sources)
+        return self._learn_from_batches(
+            [sources[n] for n in names], None, _dataset.PROBE_SAMPLES,
+            lambda files, read: _dataset.layout_of_mixture_batches(
+                files, read, m.locate, names, paths, budget),
+            (m.names, self._mixture_history, m.samples_per_epoch, self._mixture_known))
 
     def _collated_dataset(self):
         """(the engine's dataset, its batch plan) under a collate_fn: one item per
@@ -1004,7 +1035,7 @@ class DataLoader:
             self._layout = self._learn_layout(
                 batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2,
                 batches, self._publish,
-                lambda fds, read: _dataset.collated_of_batches(fds, read, budget))
+                lambda files, read: _dataset.collated_of_batches(files[0], read, budget))
         self._recipe = ("python", batches, [f.as_tuple() for f in self._layout.fields],
                         self._layout, True)
         dataset = _spawned.build_engine_dataset(self._recipe, self._take_replay())
@@ -1197,9 +1228,9 @@ class DataLoader:
                 return _samples.Layout.declared(declared)
         if engine_dataset is not None and len(dataset) > 0:
             if merge is None:
-                merge = lambda fds, read: _dataset.layout_of_batches(  # noqa: E731
-                    fds, read, paths, budget, unbatched)
-            layout = self._learn_from_batches(engine_dataset, plan, count, merge)
+                merge = lambda files, read: _dataset.layout_of_batches(  # noqa: E731
+                    files[0], read, paths, budget, unbatched)
+            layout = self._learn_from_batches([engine_dataset], plan, count, merge)
             if layout is not None:
                 return layout
         if samples and self._plan is not None and self._plan[0] == self._epoch and \
@@ -1219,15 +1250,18 @@ class DataLoader:
         return _dataset.learn_in_process(dataset, with_rng, self._seed, self._epoch, learn,
                                          count)
 
-    def _learn_from_batches(self, dataset, plan, least, merge):
-        """The layout of a Python dataset's samples, learned by the layout pass: an
+    def _learn_from_batches(self, datasets, plan, least, merge, mixture=None):
+        """The layout of Python data sets' samples (`datasets`: the engine's one, or
+        `mixture`'s sources as the recipe (names, history, samples_per_epoch,
+        known) makes a MixtureDataset of them), learned by the layout pass: an
         engine with the loader's options (MixUp and CutMix aside), plan and
         worker_init, its batches of a one-byte placeholder, runs the pass's first
         batches (every worker's first, and at least `least` items), each
         worker reading its batch as it will in the pass itself (its worker_init_fn
-        run, get_worker_info() set, its streams), and the recorder each worker
-        reads through says what the samples are made of (seedloader._dataset.
-        LayoutRecorder). Then the pass's own engine starts from the same batch, on
+        run, get_worker_info() set, its streams), and the recorders (one per data
+        set) each worker reads through say what the samples are made of
+        (seedloader._dataset.LayoutRecorder; merge(their files, per data set, and
+        the batches read) gives the layout). Then the pass's own engine starts from the same batch, on
         the same workers, handed over (_dataset.HandOver; num_workers=0: in this
         process), and each serves the samples it read already from what it
         recorded (_dataset.Replay). A batch that failed fails in its turn. While
@@ -1236,21 +1270,24 @@ class DataLoader:
         others in turn, and ends. A worker that died or timed out is raised here.
         None when the pass has no batch."""
         workers = max(self.num_workers, 1)
-        fds, handover, core, passes, kept, payload = [], None, None, None, [], None
+        files, handover, core, passes, kept, payload = [], None, None, None, [], None
         try:
-            fds = [_os.memfd_create("seedloader-layout", _os.MFD_CLOEXEC)
-                   for _ in range(workers)]
-            recorder = _dataset.LayoutRecorder(dataset, fds)
+            for _ in datasets:
+                files.append([_os.memfd_create("seedloader-layout", _os.MFD_CLOEXEC)
+                              for _ in range(workers)])
+            recorders = [_dataset.LayoutRecorder(d, fds) for d, fds in zip(datasets, files)]
             if self.num_workers:
-                handover = _dataset.HandOver(self.num_workers, recorder)
+                handover = _dataset.HandOver(self.num_workers, recorders)
             options = _spawned.options_from(_spawned.options_state(self._options))
             options.prefetch, options.persistent_workers = 1, False
             options.seed = self._seed
             # The placeholder has no image to mix; mixing never moves a sample's stream.
             options.mixup_alpha = options.cutmix_alpha = 0.0
-            recipe = ("python", recorder, [f.as_tuple() for f in _dataset.PLACEHOLDER.fields],
-                      _samples.Flatten(_dataset.PLACEHOLDER), True)
-            init = _dataset.RecordingInit(recorder, self._worker_init())
+            recipes = [("python", r, [f.as_tuple() for f in _dataset.PLACEHOLDER.fields],
+                        _samples.Flatten(_dataset.PLACEHOLDER), True) for r in recorders]
+            recipe = recipes[0] if mixture is None else \
+                ("mixture", mixture[0], recipes) + tuple(mixture[1:])
+            init = _dataset.RecordingInit(recorders, self._worker_init())
             handoff = handover.serve if handover is not None else None
             if self.num_workers and self._start_method in ("spawn", "forkserver"):
                 # Spawned as the pass's workers are, each keeping the recorder's
@@ -1259,8 +1296,9 @@ class DataLoader:
                 payload.write(recipe, _spawned.options_state(options), init, "numpy",
                               plan is not None, "the dataset and worker_init_fn", handoff)
                 options.worker_command = _spawned.command(payload.fd)
-                options.worker_fds = [payload.fd] + fds + handover.worker_ends() + (
-                    [self._channel._fd] if self._channel is not None else [])
+                options.worker_fds = [payload.fd] + sum(files, []) + \
+                    handover.worker_ends() + (
+                        [self._channel._fd] if self._channel is not None else [])
             core = _core.Loader(_spawned.build_engine_dataset(recipe), options, init,
                                 "numpy", plan, handoff=handoff)
             first = self._pass_first
@@ -1298,12 +1336,12 @@ class DataLoader:
                 raise errors[0]
             if not read:
                 return None  # the pass has no batch left: the first samples tell
-            layout = merge(fds, read)
+            layout = merge(files, read)
             if handover is not None:
                 handover.pids = core.release_workers()
                 self._handover, handover = handover, None
             else:
-                self._replayed = recorder.cache
+                self._replayed = [r.cache for r in recorders]
             return layout
         finally:
             del kept
@@ -1311,7 +1349,7 @@ class DataLoader:
                 passes.close()
             if core is not None:
                 core.close()
-            for fd in fds:
+            for fd in sum(files, []):
                 _os.close(fd)
             if payload is not None:
                 payload.close()
@@ -1613,6 +1651,11 @@ def _resumed_batches(state, global_batch, num_batches, elastic):
         raise ConfigError("load_state_dict: _num_yielded is %r; this loader has %d "
                           "batches per epoch" % (yielded, num_batches))
     return yielded
+
+
+def _fields_of(layout):
+    """A layout's fields as the engine takes them (and as they compare)."""
+    return [f.as_tuple() for f in layout.fields]
 
 
 def _batched(indices, size, drop_last):

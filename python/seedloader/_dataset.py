@@ -10,13 +10,14 @@ layout_of_batches) reads the pass's first batches in the pass's own workers,
 which are then handed over to the pass (HandOver) and serve those batches from
 what they read (Replay); with num_workers=0 the calling process reads them, as
 PyTorch's DataLoader would; under spawn the layout pass's workers are spawned
-too; under a collate_fn it learns the outputs' layout (collated_of_batches).
-Where the layout pass does not run (a Mixture's sources without a collate_fn, a
-pass with no batch left), a probe process forked for the purpose reads the first
-samples, or a user's sampler's first items (so a sample that hangs, crashes or
-raises does so in a child, reported as a WorkerError with the child's
-traceback); with num_workers=0 the calling process does, and its random, numpy
-and torch generators are restored afterwards.
+too; under a collate_fn it learns the outputs' layout (collated_of_batches). A
+Mixture's Python sources are recorded one recorder each
+(layout_of_mixture_batches). Where the layout pass does not run (a pass with no
+batch left), a probe process forked for the purpose reads the first samples, or
+a user's sampler's first items (so a sample that hangs, crashes or raises does
+so in a child, reported as a WorkerError with the child's traceback); with
+num_workers=0 the calling process does, and its random, numpy and torch
+generators are restored afterwards.
 """
 import contextlib
 import copy
@@ -381,18 +382,21 @@ class LayoutRecorder:
 
 
 class RecordingInit:
-    """The layout pass's worker_init: tells the recorder its worker, runs what the
-    loader's own workers run first (None: nothing), and keeps the global
-    generators' states that leaves."""
+    """The layout pass's worker_init: tells the recorders (one per Python data set
+    the engine reads) their worker, runs what the loader's own workers run first
+    (None: nothing), and keeps the global generators' states that leaves."""
 
-    def __init__(self, recorder, inner):
-        self.recorder, self.inner = recorder, inner
+    def __init__(self, recorders, inner):
+        self.recorders, self.inner = recorders, inner
 
     def __call__(self, worker_id):
-        self.recorder.worker = worker_id
+        for recorder in self.recorders:
+            recorder.worker = worker_id
         if self.inner is not None:
             self.inner(worker_id)
-        self.recorder.initial = _global_states()
+        states = _global_states()
+        for recorder in self.recorders:
+            recorder.initial = states
 
 
 class Replay:
@@ -448,11 +452,11 @@ class HandOver:
     batch, which it read already. Workers not adopted (abandon) are killed and
     reaped."""
 
-    def __init__(self, workers, recorder):
+    def __init__(self, workers, recorders):
         import socket
         self.pairs = [socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
                       for _ in range(workers)]
-        self.recorder, self.pids, self.recipe_fd = recorder, [], -1
+        self.recorders, self.pids, self.recipe_fd = recorders, [], -1
 
     def worker_ends(self):
         """The workers' ends' descriptors, which a spawned worker keeps open
@@ -462,12 +466,12 @@ class HandOver:
     def __getstate__(self):
         # For a spawned layout-pass worker: the workers' ends by descriptor (the
         # parent's ends are close-on-exec, gone there).
-        return {"ends": self.worker_ends(), "recorder": self.recorder}
+        return {"ends": self.worker_ends(), "recorders": self.recorders}
 
     def __setstate__(self, state):
         import socket
         self.pairs = [(None, socket.socket(fileno=fd)) for fd in state["ends"]]
-        self.recorder, self.pids, self.recipe_fd = state["recorder"], [], -1
+        self.recorders, self.pids, self.recipe_fd = state["recorders"], [], -1
 
     def forked(self):
         """The parent's part once the workers have forked: their ends closed."""
@@ -495,24 +499,27 @@ class HandOver:
         for at in (4, 6):  # region_fd and spares_fd, as this process received them
             if int(arguments[at]) >= 0:
                 arguments[at] = str(next(fds))
-        fields, flatten, options, fmt, has_plan = pickle.loads(
+        template, options, fmt, has_plan = pickle.loads(
             os.pread(recipe_fd, os.fstat(recipe_fd).st_size, 0))
-        recorder = self.recorder
-        recipe = ("python", recorder.dataset, fields, flatten, recorder.with_rng)
-        loader = _core.Loader(_spawned.build_engine_dataset(recipe, Replay(recorder.cache)),
-                              _spawned.options_from(options),
-                              RestoreGlobalStates(recorder.initial), fmt,
-                              _spawned.no_plan if has_plan else None)
+        recorders = self.recorders
+        recipe = _spawned.with_datasets(template, [r.dataset for r in recorders])
+        loader = _core.Loader(
+            _spawned.build_engine_dataset(recipe, [Replay(r.cache) for r in recorders]),
+            _spawned.options_from(options), RestoreGlobalStates(recorders[0].initial),
+            fmt, _spawned.no_plan if has_plan else None)
         loader.serve_worker(arguments)
 
-    def ready(self, fields, flatten, options, fmt, has_plan):
+    def ready(self, recipe, options, fmt, has_plan):
         """Whether the pass can adopt the released workers (self.pids): every
-        worker was released, and the engine recipe pickles (into a memory file
-        each worker reads)."""
+        worker was released, and the engine's recipe (whose Python data sets are
+        the recorders', in order; each worker has its own) pickles without them
+        (into a memory file each worker reads)."""
+        from seedloader import _spawned
         if len(self.pids) != len(self.pairs) or not all(p > 0 for p in self.pids):
             return False
+        template = _spawned.with_datasets(recipe, [None] * len(self.recorders))
         try:
-            data = pickle.dumps((fields, flatten, options, fmt, has_plan))
+            data = pickle.dumps((template, options, fmt, has_plan))
         except (pickle.PicklingError, AttributeError, TypeError):
             return False
         self.recipe_fd = os.memfd_create("seedloader-handover", os.MFD_CLOEXEC)
@@ -586,6 +593,31 @@ def layout_of_batches(fds, batches, variable_paths, variable_bytes, unbatched=Fa
     one naming both samples."""
     base, learned, seen = _recorded(fds, batches)
     return base.settled(learned, seen, variable_paths, variable_bytes, unbatched)
+
+
+def layout_of_mixture_batches(files, batches, locate, names, variable_paths,
+                              variable_bytes):
+    """As layout_of_batches, for a Mixture whose sources are all Python data sets:
+    files[s] are source names[s]'s recorders' files, and the engine's indices in
+    `batches` are the Mixture's (locate: index -> (name, index in the source)).
+    The sources' samples have one layout, learned from all of theirs."""
+    parts = []
+    for name, fds in zip(names, files):
+        mine = [(worker, [local for n, local in map(locate, indices) if n == name])
+                for worker, indices in batches]
+        if any(local for _, local in mine):
+            parts.append((name,) + _recorded(fds, mine))
+    first, base = parts[0][0], parts[0][1]
+    learned, seen = [], [[] for _ in base.fields]
+    for name, layout, indices, shapes in parts:
+        if _signature(layout) != _signature(base):
+            raise ConfigError("Mixture: the sources' samples must have one layout; %r gives "
+                              "%s, %r gives %s" % (first, _describe_fields(base), name,
+                                                   _describe_fields(layout)))
+        learned += indices
+        for mine, theirs in zip(seen, shapes):
+            mine += theirs
+    return base.settled(learned, seen, variable_paths, variable_bytes)
 
 
 def collated_of_batches(fds, batches, budget):

@@ -40,16 +40,28 @@ def options_from(state):
     return options
 
 
-def build_engine_dataset(recipe, replay=None):
+def build_engine_dataset(recipe, replays=None):
     """The engine's data set from its recipe: ("python", dataset, fields, flatten,
     takes_rng) or ("mixture", names, [source recipes], history, samples_per_epoch,
-    known points); `replay`: a Python dataset's (seedloader._dataset.Replay)."""
+    known points); `replays`: one per Python data set, in order
+    (seedloader._dataset.Replay, or None)."""
     if recipe[0] == "python":
         _, dataset, fields, flatten, takes_rng = recipe
-        return _core.PythonDataset(dataset, fields, flatten, takes_rng, replay)
+        return _core.PythonDataset(dataset, fields, flatten, takes_rng,
+                                   replays[0] if replays else None)
     _, names, sources, history, samples_per_epoch, known = recipe
-    return _core.MixtureDataset(names, [build_engine_dataset(s) for s in sources],
+    replays = replays or [None] * len(sources)
+    return _core.MixtureDataset(names, [build_engine_dataset(s, [r])
+                                        for s, r in zip(sources, replays)],
                                 history, samples_per_epoch, known)
+
+
+def with_datasets(recipe, datasets):
+    """`recipe` with its Python data sets, in order, replaced by `datasets`."""
+    if recipe[0] == "python":
+        return (recipe[0], datasets[0]) + tuple(recipe[2:])
+    return recipe[:2] + ([with_datasets(s, [d]) for s, d in zip(recipe[2], datasets)],) + \
+        tuple(recipe[3:])
 
 
 class Payload:

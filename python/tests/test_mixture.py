@@ -3,6 +3,7 @@ each sample's draws keyed by (source, source epoch, index), whatever the weights
 new weights at a resume, at another world size, with a source added, repeat and
 skip nothing of any source; what a Mixture cannot do is refused by name."""
 import json
+import os
 import pickle
 
 import numpy as np
@@ -509,3 +510,55 @@ def test_skipped_samples_are_named_by_source_and_stay_theirs_across_a_resume():
         dl.skip(samples=[("huge", 1)])
     with pytest.raises(sl.ConfigError, match="'small' has 13 samples, not 14"):
         dl.skip(samples=[("small", 13)])
+
+
+class CountedSource(Source):
+    """Source, writing each read (pid, tag, index) to a file."""
+
+    def __init__(self, size, tag, path):
+        super().__init__(size, tag)
+        self.path = path
+
+    def __getitem__(self, index, rng):
+        with open(self.path, "a") as f:
+            f.write("%d %d %d\n" % (os.getpid(), self.tag, index))
+        return super().__getitem__(index, rng)
+
+
+class DeclaredSource(CountedSource):
+    fields = {"x": ((2,), "int64"), "u": ((), "float64")}
+
+
+@pytest.mark.parametrize("workers,persistent,context", [
+    (0, False, None), (2, False, None), (2, True, None), (2, True, "spawn")])
+def test_python_sources_layout_is_learned_by_the_pass_whose_workers_serve_it(
+        tmp_path, workers, persistent, context):
+    # No sample is read before the workers exist, and none twice in an epoch.
+    def two_epochs(kind, name):
+        path = tmp_path / name
+        m = sl.Mixture({"small": kind(13, 0, path), "large": kind(50, 1, path)}, STAGED,
+                       samples_per_epoch=60)
+        dl = loader(m, workers=workers, persistent_workers=persistent,
+                    multiprocessing_context=context)
+        batches = [rows(b) for _ in range(2) for b in dl]
+        return batches, [tuple(map(int, line.split()))
+                         for line in path.read_text().splitlines()]
+
+    learned, reads = two_epochs(CountedSource, "learned")
+    declared, _ = two_epochs(DeclaredSource, "declared")
+    assert learned == declared and len(learned) == 10
+    assert sorted((t, i) for _, t, i in reads) == sorted((t, i) for b in learned
+                                                        for t, i, _ in b)
+    assert len({p for p, _, _ in reads}) == (1 if workers == 0 else 2 if persistent else 4)
+
+
+def test_a_rebuilt_engine_keeps_the_sources_learned_layout():
+    # Loading a state with another base seed rebuilds the engine; the layout the
+    # first pass learned serves it (it used to be learned again, and fail).
+    dl = loader(mixture(), workers=2)
+    list(dl)
+    state = dict(dl.state_dict(), base_seed=SEED + 1)
+    dl.load_state_dict(state)
+    fresh = loader(mixture(), workers=2)
+    fresh.load_state_dict(state)
+    assert [rows(b) for b in dl] == [rows(b) for b in fresh]
