@@ -437,16 +437,26 @@ class DataLoader:
 
     @property
     def last_indices(self):
-        """The sample indices of the batch last yielded, as a list."""
+        """The sample indices of the batch last yielded, as a list (the keys a
+        sampler yielded, where it yields keys)."""
+        return self._last_indices(keys=True)
+
+    def _last_indices(self, keys):
+        """last_indices; with `keys` False, a Keyed epoch's samples by their
+        positions in it, as the engine indexes them (and the audit trace)."""
         raw = self._pass.last_indices if self._pass is not None else None
         if raw is None:
             return []
         indices = _array.array("Q", raw).tolist()
         if self._collated is not None:  # the engine's item k is batch k
-            indices = list(self._collated[1][indices[0]])
-        elif self._plan is not None and isinstance(self._plan[1], _checks.Keyed):
-            items = list(_itertools.chain.from_iterable(self._plan[1]))
-            indices = [items[p] for p in indices]  # the engine's are their positions
+            batches = self._collated[1]
+            if isinstance(batches, _checks.Keyed) and not keys:
+                start = batches.start(indices[0])
+                return list(range(start, start + len(batches[indices[0]])))
+            indices = list(batches[indices[0]])
+        elif keys and self._plan is not None and isinstance(self._plan[1], _checks.Keyed):
+            items = self._plan[1].items()
+            indices = [items[p % len(items)] for p in indices]  # the engine's: positions
         if self._mixture_history is not None:
             return [self.dataset.locate(i) for i in indices]
         return indices
@@ -1008,7 +1018,7 @@ class DataLoader:
         set its engine reads}; the Mixture has no other), from the layout pass's
         first batches; None when it cannot run, or has no batch."""
         m = self.dataset
-        if len(m) == 0:
+        if len(m) == 0 or not self._layout_pass_can():
             return None
         paths, budget = self._variable
         names = list(sources)
@@ -1067,7 +1077,7 @@ class DataLoader:
             raise ConfigError("epoch %d has %d batches; this loader with a collate_fn "
                               "was built for at most %d (len(loader) when it started)"
                               % (epoch, len(drawn), bound))
-        self._channel.publish(epoch, drawn, streams)
+        self._channel.publish(epoch, drawn, streams, shared=self.num_workers > 0)
         self._collated = (epoch, drawn)
         return [[k] for k in range(len(drawn))]
 
@@ -1226,11 +1236,12 @@ class DataLoader:
             declared = getattr(dataset, "fields", None)
             if declared is not None and isinstance(declared, dict):
                 return _samples.Layout.declared(declared)
-        if engine_dataset is not None and len(dataset) > 0:
+        if engine_dataset is not None and len(dataset) > 0 and self._layout_pass_can():
             if merge is None:
                 merge = lambda files, read: _dataset.layout_of_batches(  # noqa: E731
                     files[0], read, paths, budget, unbatched)
-            layout = self._learn_from_batches([engine_dataset], plan, count, merge)
+            layout = self._learn_from_batches([engine_dataset], plan, count, merge,
+                                              noun="sample" if samples else "batch")
             if layout is not None:
                 return layout
         if samples and self._plan is not None and self._plan[0] == self._epoch and \
@@ -1250,7 +1261,14 @@ class DataLoader:
         return _dataset.learn_in_process(dataset, with_rng, self._seed, self._epoch, learn,
                                          count)
 
-    def _learn_from_batches(self, datasets, plan, least, merge, mixture=None):
+    def _layout_pass_can(self):
+        """Whether the layout pass can learn this pass's layout: not when it resumes
+        under worker seeding, whose batches before the resume point are loaded and
+        dropped (the workers would keep every sample of them for the replay)."""
+        return self._pass_first == 0 or self.seeding == "sample"
+
+    def _learn_from_batches(self, datasets, plan, least, merge, mixture=None,
+                            noun="sample"):
         """The layout of Python data sets' samples (`datasets`: the engine's one, or
         `mixture`'s sources as the recipe (names, history, samples_per_epoch,
         known) makes a MixtureDataset of them), learned by the layout pass: an
@@ -1260,8 +1278,8 @@ class DataLoader:
         worker reading its batch as it will in the pass itself (its worker_init_fn
         run, get_worker_info() set, its streams), and the recorders (one per data
         set) each worker reads through say what the samples are made of
-        (seedloader._dataset.LayoutRecorder; merge(their files, per data set, and
-        the batches read) gives the layout). Then the pass's own engine starts from the same batch, on
+        (seedloader._dataset.LayoutRecorder, whose messages call an item `noun`;
+        merge(their files, per data set, and the batches read) gives the layout). Then the pass's own engine starts from the same batch, on
         the same workers, handed over (_dataset.HandOver; num_workers=0: in this
         process), and each serves the samples it read already from what it
         recorded (_dataset.Replay). A batch that failed fails in its turn. While
@@ -1275,7 +1293,8 @@ class DataLoader:
             for _ in datasets:
                 files.append([_os.memfd_create("seedloader-layout", _os.MFD_CLOEXEC)
                               for _ in range(workers)])
-            recorders = [_dataset.LayoutRecorder(d, fds) for d, fds in zip(datasets, files)]
+            recorders = [_dataset.LayoutRecorder(d, fds, noun)
+                         for d, fds in zip(datasets, files)]
             if self.num_workers:
                 handover = _dataset.HandOver(self.num_workers, recorders)
             options = _spawned.options_from(_spawned.options_state(self._options))
@@ -1304,9 +1323,7 @@ class DataLoader:
             first = self._pass_first
 
             def start(batches):
-                # A worker-seeded resume loads and drops the batches before
-                # `first` here too: the workers' streams and the replay advance.
-                replay = self._begin_epoch(core, first)
+                replay = self._begin_epoch(core, first)  # 0: see _layout_pass_can
                 return core, first, replay, _dataset.PLACEHOLDER, False
 
             passes = _core.Batches(start, self._raise_batch_error)
@@ -1387,6 +1404,11 @@ class DataLoader:
         if not isinstance(drawn, _checks.Keyed):
             self._channel.publish(epoch, [])  # the engine's indices are the samples'
             return drawn
+        if self._skip_samples:
+            raise ConfigError("DataLoader: skip() names samples %s by index, but the "
+                              "sampler yields keys in epoch %d, whose samples have no "
+                              "index; skip steps instead"
+                              % (sorted(self._skip_samples)[:8], epoch))
         count = sum(len(b) for b in drawn)
         if count > len(self.dataset):
             who = self._batch_sampler if self._batch_sampler is not None else self._sampler
@@ -1394,7 +1416,7 @@ class DataLoader:
                               "their position in the epoch, which must stay below the data "
                               "set's len() %d" % (type(who).__name__, count, epoch,
                                                    len(self.dataset)))
-        self._channel.publish(epoch, drawn)
+        self._channel.publish(epoch, drawn, shared=self.num_workers > 0)
         positions = iter(range(count))
         return [[next(positions) for _ in b] for b in drawn]
 

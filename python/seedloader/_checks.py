@@ -54,8 +54,20 @@ def boolean(value, what):
 
 
 class Keyed(list):
-    """A sampler's items, or batches of them, of an epoch holding keys: as the
-    sampler gave them."""
+    """The batches of an epoch holding keys, their items as the sampler gave
+    them."""
+
+    def items(self):
+        """Every batch's items, in order (made once)."""
+        if "_items" not in self.__dict__:
+            self._items = list(itertools.chain.from_iterable(self))
+        return self._items
+
+    def start(self, k):
+        """The position in the epoch of batch k's first item."""
+        if "_starts" not in self.__dict__:
+            self._starts = list(itertools.accumulate((len(b) for b in self), initial=0))
+        return self._starts[k]
 
 
 def indices(items, size, who, epoch=None, batch_size=None, keys=False):
@@ -179,8 +191,9 @@ def _as_int(value):
 
 def _is_key(value):
     """Whether `value`, not an integer, is a key: not None, a bool, a number or a
-    zero-dimensional array or tensor (a float's)."""
-    if value is None or _is_bool(value) or isinstance(value, Number):
+    zero-dimensional array or tensor (a float's or a bool's); an array or tensor
+    of any dtype with dimensions is one (a mask too)."""
+    if value is None or isinstance(value, (bool, np.bool_, Number)):
         return False
     return getattr(value, "ndim", None) != 0
 

@@ -12,12 +12,12 @@ what they read (Replay); with num_workers=0 the calling process reads them, as
 PyTorch's DataLoader would; under spawn the layout pass's workers are spawned
 too; under a collate_fn it learns the outputs' layout (collated_of_batches). A
 Mixture's Python sources are recorded one recorder each
-(layout_of_mixture_batches). Where the layout pass does not run (a pass with no
-batch left), a probe process forked for the purpose reads the first samples, or
-a user's sampler's first items (so a sample that hangs, crashes or raises does
-so in a child, reported as a WorkerError with the child's traceback); with
-num_workers=0 the calling process does, and its random, numpy and torch
-generators are restored afterwards.
+(layout_of_mixture_batches). Where the layout pass does not run (a pass resumed
+under worker seeding, a pass with no batch left), a probe process forked for the
+purpose reads the first samples, or a user's sampler's first items (so a sample
+that hangs, crashes or raises does so in a child, reported as a WorkerError with
+the child's traceback); with num_workers=0 the calling process does, and its
+random, numpy and torch generators are restored afterwards.
 """
 import contextlib
 import copy
@@ -53,6 +53,11 @@ def take_in_process_error():
     return error
 
 
+def name_of(dataset):
+    """How errors name a dataset: a wrapper's name is its dataset's."""
+    return getattr(dataset, "_seedloader_name", type(dataset).__qualname__)
+
+
 def takes_rng(dataset):
     """Whether dataset.__getitem__ accepts (index, rng) rather than (index)."""
     try:
@@ -86,7 +91,7 @@ class SampleSeeded:
 
     def __init__(self, dataset):
         self.dataset, self.with_rng = dataset, takes_rng(dataset)
-        self._seedloader_name = type(dataset).__qualname__  # how errors name it
+        self._seedloader_name = name_of(dataset)
 
     def __len__(self):
         return len(self.dataset)
@@ -121,20 +126,32 @@ class PlanChannel:
         self._fd = os.memfd_create("seedloader-batches", os.MFD_CLOEXEC)
         self._version = 0
         self._seen = None  # (version, epoch, offsets, items, stream epochs, keyed)
+        self._local = None  # (pid, what current() gives) for keys kept in-process
 
-    def publish(self, epoch, batches, stream_epochs=None):
+    def publish(self, epoch, batches, stream_epochs=None, shared=True):
         """`batches`: lists of indices, or _checks.Keyed lists of keys;
         `stream_epochs`: the same lists' stream epochs, or None (every index's is
-        `epoch`)."""
+        `epoch`); `shared`: other processes read them (else a Keyed epoch's keys
+        stay in this process, never pickled)."""
         self._version += 1
         keyed = isinstance(batches, _checks.Keyed)
+        self._local = None
         offsets = np.zeros(len(batches) + 1, dtype=np.int64)
         np.cumsum([len(b) for b in batches], out=offsets[1:])
         head = np.array([self._version, epoch, len(batches), stream_epochs is not None,
                          keyed], np.int64)
-        if keyed:
-            data = np.concatenate([head, offsets]).tobytes() + pickle.dumps(
-                [item for b in batches for item in b], pickle.HIGHEST_PROTOCOL)
+        if keyed and not shared:
+            self._local = (os.getpid(), (epoch, offsets, batches.items(), None, True))
+            data = np.concatenate([head, offsets]).tobytes()
+        elif keyed:
+            try:
+                keys = pickle.dumps(batches.items(), pickle.HIGHEST_PROTOCOL)
+            except Exception as e:
+                e.add_note("seedloader: the keys a sampler yields in epoch %d reach the "
+                           "workers pickled; a key that cannot be pickled needs "
+                           "num_workers=0" % epoch)
+                raise
+            data = np.concatenate([head, offsets]).tobytes() + keys
         else:
             parts = [head, offsets]
             for lists in [batches] + ([] if stream_epochs is None else [stream_epochs]):
@@ -149,12 +166,14 @@ class PlanChannel:
         return {"fd": self._fd}
 
     def __setstate__(self, state):
-        self._fd, self._version, self._seen = state["fd"], 0, None
+        self._fd, self._version, self._seen, self._local = state["fd"], 0, None, None
 
     def current(self):
         """(epoch, offsets, items, stream epochs or None, whether the items are
         keys) of the batches published last; items: an int64 array of indices, or
         the list of keys."""
+        if self._local is not None and self._local[0] == os.getpid():
+            return self._local[1]
         head = np.frombuffer(os.pread(self._fd, 8 * self._HEAD, 0), np.int64)
         if self._seen is None or self._seen[0] != head[0]:
             count = int(head[2])
@@ -273,7 +292,7 @@ class Items:
 
     def __init__(self, dataset, items):
         self.dataset, self.items, self.with_rng = dataset, items, takes_rng(dataset)
-        self._seedloader_name = type(dataset).__qualname__
+        self._seedloader_name = name_of(dataset)
 
     def __len__(self):
         return len(self.items)
@@ -291,8 +310,7 @@ class KeyedSamples:
 
     def __init__(self, dataset, channel):
         self.dataset, self.channel, self.with_rng = dataset, channel, takes_rng(dataset)
-        self._seedloader_name = getattr(dataset, "_seedloader_name",
-                                        type(dataset).__qualname__)
+        self._seedloader_name = name_of(dataset)
 
     def __len__(self):
         return len(self.dataset)
@@ -301,11 +319,14 @@ class KeyedSamples:
         epoch, _, items, _, keyed = self.channel.current()
         if not keyed:
             return read_sample(self.dataset, index, rng, self.with_rng)
+        # Beyond the epoch's items only a bad sample's replacement (on_bad_sample=
+        # "skip": the next one) reaches: the items go round.
+        key = items[index % len(items)]
         try:
-            return read_sample(self.dataset, items[index], rng, self.with_rng)
+            return read_sample(self.dataset, key, rng, self.with_rng)
         except Exception as e:
             e.add_note("seedloader: reading key %r, item %d of epoch %d's sampler"
-                       % (items[index], index, epoch))
+                       % (key, index % len(items), epoch))
             raise
 
 
@@ -347,12 +368,12 @@ class LayoutRecorder:
     index, the generator's state and random's, numpy's and torch's global
     states; `initial` holds the global states its worker began reading from."""
 
-    def __init__(self, dataset, fds):
+    def __init__(self, dataset, fds, noun="sample"):
         self.dataset, self.with_rng, self.fds = dataset, takes_rng(dataset), fds
+        self.noun = noun  # what messages call an item: a collate_fn's is a "batch"
         self.worker, self.layout, self.cache, self.initial = 0, None, {}, None
         # Named as the dataset is: the engine's errors name it.
-        self._seedloader_name = getattr(dataset, "_seedloader_name",
-                                        type(dataset).__qualname__)
+        self._seedloader_name = name_of(dataset)
 
     def __len__(self):
         return len(self.dataset)
@@ -367,9 +388,9 @@ class LayoutRecorder:
             pass
         try:
             if self.layout is None:
-                self.layout = _samples.Layout.of_sample(index, sample)
+                self.layout = _samples.Layout.of_sample(index, sample, self.noun)
                 self._send(("layout", self.layout))
-            self._send(("sample", index, self.layout.shapes(sample, index)))
+            self._send(("sample", index, self.layout.shapes(sample, index, self.noun)))
         except ConfigError as e:
             self._send(("refused", index, str(e)))
         return PLACEHOLDER_SAMPLE
@@ -624,15 +645,16 @@ def collated_of_batches(fds, batches, budget):
     """As layout_of_batches, for a collate_fn's outputs (the engine's items are
     CollatedBatches' batches): their tree, each leaf within `budget` bytes or
     twice the largest seen (_samples.Collated, as Collated.learn learns it)."""
-    base, learned, seen = _recorded(fds, batches)
+    base, learned, seen = _recorded(fds, batches, "batch")
     layout = base.settled(learned[:1], [shapes[:1] for shapes in seen], (),
                           _samples.DEFAULT_VARIABLE_BYTES)
     return _samples.Collated.of_shapes(layout, learned, seen, budget)
 
 
-def _recorded(fds, batches):
+def _recorded(fds, batches, noun="sample"):
     """(the first worker's layout, the indices learned from, each field's shapes
-    in them) from what the recorders wrote; see layout_of_batches."""
+    in them) from what the recorders wrote (of items messages call `noun`); see
+    layout_of_batches."""
     written = []
     for fd in fds:
         size = os.fstat(fd).st_size
@@ -654,10 +676,11 @@ def _recorded(fds, batches):
                 seen = [[] for _ in base.fields]
             elif _signature(layout) != _signature(base):
                 raise ConfigError(
-                    "the samples' fields differ between workers: sample %d (worker %d) "
-                    "has %s, sample %d (worker %d) has %s" % (
-                        first[1], first[0], _describe_fields(base), index, worker,
-                        _describe_fields(layout)))
+                    "%s differ between workers: %s %d (worker %d) has %s, %s %d (worker "
+                    "%d) has %s" % (
+                        "collate_fn's outputs" if noun == "batch" else "the samples' fields",
+                        noun, first[1], first[0], _describe_fields(base), noun, index,
+                        worker, _describe_fields(layout)))
             learned.append(index)
             for shapes, shape in zip(seen, message[2]):
                 shapes.append(tuple(shape))

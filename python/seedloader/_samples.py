@@ -177,9 +177,10 @@ class Layout:
                               variable_bytes, unbatched)
 
     @classmethod
-    def of_sample(cls, index, sample):
-        """The tree and fields of one sample, each field with that sample's shape
-        (none variable yet: settled() decides)."""
+    def of_sample(cls, index, sample, noun="sample"):
+        """The tree and fields of one sample (a collate_fn's output: `noun`
+        "batch"), each field with that sample's shape (none variable yet:
+        settled() decides)."""
         leaves = []
         tree = _walk(sample, "", leaves)
         # A dict's own leaves keep their key as the field name (batch["image"]), so
@@ -191,16 +192,16 @@ class Layout:
         fields = []
         for i, (path, value) in enumerate(leaves):
             path = path or ROOT
-            array, dtype = leaf_array(value, "sample %d %s" % (index, path), ConfigError)
+            array, dtype = leaf_array(value, "%s %d %s" % (noun, index, path), ConfigError)
             python = type(value) if type(value) in _PYTHON_LEAVES else None
             fields.append(Field(path, names.get(i, path), dtype, array.shape,
                                 python=python))
         return cls(tree, fields)
 
-    def shapes(self, sample, index):
+    def shapes(self, sample, index, noun="sample"):
         """The shapes of the sample's fields; ConfigError where its tree differs."""
         return [a.shape for a in
-                self.flatten_arrays(sample, index, ConfigError, check_shapes=False)]
+                self.flatten_arrays(sample, index, ConfigError, False, noun)]
 
     def settled(self, indices, seen, variable_paths, variable_bytes, unbatched=False):
         """This layout (of_sample's) made final from `seen`, each field's shapes in

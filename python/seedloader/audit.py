@@ -109,7 +109,9 @@ class LoaderTrace:
                                             source_epoch=source_epoch, index=index,
                                             rng="%016x" % rng))
             else:
-                for index, rng in zip(loader.last_indices, fingerprints):
+                # A sampler's keys by their positions in the epoch, as the engine
+                # indexes them.
+                for index, rng in zip(loader._last_indices(keys=False), fingerprints):
                     lines.append(self._line(rank=rank, epoch=epoch, worker=worker,
                                             batch=step, index=index, rng="%016x" % rng))
             self._append(lines)

@@ -166,6 +166,26 @@ def test_a_collate_fn_whose_tree_changes_is_an_error_naming_the_batch():
             pass
 
 
+class ChangesAtSample2(tud.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return np.zeros(2, np.float32 if i >= 2 else np.float64)
+
+
+@pytest.mark.parametrize("workers,message", [
+    (0, r"batch 1 \(the whole sample\) is float32"),
+    (2, r"collate_fn's outputs differ between workers: batch 0 \(worker 0\) has "
+        r".*float64.*, batch 1 \(worker 1\) has .*float32")])
+def test_collate_fn_outputs_that_differ_in_the_first_batches_are_named_as_batches(
+        workers, message):
+    loader = sl.DataLoader(ChangesAtSample2(), batch_size=2, num_workers=workers, seed=1,
+                           collate_fn=lambda s: torch.as_tensor(np.stack(s)))
+    with pytest.raises(sl.ConfigError, match=message):
+        next(iter(loader))
+
+
 def test_a_collate_fns_exception_keeps_its_traceback():
     def broken(samples):
         raise RuntimeError("collate failed on %d samples" % len(samples))

@@ -7,6 +7,7 @@ worker count."""
 import collections
 import gc
 import hashlib
+import json
 import os
 import pickle
 import re
@@ -577,6 +578,61 @@ def test_a_samplers_keys_are_read_as_torchs_loader_reads_them(workers, persisten
         assert last == [[key] for key in epoch]
 
 
+def test_a_keyed_epoch_is_traced_by_position_and_audits_clean(tmp_path):
+    import seedloader.audit
+    loader = sl.DataLoader(ReadsInBulk(), batch_size=None, sampler=Yields(bulks(5)),
+                           seed=1, num_workers=2, seeding="sample")
+    path = tmp_path / "trace.jsonl"
+    assert [s.tolist() for s in seedloader.audit.trace(loader, path)] == bulks(5)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["index"] for line in lines] == list(range(9))
+    assert seedloader.audit.check(path, 9)["findings"] == []
+
+
+def test_what_a_keyed_epoch_cannot_do_is_refused_or_done_as_torch_would():
+    # skip() names samples by index, which keys do not have.
+    loader = sl.DataLoader(ReadsInBulk(), batch_size=None, sampler=Yields(bulks(5)),
+                           seed=1, seeding="sample")
+    loader.skip(samples=[1])
+    with pytest.raises(sl.ConfigError, match="the sampler yields keys in epoch 0"):
+        next(iter(loader))
+    # A bad last key is replaced by the next one round the epoch: the first.
+    epoch = [[1, 2], [3], ["bad"]]
+    loader = sl.DataLoader(MaskedOrLocked(), batch_size=None, sampler=Yields(epoch),
+                           seed=1, on_bad_sample="skip")
+    assert [s.tolist() for s in loader] == [[1, 2], [3], [1, 2]]
+    assert loader.skipped_samples == 1
+    # Boolean masks are keys too; and with no workers a key is never pickled.
+    mask = np.arange(35) % 7 == 0
+    lock = threading.Lock()
+    unpicklable = [(lock, 4)]
+    assert next(iter(sl.DataLoader(MaskedOrLocked(), batch_size=None, seed=1,
+                                   sampler=[mask]))).tolist() == [0, 7, 14, 21, 28]
+    assert next(iter(sl.DataLoader(MaskedOrLocked(), batch_size=None, seed=1,
+                                   sampler=unpicklable))).tolist() == [4]
+    with pytest.raises(TypeError) as error:
+        next(iter(sl.DataLoader(MaskedOrLocked(), batch_size=None, seed=1,
+                                sampler=unpicklable, num_workers=2)))
+    assert "reach the workers pickled" in "".join(error.value.__notes__)
+
+
+class MaskedOrLocked(tud.Dataset):
+    """Read at a mask, a list of indices (a damaged one holds "bad"), or a pair
+    (anything, n)."""
+
+    def __len__(self):
+        return 35
+
+    def __getitem__(self, key):
+        if isinstance(key, np.ndarray):
+            return torch.arange(35)[torch.from_numpy(key)]
+        if isinstance(key, list):
+            if "bad" in key:
+                raise sl.DataError("sample %r is damaged" % (key,))
+            return torch.tensor(key)
+        return torch.tensor([key[1]])
+
+
 class KeyedByPlace(tud.Dataset):
     """Read at (index, scale) keys, as a bucketing batch sampler gives them."""
 
@@ -705,13 +761,11 @@ def test_the_layout_passs_workers_serve_the_pass_and_nothing_is_read_twice(
     assert len(pids) == (1 if workers == 0 else 2 if persistent else 4)
 
 
-@pytest.mark.parametrize("seeding", ["worker", "sample"])
-def test_a_resumed_pass_learns_its_layout_in_its_own_workers(tmp_path, seeding):
-    # Worker seeding loads and drops the batches before the resume point, in the
-    # layout pass too; the workers then serve them from what they read.
+def test_a_resumed_pass_learns_its_layout_in_its_own_workers(tmp_path):
+    # seeding="sample": the batches before the resume point are not loaded at all.
     def resumed(kind, name):
         first = sl.DataLoader(kind(tmp_path / ("first-" + name)), batch_size=3, seed=4,
-                              num_workers=2, shuffle=True, seeding=seeding)
+                              num_workers=2, shuffle=True, seeding="sample")
         it = iter(first)
         for _ in range(2):
             next(it)
@@ -719,7 +773,7 @@ def test_a_resumed_pass_learns_its_layout_in_its_own_workers(tmp_path, seeding):
         del it, first
         path = tmp_path / name
         loader = sl.DataLoader(kind(path), batch_size=3, num_workers=2, seed=4,
-                               shuffle=True, seeding=seeding)
+                               shuffle=True, seeding="sample")
         loader.load_state_dict(state)
         batches = [{k: v.clone() for k, v in b.items()} for b in loader]
         return batches, [line.split() for line in path.read_text().splitlines()]
@@ -729,10 +783,8 @@ def test_a_resumed_pass_learns_its_layout_in_its_own_workers(tmp_path, seeding):
     assert len(learned) == len(declared) == 4
     for a, b in zip(learned, declared):
         assert all(torch.equal(a[k], b[k]) for k in b)
-    # seeding="sample" loads only the batches from the resume point on.
-    expected = sorted(sum((b["i"].tolist() for b in learned), [])) \
-        if seeding == "sample" else list(range(18))
-    assert sorted(int(i) for _, i in reads) == expected
+    assert sorted(int(i) for _, i in reads) == sorted(sum((b["i"].tolist()
+                                                          for b in learned), []))
     assert len({p for p, _ in reads}) == 2
 
 
