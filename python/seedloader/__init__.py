@@ -979,11 +979,16 @@ class DataLoader:
             if isinstance(declared, dict):
                 layouts[name] = _samples.Layout.declared(declared)
         if native is None and len(layouts) < len(python):
-            if self._layout is None:  # learned once, by the layout pass if it can
-                self._layout = self._learn_mixture_layout(read)
+            if self._layout is None:
+                # Learned once, each source's by the layout pass from its samples in
+                # the first batches, or by the probe where it has none there.
+                learned = self._learn_mixture_layout(read)
+                for name in python:
+                    if name not in layouts:
+                        layouts[name] = learned.get(name) or \
+                            self._learn_layout(m.sources[name])
             for name in python:
-                if name not in layouts:
-                    layouts[name] = self._layout or self._learn_layout(m.sources[name])
+                layouts.setdefault(name, self._layout)  # checked when it was learned
         if native is None:  # else the engine checks them against the native's
             first = python[0]
             self._layout = layouts[first]
@@ -991,8 +996,9 @@ class DataLoader:
                 if _fields_of(layouts[name]) != _fields_of(self._layout):
                     raise ConfigError(
                         "Mixture: the sources' samples must have one layout; %r gives "
-                        "%s, %r gives %s" % (first, _fields_of(self._layout), name,
-                                             _fields_of(layouts[name])))
+                        "%s, %r gives %s" % (
+                            first, _dataset.describe_fields(self._layout), name,
+                            _dataset.describe_fields(layouts[name])))
         sources, recipes = [], []
         for name in m.names:
             source = m.sources[name]
@@ -1014,19 +1020,20 @@ class DataLoader:
                                     self._mixture_known)
 
     def _learn_mixture_layout(self, sources):
-        """The one layout of a Mixture's Python sources (`sources`: {name: the data
-        set its engine reads}; the Mixture has no other), from the layout pass's
-        first batches; None when it cannot run, or has no batch."""
+        """{name: layout} of a Mixture's Python sources drawn in the layout pass's
+        first batches (`sources`: {name: the data set its engine reads}; the
+        Mixture has no other); empty when the pass cannot run, or has no batch."""
         m = self.dataset
         if len(m) == 0 or not self._layout_pass_can():
-            return None
+            return {}
         paths, budget = self._variable
         names = list(sources)
         return self._learn_from_batches(
             [sources[n] for n in names], None, _dataset.PROBE_SAMPLES,
             lambda files, read: _dataset.layout_of_mixture_batches(
                 files, read, m.locate, names, paths, budget),
-            (m.names, self._mixture_history, m.samples_per_epoch, self._mixture_known))
+            (m.names, self._mixture_history, m.samples_per_epoch, self._mixture_known),
+            ["source %r sample" % n for n in names]) or {}
 
     def _collated_dataset(self):
         """(the engine's dataset, its batch plan) under a collate_fn: one item per
@@ -1278,7 +1285,8 @@ class DataLoader:
         worker reading its batch as it will in the pass itself (its worker_init_fn
         run, get_worker_info() set, its streams), and the recorders (one per data
         set) each worker reads through say what the samples are made of
-        (seedloader._dataset.LayoutRecorder, whose messages call an item `noun`;
+        (seedloader._dataset.LayoutRecorder, whose messages call an item `noun`, or
+        per data set nouns[i];
         merge(their files, per data set, and the batches read) gives the layout). Then the pass's own engine starts from the same batch, on
         the same workers, handed over (_dataset.HandOver; num_workers=0: in this
         process), and each serves the samples it read already from what it
@@ -1293,8 +1301,9 @@ class DataLoader:
             for _ in datasets:
                 files.append([_os.memfd_create("seedloader-layout", _os.MFD_CLOEXEC)
                               for _ in range(workers)])
-            recorders = [_dataset.LayoutRecorder(d, fds, noun)
-                         for d, fds in zip(datasets, files)]
+            nouns = noun if isinstance(noun, list) else [noun] * len(datasets)
+            recorders = [_dataset.LayoutRecorder(d, fds, n)
+                         for d, fds, n in zip(datasets, files, nouns)]
             if self.num_workers:
                 handover = _dataset.HandOver(self.num_workers, recorders)
             options = _spawned.options_from(_spawned.options_state(self._options))

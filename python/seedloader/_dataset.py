@@ -621,24 +621,15 @@ def layout_of_mixture_batches(files, batches, locate, names, variable_paths,
     """As layout_of_batches, for a Mixture whose sources are all Python data sets:
     files[s] are source names[s]'s recorders' files, and the engine's indices in
     `batches` are the Mixture's (locate: index -> (name, index in the source)).
-    The sources' samples have one layout, learned from all of theirs."""
-    parts = []
+    {name: layout} of each source drawn in `batches`, from its samples there."""
+    layouts = {}
     for name, fds in zip(names, files):
         mine = [(worker, [local for n, local in map(locate, indices) if n == name])
                 for worker, indices in batches]
         if any(local for _, local in mine):
-            parts.append((name,) + _recorded(fds, mine))
-    first, base = parts[0][0], parts[0][1]
-    learned, seen = [], [[] for _ in base.fields]
-    for name, layout, indices, shapes in parts:
-        if _signature(layout) != _signature(base):
-            raise ConfigError("Mixture: the sources' samples must have one layout; %r gives "
-                              "%s, %r gives %s" % (first, _describe_fields(base), name,
-                                                   _describe_fields(layout)))
-        learned += indices
-        for mine, theirs in zip(seen, shapes):
-            mine += theirs
-    return base.settled(learned, seen, variable_paths, variable_bytes)
+            base, learned, seen = _recorded(fds, mine, "source %r sample" % name)
+            layouts[name] = base.settled(learned, seen, variable_paths, variable_bytes)
+    return layouts
 
 
 def collated_of_batches(fds, batches, budget):
@@ -679,8 +670,8 @@ def _recorded(fds, batches, noun="sample"):
                     "%s differ between workers: %s %d (worker %d) has %s, %s %d (worker "
                     "%d) has %s" % (
                         "collate_fn's outputs" if noun == "batch" else "the samples' fields",
-                        noun, first[1], first[0], _describe_fields(base), noun, index,
-                        worker, _describe_fields(layout)))
+                        noun, first[1], first[0], describe_fields(base), noun, index,
+                        worker, describe_fields(layout)))
             learned.append(index)
             for shapes, shape in zip(seen, message[2]):
                 shapes.append(tuple(shape))
@@ -694,8 +685,12 @@ def _signature(layout):
     return [(f.path, f.dtype, f.python) for f in layout.fields]
 
 
-def _describe_fields(layout):
-    return ", ".join("%s %s" % (f.path, f.dtype) for f in layout.fields)
+def describe_fields(layout):
+    """"['x'] int64 (2,), ['u'] float64 ()": each field's path, dtype and shape,
+    as errors name a layout."""
+    return ", ".join("%s %s %s%s" % (f.path, f.dtype, tuple(f.shape),
+                                     " variable" if f.variable else "")
+                     for f in layout.fields)
 
 
 def read_sample(dataset, index, rng, with_rng):

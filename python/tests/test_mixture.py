@@ -5,6 +5,7 @@ skip nothing of any source; what a Mixture cannot do is refused by name."""
 import json
 import os
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -562,3 +563,22 @@ def test_a_rebuilt_engine_keeps_the_sources_learned_layout():
     fresh = loader(mixture(), workers=2)
     fresh.load_state_dict(state)
     assert [rows(b) for b in dl] == [rows(b) for b in fresh]
+
+
+class Float32Source(Source):
+    def __getitem__(self, index, rng):
+        sample = super().__getitem__(index, rng)
+        return dict(sample, x=sample["x"].float())
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_source_the_first_batches_do_not_draw_is_checked_before_the_first_batch(workers):
+    # "late" has weight 0 until step 3: the layout pass never reads it, so its
+    # layout comes from its first samples, and must be the others'.
+    m = sl.Mixture({"early": Source(10, 0), "late": Float32Source(10, 1)},
+                   [(0, {"early": 1, "late": 0}), (3, {"early": 1, "late": 1})],
+                   samples_per_epoch=48)
+    with pytest.raises(sl.ConfigError, match=re.escape(
+            "Mixture: the sources' samples must have one layout; 'early' gives ['x'] "
+            "int64 (2,), ['u'] float64 (), 'late' gives ['x'] float32 (2,)")):
+        next(iter(loader(m, workers=workers)))
