@@ -1285,10 +1285,10 @@ class DataLoader:
         worker reading its batch as it will in the pass itself (its worker_init_fn
         run, get_worker_info() set, its streams), and the recorders (one per data
         set) each worker reads through say what the samples are made of
-        (seedloader._dataset.LayoutRecorder, whose messages call an item `noun`, or
-        per data set nouns[i];
-        merge(their files, per data set, and the batches read) gives the layout). Then the pass's own engine starts from the same batch, on
-        the same workers, handed over (_dataset.HandOver; num_workers=0: in this
+        (seedloader._dataset.LayoutRecorder, whose messages call an item `noun`,
+        or per data set noun[i]; merge(their files, per data set, and the batches
+        read) gives the layout). Then the pass's own engine starts from the same
+        batch, on the same workers, handed over (_dataset.HandOver; num_workers=0: in this
         process), and each serves the samples it read already from what it
         recorded (_dataset.Replay). A batch that failed fails in its turn. While
         every batch has failed the layout pass goes on, up to _FAILED_BATCHES
