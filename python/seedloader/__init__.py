@@ -999,25 +999,19 @@ class DataLoader:
                         "%s, %r gives %s" % (
                             first, _dataset.describe_fields(self._layout), name,
                             _dataset.describe_fields(layouts[name])))
-        sources, recipes = [], []
-        for name in m.names:
-            source = m.sources[name]
-            if name in read:
-                layout = layouts[name]
-                recipes.append(("python", read[name], _fields_of(layout),
-                                _samples.Flatten(layout), _dataset.takes_rng(read[name])))
-                source = None
-            sources.append(source)
-        self._recipe = None  # seedloader's own sources: the workers are forked
-        if len(recipes) == len(sources):
-            self._recipe = ("mixture", m.names, recipes, self._mixture_history,
-                            m.samples_per_epoch, self._mixture_known)
+        recipes = {name: ("python", read[name], _fields_of(layouts[name]),
+                          _samples.Flatten(layouts[name]), _dataset.takes_rng(read[name]))
+                   for name in python}
+        if len(python) == len(m.names):
+            self._recipe = ("mixture", m.names, [recipes[n] for n in m.names],
+                            self._mixture_history, m.samples_per_epoch,
+                            self._mixture_known)
             return _spawned.build_engine_dataset(self._recipe, self._take_replay())
-        built = iter(_spawned.build_engine_dataset(r) for r in recipes)
-        return _core.MixtureDataset(m.names, [s if s is not None else next(built)
-                                              for s in sources],
-                                    self._mixture_history, m.samples_per_epoch,
-                                    self._mixture_known)
+        self._recipe = None  # seedloader's own sources: the workers are forked
+        return _core.MixtureDataset(
+            m.names, [_spawned.build_engine_dataset(recipes[n]) if n in recipes
+                      else m.sources[n] for n in m.names],
+            self._mixture_history, m.samples_per_epoch, self._mixture_known)
 
     def _learn_mixture_layout(self, sources):
         """{name: layout} of a Mixture's Python sources drawn in the layout pass's
@@ -1418,7 +1412,7 @@ class DataLoader:
                               "sampler yields keys in epoch %d, whose samples have no "
                               "index; skip steps instead"
                               % (sorted(self._skip_samples)[:8], epoch))
-        count = sum(len(b) for b in drawn)
+        count = len(drawn.items())
         if count > len(self.dataset):
             who = self._batch_sampler if self._batch_sampler is not None else self._sampler
             raise ConfigError("DataLoader: %s yields %d keys in epoch %d; keys are read by "
@@ -1426,8 +1420,8 @@ class DataLoader:
                               "set's len() %d" % (type(who).__name__, count, epoch,
                                                    len(self.dataset)))
         self._channel.publish(epoch, drawn, shared=self.num_workers > 0)
-        positions = iter(range(count))
-        return [[next(positions) for _ in b] for b in drawn]
+        return [list(range(drawn.start(k), drawn.start(k) + len(b)))
+                for k, b in enumerate(drawn)]
 
     def _pin(self, required):
         try:

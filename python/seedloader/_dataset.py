@@ -84,10 +84,10 @@ def check_map_style(dataset):
                           % type(dataset).__name__)
 
 
-class SampleSeeded:
-    """num_workers=0 with seeding="sample": each sample runs with random, numpy and
-    torch seeded from its own stream, exactly as in a worker, so the batches do not
-    depend on the worker count; the caller's generators are restored after it."""
+class Wrapper:
+    """A Python dataset as something of seedloader's own reads it: as long as the
+    dataset, named as it is in errors, reading it with or without a generator as
+    its __getitem__ takes."""
 
     def __init__(self, dataset):
         self.dataset, self.with_rng = dataset, takes_rng(dataset)
@@ -95,6 +95,12 @@ class SampleSeeded:
 
     def __len__(self):
         return len(self.dataset)
+
+
+class SampleSeeded(Wrapper):
+    """num_workers=0 with seeding="sample": each sample runs with random, numpy and
+    torch seeded from its own stream, exactly as in a worker, so the batches do not
+    depend on the worker count; the caller's generators are restored after it."""
 
     def __getitem__(self, index, rng):
         with _process_generators_kept():
@@ -286,13 +292,13 @@ class CollatedBatches:
         return self.samples.read(index, rng)
 
 
-class Items:
+class Items(Wrapper):
     """The samples `dataset` holds at `items` (indices or keys), as a probe reads
     them: item k is dataset[items[k]]."""
 
     def __init__(self, dataset, items):
-        self.dataset, self.items, self.with_rng = dataset, items, takes_rng(dataset)
-        self._seedloader_name = name_of(dataset)
+        super().__init__(dataset)
+        self.items = items
 
     def __len__(self):
         return len(self.items)
@@ -301,7 +307,7 @@ class Items:
         return read_sample(self.dataset, self.items[k], rng, self.with_rng)
 
 
-class KeyedSamples:
+class KeyedSamples(Wrapper):
     """A Python dataset under a user's sampler, as the engine reads it: in a Keyed
     epoch (seedloader._checks) engine index p is the epoch's item at position p,
     a key the dataset is read at as torch's loader reads it (dataset[key]), its
@@ -309,11 +315,8 @@ class KeyedSamples:
     epoch's items come from `channel` (a PlanChannel the plan publishes to)."""
 
     def __init__(self, dataset, channel):
-        self.dataset, self.channel, self.with_rng = dataset, channel, takes_rng(dataset)
-        self._seedloader_name = name_of(dataset)
-
-    def __len__(self):
-        return len(self.dataset)
+        super().__init__(dataset)
+        self.channel = channel
 
     def __getitem__(self, index, rng):
         epoch, _, items, _, keyed = self.channel.current()
@@ -357,7 +360,7 @@ class WorkerInit:
             self.user(worker_id)
 
 
-class LayoutRecorder:
+class LayoutRecorder(Wrapper):
     """The dataset of the layout pass (DataLoader._learn_from_batches): each sample
     is read as the loader's engine reads it (through the engine's generator, which
     it hands on), and what it is made of goes to the memory file of the worker
@@ -369,14 +372,10 @@ class LayoutRecorder:
     states; `initial` holds the global states its worker began reading from."""
 
     def __init__(self, dataset, fds, noun="sample"):
-        self.dataset, self.with_rng, self.fds = dataset, takes_rng(dataset), fds
+        super().__init__(dataset)
+        self.fds = fds
         self.noun = noun  # what messages call an item: a collate_fn's is a "batch"
         self.worker, self.layout, self.cache, self.initial = 0, None, {}, None
-        # Named as the dataset is: the engine's errors name it.
-        self._seedloader_name = name_of(dataset)
-
-    def __len__(self):
-        return len(self.dataset)
 
     def __getitem__(self, index, rng):
         key = _replay_key(index, rng)
