@@ -50,7 +50,20 @@ LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
     throw ConfigError("DataLoader: order shards reads a data set shard by shard, but " +
                       d.describe() + " is not stored in shards (TarShards is)");
   }
-  if (!o.seed) o.seed = draw_base_seed("DataLoader");
+  if (!o.seed) {
+    // Each process would draw its own seed, so the ranks would shard different
+    // permutations and train overlapping samples; a loader cannot agree one with
+    // the other processes (ddp-train agrees one over MPI, Python over torch's
+    // process group).
+    if (o.world_size > 1 && !o.batch_plan && (o.shuffle || d.own_order(o, 0))) {
+      throw ConfigError("DataLoader: no seed given for rank " + std::to_string(o.rank) +
+                        " of " + std::to_string(o.world_size) +
+                        ": each rank would draw its own and shuffle another order, "
+                        "so ranks would train overlapping samples; give every rank "
+                        "the same seed");
+    }
+    o.seed = draw_base_seed("DataLoader");
+  }
   return o;
 }
 

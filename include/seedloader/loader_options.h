@@ -90,8 +90,10 @@ struct LoaderOptions {
   ShuffleOrder order = ShuffleOrder::kNumpy;
   // kShards' block in samples; 0: four times the largest shard's sample count.
   std::uint64_t shuffle_block = 0;
-  std::optional<std::uint64_t> seed;  // unset: drawn from the OS and announced
-  bool drop_last = false;             // drop the last, short batch
+  // Unset: drawn from the OS and announced; refused where world_size > 1 and the
+  // order is drawn from it (each rank would shuffle its own permutation).
+  std::optional<std::uint64_t> seed;
+  bool drop_last = false;  // drop the last, short batch
   // Keep workers across epochs. They live as long as the thread that first
   // iterated: iterate from one thread that outlives the loader.
   bool persistent_workers = false;

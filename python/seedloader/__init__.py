@@ -30,7 +30,7 @@ from seedloader._errors import (CommError, ConfigError, DataError, Error, Timeou
 from seedloader import _core
 from seedloader._core import (Cifar10, Dataset, ImageFolder, Mnist, Synthetic, TarShards,
                               TensorFile, Transform)
-from seedloader import _checks, _compat, _dataset, _errors, _samples, _spawned
+from seedloader import _agreement, _checks, _compat, _dataset, _errors, _samples, _spawned
 from seedloader._mixture import Mixture
 
 __all__ = [
@@ -146,7 +146,9 @@ class DataLoader:
       of the first batches.
     Keyword-only, seedloader's own:
     seed: the base seed of every stream, an int (or numpy integer) in [0, 2**64)
-      (None: from `generator`, else drawn once and printed).
+      (None: from `generator`, else drawn once and printed; over several ranks
+      every rank takes rank 0's when a pass starts, through torch.distributed, and
+      a shuffled pass with no process group to agree through is a ConfigError).
     order: the built-in shuffle's generator. "numpy" (default): numpy's PCG64
       shuffle stream of the seed. "torch": exactly the order of torch's
       DistributedSampler(shuffle=True, seed=seed) after set_epoch(epoch), i.e.
@@ -248,10 +250,15 @@ class DataLoader:
         if format not in ("torch", "numpy"):
             raise ConfigError("format must be 'torch' or 'numpy', not %r" % (format,))
         if seed is not None:
+            # A drawn seed stays one when a framework rebuilds the loader from vars().
+            drawn = isinstance(seed, _agreement.DrawnSeed)
             seed = _checks.integer(seed, "seed")
         else:
+            drawn = True  # each process draws its own: ranks agree on one (_agreement)
             seed = (_seed_from(generator) if generator is not None
                     else _core.draw_base_seed("DataLoader"))
+        if drawn:
+            seed = _agreement.DrawnSeed(seed)
         if not isinstance(dataset, Dataset):
             _dataset.check_map_style(dataset)
         _warn_if_more_workers_than_cpus(num_workers)
@@ -342,7 +349,7 @@ class DataLoader:
         self._channel = None     # collate_fn: the epoch's batches, to the workers
         self._collated = None    # collate_fn: (epoch, [[index]]) the engine runs
         self._collated_size = 0  # collate_fn: the most batches an epoch may have
-        self._seed = int(seed)
+        self._seed = seed  # a DrawnSeed until the ranks agree on it
         # An attribute, not a property: a framework that rebuilds a loader from
         # vars() and the __init__ signature must get the same seed on every rank.
         self.seed = self._seed  # the base seed every stream derives from
@@ -534,7 +541,7 @@ class DataLoader:
         readies the engine; returns (engine, first batch, batches to replay, layout,
         pad_variable), or None when nothing is left of the epoch. An older
         pass is replaced either way."""
-        self._place(announce=True)
+        self._agree_seed(self._place(announce=True))
         self._canonical_fixed = True  # C is the run's from its first epoch on
         if self.worker_init_fn is not self._worker_init_fn:
             # Set after construction (Lightning's seed_everything(workers=True)
@@ -577,6 +584,25 @@ class DataLoader:
             layout = _Unbatch(layout)
         return core, first, replay, layout, self.pad_variable
 
+    def _agree_seed(self, source):
+        """A drawn seed becomes rank 0's on every rank (seedloader._agreement) when
+        this pass runs over several; the engine is rebuilt if it changed."""
+        seed = _agreement.agreed_seed(self._seed, self.rank, self.world_size, source,
+                                      self._order_depends_on_seed())
+        if seed is self._seed:
+            return
+        if seed != self._seed:
+            self._close_engine()  # rebuilt, and pinned again, for the new seed
+        self._seed = self._config["seed"] = seed
+        self.__dict__["seed"] = seed  # past __setattr__'s rule
+
+    def _order_depends_on_seed(self):
+        """Whether the epoch's order is drawn from the base seed (not a user's
+        sampler's, not sequential)."""
+        if self._mixture_history is not None:
+            return True
+        return self._shuffle and self._sampler is None and self._batch_sampler is None
+
     def _begin_epoch(self, core, first):
         """Begins this epoch on `core` from batch `first`; returns how many batches
         the pass loads and drops before it delivers one."""
@@ -607,14 +633,14 @@ class DataLoader:
     def _place(self, announce=False):
         """Takes the rank and world size as they are now (_placement); a change from
         the ones the engine was built for rebuilds it. The source is printed once per
-        process when a pass starts."""
+        process when a pass starts, and returned."""
         rank, size, source = self._placement()
         if announce and source not in _announced:
             _announced.add(source)
             # One write, so lines from several ranks do not run together.
             _sys.stderr.write("seedloader: rank %d of %d (from %s)\n" % (rank, size, source))
         if (rank, size) == (self.rank, self.world_size):
-            return
+            return source
         if not 0 <= rank < size:
             raise ConfigError("rank %d is not in [0, world_size %d)" % (rank, size))
         self._close_engine()
@@ -623,6 +649,7 @@ class DataLoader:
         self._options.nodes = self._node_count(size)
         if self._canonical_default and not self._canonical_fixed:
             self._set_canonical_nodes(_core.default_canonical_nodes(self._options))
+        return source
 
     def _node_count(self, world_size):
         return node_count(world_size) if self._nodes is None else self._nodes
@@ -667,7 +694,7 @@ class DataLoader:
                  "_finished": self._epoch_used and yielded >= num_batches,
                  "samples": yielded * global_batch,
                  "global_batch_size": global_batch,
-                 "base_seed": self.seed, "seeding": self.seeding, "order": self.order,
+                 "base_seed": int(self._seed), "seeding": self.seeding, "order": self.order,
                  "shuffle_block": self.shuffle_block,
                  "canonical_nodes": self.canonical_nodes,
                  "partition": self.partition, "world_size": self.world_size,

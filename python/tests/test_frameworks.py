@@ -61,9 +61,15 @@ def seedloader_order(size, epoch, rank, world_size, batch_size=4, seed=7):
     return [b.tolist() for b in loader]
 
 
-def check_epochs(out, world_size, epochs, size=64):
+def check_epochs(out, world_size, epochs, size=64, seed=7):
     """Each trainer epoch e: every rank trained seedloader's batches of epoch e,
-    the ranks together every sample once; the epochs' orders differ."""
+    the ranks together every sample once; the epochs' orders differ. seed=None:
+    the loaders were made without one, so the ranks must have agreed on one (the
+    steps say which), printed for the run to be repeated."""
+    if seed is None:
+        seeds = {s["seed"] for rank in range(world_size) for s in steps(out, rank)}
+        assert len(seeds) == 1, "the ranks trained with different seeds: %s" % seeds
+        seed = seeds.pop()
     orders = []
     for e in range(epochs):
         seen = []
@@ -71,7 +77,7 @@ def check_epochs(out, world_size, epochs, size=64):
             mine = [s for s in steps(out, rank) if s["epoch"] == e]
             assert {s["loader_epoch"] for s in mine} == {e}
             assert [s["indices"] for s in mine] == seedloader_order(size, e, rank,
-                                                                    world_size)
+                                                                    world_size, seed=seed)
             seen += [i for s in mine for i in s["indices"]]
         assert sorted(seen) == list(range(size)), "epoch %d: not every sample once" % e
         orders.append(seen)
@@ -89,6 +95,18 @@ def test_lightning_trains_each_sample_once_per_epoch_on_seedloaders_order(
     run("lightning_train.py", out, "--strategy", strategy, "--devices", devices,
         "--build", build, "--epochs", 3, "--workers", 1 if build == "hook" else 0)
     check_epochs(out, devices, 3)
+
+
+@pytest.mark.parametrize("strategy,devices", [("auto", 1), ("ddp", 2), ("ddp_spawn", 2)])
+def test_lightning_without_a_seed_trains_each_sample_once_per_epoch(tmp_path, strategy,
+                                                                    devices):
+    need("lightning")
+    out = tmp_path / "run"
+    done = run("lightning_train.py", out, "--strategy", strategy, "--devices", devices,
+               "--epochs", 2, "--no-seed")
+    check_epochs(out, devices, 2, seed=None)
+    if devices > 1:
+        assert "uses rank 0's base seed" in done.stderr
 
 
 def test_lightning_with_set_epoch_in_the_epoch_hook_reads_each_epoch_once(tmp_path):
@@ -152,6 +170,16 @@ def test_accelerate_trains_each_sample_once_and_gathers_each_eval_sample_once(
     assert sorted(gathered(out)) == list(range(251))  # 251 on 2 ranks: one padded
 
 
+@pytest.mark.parametrize("build", ["before", "after"])
+def test_accelerate_without_a_seed_trains_each_sample_once_on_2_processes(tmp_path, build):
+    need("accelerate")
+    out = tmp_path / "run"
+    done = run_accelerate(out, 2, "--build", build, "--epochs", 2, "--no-seed")
+    check_epochs(out, 2, 2, seed=None)
+    assert sorted(gathered(out)) == list(range(251))
+    assert "uses rank 0's base seed" in done.stdout + done.stderr
+
+
 def test_accelerate_gathers_an_elastic_eval_loader_once(tmp_path):
     need("accelerate")
     out = tmp_path / "run"
@@ -186,6 +214,15 @@ def test_torchrun_with_the_loader_built_before_the_process_group_shards_by_rank(
     out = tmp_path / "run"
     torchrun("torchrun_train.py", out, 2, "--epochs", 3)
     check_epochs(out, 2, 3)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_torchrun_without_a_seed_trains_each_sample_once_per_epoch(tmp_path, workers):
+    out = tmp_path / "run"
+    done = torchrun("torchrun_train.py", out, 2, "--epochs", 2, "--workers", workers,
+                    "--no-seed")
+    check_epochs(out, 2, 2, seed=None)
+    assert "uses rank 0's base seed" in done.stdout + done.stderr
 
 
 def test_torchrun_with_a_users_distributed_sampler_trains_the_samplers_order(tmp_path):

@@ -45,6 +45,29 @@ TEST(LoaderOptionsTest, UnsetSeedIsDrawnAndReported) {
   EXPECT_EQ(a.options().seed, a.base_seed());
 }
 
+TEST(LoaderOptionsTest, UnsetSeedIsRefusedWhereRanksWouldShuffleApart) {
+  StreamProbeDataset ds(8, 1);
+  LoaderOptions o;
+  o.world_size = 2;
+  o.rank = 1;
+  o.shuffle = true;
+  try {
+    DataLoader loader(ds, o);
+    ADD_FAILURE() << "a shuffled loader of 2 ranks drew its own seed";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no seed given for rank 1 of 2"), std::string::npos) << what;
+    EXPECT_NE(what.find("same seed"), std::string::npos) << what;
+  }
+  o.shuffle = false;  // the order does not depend on the seed: nothing overlaps
+  DataLoader sequential(ds, o);
+  EXPECT_TRUE(sequential.options().seed.has_value());
+  o.shuffle = true;
+  o.seed = 5;
+  DataLoader seeded(ds, o);
+  EXPECT_EQ(seeded.base_seed(), 5u);
+}
+
 // An in-memory data set that says it is stored in shards of 3, 5, 2 and 4 samples.
 class ShardedRows : public InMemoryDataset {
  public:

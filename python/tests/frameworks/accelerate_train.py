@@ -4,13 +4,16 @@ or under torchrun with 2, as users run accelerate scripts.
 
 Usage: accelerate_train.py OUT [--build before|after] [--epochs E]
          [--save-at STEP] [--resume] [--skip N] [--eval-partition strided|elastic]
+         [--no-seed]
 --build: the loaders made before Accelerator() (and so before the process group)
 or after it. Each process writes OUT/rank{R}.jsonl, one line per training step
-({"epoch", "loader_epoch", "step", "indices"}); process 0 writes OUT/eval.json
+({"epoch", "loader_epoch", "step", "indices", "seed": the training loader's base
+seed}); process 0 writes OUT/eval.json
 (what gather_for_metrics returned over the evaluation loader). --save-at: after
 that step, accelerator.save_state(OUT/state) with the loader registered for
 checkpointing; --resume: load_state(OUT/state) first and continue. --skip:
-accelerator.skip_first_batches(loader, N), iterated; OUT/skip.txt gets the error."""
+accelerator.skip_first_batches(loader, N), iterated; OUT/skip.txt gets the error.
+--no-seed: the loaders are made without seed=, as in a one-line swap for torch's."""
 import argparse
 import json
 import os
@@ -28,8 +31,9 @@ TRAIN, EVAL = 64, 251
 
 
 def loaders(args):
-    train = sl.DataLoader(Indexed(TRAIN), batch_size=4, shuffle=True, seed=7)
-    evaluation = sl.DataLoader(Indexed(EVAL), batch_size=4, seed=7,
+    seed = None if args.no_seed else 7
+    train = sl.DataLoader(Indexed(TRAIN), batch_size=4, shuffle=True, seed=seed)
+    evaluation = sl.DataLoader(Indexed(EVAL), batch_size=4, seed=seed,
                                partition=args.eval_partition,
                                seeding="sample" if args.eval_partition == "elastic"
                                else "worker")
@@ -45,6 +49,7 @@ def main():
     p.add_argument("--resume", action="store_true")
     p.add_argument("--skip", type=int, default=0)
     p.add_argument("--eval-partition", default="strided")
+    p.add_argument("--no-seed", action="store_true")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     if args.build == "before":
@@ -76,7 +81,8 @@ def main():
     for epoch in range(train.epoch, args.epochs):
         for x, index in train:
             log.write(json.dumps({"epoch": epoch, "loader_epoch": train.epoch,
-                                  "step": step, "indices": index.tolist()}) + "\n")
+                                  "step": step, "indices": index.tolist(),
+                                  "seed": train.seed}) + "\n")
             loss = model(x).pow(2).mean()
             accelerator.backward(loss)
             optimizer.step()

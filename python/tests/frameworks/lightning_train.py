@@ -3,10 +3,11 @@ rank trained on: run by test_frameworks.py as a user runs a script.
 
 Usage: lightning_train.py OUT --strategy auto|ddp|ddp_spawn [--devices N]
          [--build before|hook] [--epochs E] [--set-epoch] [--workers W]
-         [--resume CKPT] [--save-every-steps K]
+         [--resume CKPT] [--save-every-steps K] [--no-seed]
 Each rank writes OUT/rank{R}.jsonl: one line per training step,
-{"epoch": trainer epoch, "loader_epoch": ..., "indices": [...]}; and, with
---save-every-steps, checkpoints OUT/step{N}.ckpt."""
+{"epoch": trainer epoch, "loader_epoch": ..., "indices": [...], "seed": the
+loader's base seed}; and, with --save-every-steps, checkpoints OUT/step{N}.ckpt.
+--no-seed: the loader is made without seed=, as in a one-line swap for torch's."""
 import argparse
 import json
 import os
@@ -23,8 +24,8 @@ from leave import leave
 
 
 def make_loader(args):
-    return sl.DataLoader(Indexed(), batch_size=4, shuffle=True, seed=7,
-                         num_workers=args.workers)
+    return sl.DataLoader(Indexed(), batch_size=4, shuffle=True,
+                         seed=None if args.no_seed else 7, num_workers=args.workers)
 
 
 class Model(pl.LightningModule):
@@ -51,7 +52,8 @@ class Model(pl.LightningModule):
         self.log_file.write(json.dumps({"epoch": self.current_epoch,
                                         "loader_epoch": self.loader.epoch,
                                         "step": self.global_step,
-                                        "indices": index.tolist()}) + "\n")
+                                        "indices": index.tolist(),
+                                        "seed": self.loader.seed}) + "\n")
         self.log_file.flush()
         return self.layer(x).pow(2).mean()
 
@@ -70,6 +72,7 @@ def main():
     p.add_argument("--set-epoch", action="store_true")
     p.add_argument("--resume")
     p.add_argument("--save-every-steps", type=int, default=0)
+    p.add_argument("--no-seed", action="store_true")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     loader = make_loader(args) if args.build == "before" else None

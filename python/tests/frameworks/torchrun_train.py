@@ -3,9 +3,10 @@ torchrun: the loader built before init_process_group, with seedloader's own
 sharding or with a user's DistributedSampler (set_epoch each epoch, as torch's
 docs say). Run by test_frameworks.py.
 
-Usage: torchrun_train.py OUT [--sampler] [--epochs E] [--workers W]
+Usage: torchrun_train.py OUT [--sampler] [--epochs E] [--workers W] [--no-seed]
 Each rank writes OUT/rank{R}.jsonl, one line per step ({"epoch", "loader_epoch",
-"step", "indices"})."""
+"step", "indices", "seed": the loader's base seed}). --no-seed: the loader is made
+without seed=, as in a one-line swap for torch's."""
 import argparse
 import json
 import os
@@ -25,6 +26,7 @@ def main():
     p.add_argument("--sampler", action="store_true")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--no-seed", action="store_true")
     args = p.parse_args()
     os.makedirs(args.out, exist_ok=True)
     dataset = Indexed()
@@ -36,8 +38,8 @@ def main():
         loader = sl.DataLoader(dataset, batch_size=4, sampler=sampler, seed=7,
                                num_workers=args.workers)
     else:
-        loader = sl.DataLoader(dataset, batch_size=4, shuffle=True, seed=7,
-                               num_workers=args.workers)
+        loader = sl.DataLoader(dataset, batch_size=4, shuffle=True,
+                               seed=None if args.no_seed else 7, num_workers=args.workers)
         dist.init_process_group("gloo")
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -48,7 +50,8 @@ def main():
             sampler.set_epoch(epoch)
         for x, index in loader:
             log.write(json.dumps({"epoch": epoch, "loader_epoch": loader.epoch,
-                                  "step": step, "indices": index.tolist()}) + "\n")
+                                  "step": step, "indices": index.tolist(),
+                                  "seed": loader.seed}) + "\n")
             loss = model(x).pow(2).mean()
             optimizer.zero_grad()
             loss.backward()
