@@ -14,7 +14,9 @@ each command:
   block with the package's interpreter.
 Commands with placeholders (DIR, FILE, N, ...) and elided ones ("$ ... ") are only
 checked for existence, as are commands quoted inline in the text (`bash ...`,
-`build/...`, `mpirun ...`). Run from the repository root after scripts/test.sh default:
+`build/...`, `mpirun ...`). docs/design.md's module graph must name, for every
+library and program target of the CMake files, exactly the seedloader modules its
+target_link_libraries lines link. Run from the repository root after scripts/test.sh default:
     build/venv/bin/python scripts/docs_check.py [-v]
 (-v lists every command and its verdict.) Exit 0 when everything holds, 1 naming each command that does not.
 """
@@ -188,6 +190,69 @@ def check_command(where, command, expected, full):
     return None
 
 
+GRAPH_LINE = re.compile(r"^([\w-]+)\s+->\s*([^;]*)")
+
+
+def graph_in_design():
+    """{target: set of seedloader modules} from the first text block after
+    design.md's "## Module graph" (lines "NAME -> a, b ; anything else")."""
+    text = open(os.path.join(ROOT, "docs", "design.md")).read()
+    section = text[text.index("## Module graph"):]
+    block = next(b for b in blocks_of_text(section) if b[0] == "text")[1]
+    graph = {}
+    for line in block:
+        match = GRAPH_LINE.match(line)
+        if match:
+            graph[match.group(1)] = {m.strip() for m in match.group(2).split(",")
+                                     if m.strip()}
+    return graph
+
+
+def blocks_of_text(text):
+    """[(info, lines)] of the fenced blocks in `text`."""
+    return [(m.group(1), m.group(2).split("\n"))
+            for m in re.finditer(r"^```(\w*)\n(.*?)^```", text, re.M | re.S)]
+
+
+def graph_in_cmake():
+    """{target: set of seedloader modules it links} over the project's CMake files
+    (tests, benches and examples aside): every library a module, seedloader_NAME
+    and seedloader::NAME being NAME."""
+    graph = {}
+    for path in glob.glob(os.path.join(ROOT, "**", "CMakeLists.txt"), recursive=True):
+        if os.path.relpath(path, ROOT).split(os.sep)[0] in ("build", "tests", "bench",
+                                                             "examples"):
+            continue
+        text = re.sub(r"#[^\n]*", "", open(path).read())
+        for name in re.findall(r"(?:seedloader_add_library\(|add_library\(seedloader_)"
+                               r"(\w+)", text):
+            graph.setdefault(name, set())
+        for target, links in re.findall(r"target_link_libraries\(\s*([\w:-]+)([^)]*)\)",
+                                        text):
+            name = target[len("seedloader_"):] if target.startswith("seedloader_") \
+                else target
+            graph.setdefault(name, set()).update(re.findall(r"seedloader::(\w+)", links))
+    return graph
+
+
+def module_graph_problems():
+    """Where design.md's module graph and the CMake files disagree."""
+    drawn, built = graph_in_design(), graph_in_cmake()
+    problems = []
+    for target in sorted(set(drawn) | set(built)):
+        if target not in built:
+            problems.append("docs/design.md's module graph names %s, which no CMake file "
+                            "builds" % target)
+        elif target not in drawn:
+            problems.append("docs/design.md's module graph has no line for %s (it links "
+                            "%s)" % (target, ", ".join(sorted(built[target])) or "nothing"))
+        elif drawn[target] != built[target]:
+            problems.append("docs/design.md's module graph says %s -> %s; its CMake links "
+                            "%s" % (target, ", ".join(sorted(drawn[target])) or "nothing",
+                                    ", ".join(sorted(built[target])) or "nothing"))
+    return problems
+
+
 def main():
     made = [f for f in ("trace.jsonl",) if not os.path.exists(os.path.join(ROOT, f))]
     try:
@@ -237,6 +302,10 @@ def check_all():
                 print("%s %s: %s" % ("FAIL" if problem else "ok  ", where, command))
             if problem:
                 problems.append(problem)
+    graph = module_graph_problems()
+    problems += graph
+    if "-v" in sys.argv:
+        print("%s docs/design.md: the module graph" % ("FAIL" if graph else "ok  "))
     for p in problems:
         print("docs_check: " + p)
     print("docs_check: %d commands checked, %d blocks or commands run in full, %d problems"
