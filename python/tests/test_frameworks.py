@@ -1,15 +1,16 @@
 """seedloader.DataLoader inside the frameworks people train with: real end-to-end
-trainings of PyTorch Lightning 2.2 and Hugging Face accelerate 0.31 (pinned in
-python/tests/frameworks/requirements.txt, installed by scripts/python_env.sh
---frameworks), each on 1 or 2 CPU processes (gloo), with the loader built before
-the framework sees it or inside its hook. Each training writes what every rank
+trainings of PyTorch Lightning 2.2, Hugging Face accelerate 0.31 and transformers
+4.42's Trainer (pinned in python/tests/frameworks/requirements.txt, installed by
+scripts/python_env.sh --frameworks), each on 1 or 2 CPU processes (gloo), with the
+loader built before the framework sees it or inside its hook. Each training writes what every rank
 trained on, step by step; the checks:
 - every epoch trains every sample exactly once across ranks, and each rank's
   batches are exactly seedloader's own order of (seed, epoch, rank): never a torch
   loader built in its place, never a rank drawing its own seed;
 - trainer epoch e reads loader epoch e, with or without set_epoch;
 - a restart from the framework's own checkpoint (mid-epoch, at an epoch's end)
-  trains exactly what the uninterrupted run trained after it;
+  trains exactly what the uninterrupted run trained after it (under the Trainer,
+  with seedloader.transformers.ResumeCallback; without it, refused with advice);
 - gather_for_metrics counts every evaluation sample once.
 Without the frameworks the tests skip, or fail under
 SEEDLOADER_REQUIRE_CROSS_CHECKS=1."""
@@ -240,3 +241,78 @@ def test_torchrun_with_a_users_distributed_sampler_trains_the_samplers_order(tmp
             assert [s["indices"] for s in mine] == [order[k:k + 4] for k in range(0, 32, 4)]
             seen += order
         assert sorted(seen) == list(range(64))
+
+
+# --- transformers' Trainer --------------------------------------------------------
+
+def run_trainer(out, processes, *args):
+    """trainer_train.py with one process, or under torchrun with several."""
+    if processes == 1:
+        return run("trainer_train.py", out, *args)
+    return torchrun("trainer_train.py", out, processes, *args)
+
+
+def trainer_error(out):
+    path = out / "error.txt"
+    return path.read_text() if path.exists() else None
+
+
+# Stopped after the 4th step of epoch 1 (16 steps an epoch on 1 process, 8 on 2).
+@pytest.mark.parametrize("processes,stop", [(1, 19), (2, 11)])
+def test_trainer_resumed_mid_epoch_trains_what_the_uninterrupted_run_trained(
+        tmp_path, processes, stop):
+    need("transformers")
+    full, part = tmp_path / "full", tmp_path / "part"
+    run_trainer(full, processes, "--epochs", 2)
+    check_epochs(full, processes, 2)
+    run_trainer(part, processes, "--save-steps", stop, "--stop-at", stop)
+    assert [len(steps(part, rank)) for rank in range(processes)] == [stop] * processes
+    run_trainer(part, processes, "--save-steps", stop, "--resume")
+    assert trainer_error(part) is None
+    for rank in range(processes):
+        assert steps(part, rank) == steps(full, rank)
+        assert [s["step"] for s in steps(part, rank)] == list(range(32 // processes))
+
+
+def test_trainer_without_a_seed_trains_each_sample_once_per_epoch_on_2_processes(tmp_path):
+    need("transformers")
+    out = tmp_path / "run"
+    run_trainer(out, 2, "--epochs", 2, "--no-seed")
+    check_epochs(out, 2, 2, seed=None)
+
+
+def test_trainer_resumes_a_loader_without_a_seed_from_a_moved_checkpoint(tmp_path):
+    """The checkpoint holds the base seed the loader drew; the callback reads it
+    from the folder the Trainer resumes from, wherever that is."""
+    import shutil
+    need("transformers")
+    out, moved = tmp_path / "run", tmp_path / "moved"
+    run_trainer(out, 1, "--no-seed", "--save-steps", 19, "--stop-at", 19)
+    shutil.copytree(out / "trainer" / "checkpoint-19", moved)
+    shutil.rmtree(out / "trainer")
+    run_trainer(out, 1, "--no-seed", "--resume", moved)
+    assert [s["step"] for s in steps(out, 0)] == list(range(32))
+    check_epochs(out, 1, 2, seed=None)  # one seed throughout, its order
+
+
+def test_trainer_resume_without_the_callback_is_refused_with_advice_that_works(tmp_path):
+    need("transformers")
+    out = tmp_path / "run"
+    run_trainer(out, 1, "--no-callback", "--save-steps", 5, "--stop-at", 5)
+    run_trainer(out, 1, "--no-callback", "--resume")
+    message = trainer_error(out)
+    assert message.startswith("a torch DataLoader is iterating the sampler of a "
+                              "seedloader.DataLoader")
+    assert "callbacks=[seedloader.transformers.ResumeCallback()]" in message
+    # With the callback, that checkpoint (saved without it) is refused by name ...
+    run_trainer(out, 1, "--resume")
+    message = trainer_error(out)
+    assert message.startswith("ResumeCallback: the Trainer resumes from ")
+    assert "holds no seedloader_state.json" in message
+    assert "TrainingArguments(ignore_data_skip=True)" in message
+    # ... and resumed as it advises: epoch 0 starts over.
+    run_trainer(out, 1, "--resume", "--ignore-data-skip")
+    assert trainer_error(out) is None
+    trained = steps(out, 0)
+    assert [s["indices"] for s in trained[5:21]] == seedloader_order(64, 0, 0, 1)
+    assert [s["step"] for s in trained] == list(range(32))
