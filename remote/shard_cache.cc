@@ -135,10 +135,14 @@ bool remove_shard(const std::string& complete) {
   return true;
 }
 
+// The space a shard of `bytes` takes in the cache's accounting: its own and the
+// most its sidecar can take, so that the files at rest stay within the limit.
+std::uint64_t footprint(std::uint64_t bytes) { return bytes + ShardCache::kSidecarBytes; }
+
 // A complete shard or a part, as eviction sees it.
 struct Entry {
   std::string path;
-  std::uint64_t bytes;   // a part's at its final size
+  std::uint64_t bytes;   // its footprint(); a part's at its final size
   struct timespec used;  // a shard's last use (access time), a part's last write
   bool is_part;
 };
@@ -164,12 +168,12 @@ std::vector<Entry> list_cache(const std::string& dir, const std::string& skip) {
       if (ends_with(p, ".stat")) {
         struct stat shard {};
         if (::stat(p.substr(0, p.size() - 5).c_str(), &shard) != 0) ::unlink(p.c_str());
-        continue;  // sidecars are not counted
+        continue;  // counted with their shards
       }
       const bool is_part = ends_with(p, ".part");
       const std::uint64_t size =
           is_part ? std::max<std::uint64_t>(part_bytes(p), st.st_size) : st.st_size;
-      entries.push_back({p, size, is_part ? st.st_mtim : st.st_atim, is_part});
+      entries.push_back({p, footprint(size), is_part ? st.st_mtim : st.st_atim, is_part});
     }
   }
   std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
@@ -330,7 +334,7 @@ std::string ShardCache::locate(const shards::ShardEntry& shard, Need need,
       continue;
     }
     if (round > 100) throw fail("the cache file " + path + " keeps disappearing");
-    const int reserved = reserve(shard.bytes, part, need);
+    const int reserved = reserve(footprint(shard.bytes), part, need);
     const int reserve_error = errno;  // before anything else can change it
     if (reserved < 0 && need == Need::kAhead && reserve_error == ENOSPC) return {};
     if (reserved < 0)
@@ -392,7 +396,7 @@ std::string ShardCache::locate(const shards::ShardEntry& shard, Need need,
       if (::rename(part.c_str(), path.c_str()) != 0)
         throw fail("cannot rename " + part + ": " + std::strerror(errno));
       touch(path);
-      if (limit_ != 0 && !trim(path, shard.bytes, need)) return {};
+      if (limit_ != 0 && !trim(path, footprint(shard.bytes), need)) return {};
       // Still under the lock that every deletion takes: the name is this file.
       if (opened) {
         *opened = FileHandle(::open(path.c_str(), O_RDONLY | O_CLOEXEC), path);

@@ -18,8 +18,10 @@
 //   NAME.<xxh64>.stat         the complete shard's identity when it was
 //                             downloaded or last hashed: inode, size and
 //                             modification time (written to .stat.tmp and
-//                             renamed, under DIR's lock; not counted as space;
-//                             deleted with its shard).
+//                             renamed, under DIR's lock; deleted with its
+//                             shard). Space counts every shard with the most a
+//                             sidecar can hold (kSidecarBytes), whether or not
+//                             it has one yet.
 // Checks (Verify, when a ShardCache first finds a complete shard, and again
 // whenever its stat differs from what that ShardCache last checked, e.g. after
 // another process downloaded it again):
@@ -44,33 +46,31 @@
 // once, so reading a pinned shard's samples through it costs no system call but
 // the reads.
 // Space: under flock on DIR itself, a process about to download sums every
-// complete shard and every part (at its final size) in DIR's data-set folders and
-// deletes dead parts and complete shards that no one pins (it takes a
-// non-blocking write lock on each before deleting it), least recently used
-// first (access time, which each use renews; the modification time is the
-// sidecar's), until the new shard fits in `limit`. When that is not enough, a
-// download ahead of the reads (Need::kAhead) is not made, and a read's own
-// (Need::kNow) deletes pinned shards too, least recently used first: a cache
-// smaller than the readers' working set costs downloads, never its bound.
-// Downloads admitted at once may each have counted the other's part and still
-// go ahead (a read's own must), so each, once renamed complete, takes the lock
-// again and trims: it sums the complete shards and dead parts (not the parts of
-// downloads still in progress, which trim when they end) and deletes as above,
-// never the shard it just completed, except that a download ahead that would
-// need a pinned shard's space deletes its own shard and returns nothing.
-// Deleting a shard another process is reading is safe: its open descriptor
-// keeps the data (and the disk space, until it closes), and the next lookup
-// downloads it again. Readers take that descriptor from open(), which opens the
-// file it checked, so no deletion falls between their lookup and their open. So the cache
-// exceeds its limit only by the parts of downloads in progress, for the moment between a
-// rename and its trim, and by the part a failed download leaves for the next attempt to
-// continue (deleted by the next download that needs its space); once downloads end,
-// complete shards fit in the limit, whatever the number of workers, ranks or loaders
-// (given a limit at least the largest shard).
-// Nothing else is created: no lock file, no shared-memory name.
-// Thread- and process-safe; ShardCache holds no descriptor between calls (only,
-// under a mutex, the identities of the shards it has checked, which a forked
-// child inherits and need not check again), so a fork between calls leaves the
+// complete shard and every part (at its final size), each with its sidecar's
+// kSidecarBytes, in DIR's data-set folders and deletes dead parts and complete
+// shards that no one pins (it takes a non-blocking write lock on each before
+// deleting it), least recently used first (access time, which each use renews;
+// the modification time is the sidecar's), until the new shard fits in `limit`. When that
+// is not enough, a download ahead of the reads (Need::kAhead) is not made, and a read's
+// own (Need::kNow) deletes pinned shards too, least recently used first: a cache smaller
+// than the readers' working set costs downloads, never its bound. Downloads admitted at
+// once may each have counted the other's part and still go ahead (a read's own must), so
+// each, once renamed complete, takes the lock again and trims: it sums the complete
+// shards and dead parts (not the parts of downloads still in progress, which trim when
+// they end) and deletes as above, never the shard it just completed, except that a
+// download ahead that would need a pinned shard's space deletes its own shard and returns
+// nothing. Deleting a shard another process is reading is safe: its open descriptor keeps
+// the data (and the disk space, until it closes), and the next lookup downloads it again.
+// Readers take that descriptor from open(), which opens the file it checked, so no
+// deletion falls between their lookup and their open. So the cache exceeds its limit only
+// by the parts of downloads in progress, for the moment between a rename and its trim,
+// and by the part a failed download leaves for the next attempt to continue (deleted by
+// the next download that needs its space); once downloads end, complete shards and their
+// sidecars fit in the limit, whatever the number of workers, ranks or loaders (given a
+// limit at least the largest shard plus kSidecarBytes). Nothing else is created: no lock
+// file, no shared-memory name. Thread- and process-safe; ShardCache holds no descriptor
+// between calls (only, under a mutex, the identities of the shards it has checked, which
+// a forked child inherits and need not check again), so a fork between calls leaves the
 // child nothing of it (a fork while another thread is inside ensure() would leave
 // the child holding that call's locks, as with any lock; a pin held across
 // a fork pins until both copies close).
@@ -97,6 +97,11 @@ class ShardCache {
  public:
   // How a complete shard found in the cache is checked (see above).
   enum class Verify { kStat, kHash, kNone };
+  // The most bytes a sidecar holds ("INO SIZE MTIME_S MTIME_NS\n", four 64-bit
+  // numbers of up to 20 characters, each with its separator): what each shard
+  // adds to its own size in the cache's accounting, so that the files at rest
+  // never exceed the limit.
+  static constexpr std::uint64_t kSidecarBytes = 4 * 21;
   // A file's identity for the kStat check, as its sidecar records it.
   struct Identity {
     std::uint64_t ino = 0;
@@ -144,18 +149,19 @@ class ShardCache {
   bool unchanged(const FileHandle& file) const;
 
  private:
-  // Deletes least recently used files until `bytes` more fit, then opens
-  // (creating it if absent) the part file `part`; returns its descriptor, or -1
-  // with errno set; or, for Need::kAhead, -1 with errno ENOSPC when only deleting
-  // pinned shards would make room.
+  // Deletes least recently used files until `bytes` more (a shard's and its
+  // sidecar's) fit, then opens (creating it if absent) the part file `part`;
+  // returns its descriptor, or -1 with errno set; or, for Need::kAhead, -1 with errno
+  // ENOSPC when only deleting pinned shards would make room.
   int reserve(std::uint64_t bytes, const std::string& part, Need need) const;
   // ensure() and open(): with `opened`, the complete file is opened where it is
   // known to be the checked one (its own descriptor's stat is the one checked, or
   // under the directory's lock right after its rename) and handed over there.
   std::string locate(const shards::ShardEntry& shard, Need need,
                      FileHandle* opened) const;
-  // After `done` (`bytes` long) was renamed complete: deletes least recently used
-  // files until the complete shards and dead parts fit in the limit (see above).
+  // After `done` (taking `bytes` with its sidecar) was renamed complete: deletes
+  // least recently used files until the complete shards and dead parts fit in
+  // the limit (see above).
   // False when `done`, downloaded ahead, was deleted itself.
   // REQUIRES: the directory's lock is held; limit_ != 0.
   bool trim(const std::string& done, std::uint64_t bytes, Need need) const;

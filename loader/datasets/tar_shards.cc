@@ -201,10 +201,14 @@ void TarShards::State::open_remote(remote::ObjectUrl url) {
   std::uint64_t largest = 0;
   for (const shards::ShardEntry& shard : index->entries())
     largest = std::max(largest, shard.bytes);
-  if (options.cache_limit != 0 && options.cache_limit < largest) {
-    throw ConfigError(
-        "TarShards(" + pattern + "): cache_limit " + std::to_string(options.cache_limit) +
-        " is smaller than its largest shard (" + std::to_string(largest) + " bytes)");
+  // The cache counts each shard with its sidecar (remote/shard_cache.h).
+  const std::uint64_t needed = largest + remote::ShardCache::kSidecarBytes;
+  if (options.cache_limit != 0 && options.cache_limit < needed) {
+    throw ConfigError("TarShards(" + pattern + "): cache_limit " +
+                      std::to_string(options.cache_limit) +
+                      " is smaller than its largest shard with its sidecar (" +
+                      std::to_string(largest) + " + " +
+                      std::to_string(remote::ShardCache::kSidecarBytes) + " bytes)");
   }
   source = std::make_unique<const CachedShards>(
       std::move(url), index->entries(), std::move(reader),

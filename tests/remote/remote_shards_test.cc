@@ -10,12 +10,15 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -117,16 +120,24 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-// A complete shard's sidecar (NAME.<xxh64>.stat, its identity at download),
-// which the cache leaves out of its accounting.
+// A complete shard's sidecar (NAME.<xxh64>.stat, its identity at download).
 bool is_sidecar(const std::filesystem::path& p) { return p.extension() == ".stat"; }
 
-// The bytes the cache accounts for: complete shards and parts.
+// The bytes in a cache directory: complete shards, parts and sidecars, all of
+// which the limit bounds.
 std::uint64_t folder_bytes(const std::string& dir) {
   std::uint64_t total = 0;
   for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
-    if (f.is_regular_file() && !is_sidecar(f.path())) total += f.file_size();
+    if (f.is_regular_file()) total += f.file_size();
   }
+  return total;
+}
+
+// A cache limit that holds shards of these sizes, with their sidecars.
+std::uint64_t holding(std::initializer_list<std::uint64_t> shard_bytes) {
+  std::uint64_t total = 0;
+  for (const std::uint64_t bytes : shard_bytes)
+    total += bytes + remote::ShardCache::kSidecarBytes;
   return total;
 }
 
@@ -214,11 +225,15 @@ TEST_F(RemoteShardsTest, TheCacheStaysWithinItsLimitPlusOneShard) {
   EXPECT_LE(peak, limit + largest);
   EXPECT_TRUE(run_epoch(remote, 2, 0) == run_epoch(local, 0, 0));
   EXPECT_LE(folder_bytes(root_ / "cache"), limit);  // once the downloads ended
+  // The largest shard alone is too much: its sidecar must fit too.
   const std::string e = error_of([&] {
     TarShards(http(), parse_transform_spec(kTransform),
-              cached_in(root_ / "small", largest - 1));
+              cached_in(root_ / "small", largest));
   });
-  EXPECT_NE(e.find("smaller than its largest shard"), std::string::npos) << e;
+  EXPECT_NE(e.find("smaller than its largest shard with its sidecar (" +
+                   std::to_string(largest) + " + 84 bytes)"),
+            std::string::npos)
+      << e;
 }
 
 TEST_F(RemoteShardsTest, LoadersSharingACacheDownloadEachShardOnce) {
@@ -287,7 +302,7 @@ TEST_F(RemoteShardsTest, TheShardOrderReadsEachShardOnceThroughABoundedCache) {
         read.begin() + static_cast<std::ptrdiff_t>(start),
         read.begin() + static_cast<std::ptrdiff_t>(std::min(read.size(), start + 16)));
     std::uint64_t total = 0;
-    for (std::size_t s : two_blocks) total += bytes[s];
+    for (std::size_t s : two_blocks) total += holding({bytes[s]});
     limit = std::max(limit, total);
   }
   std::uint64_t all = 0;
@@ -382,7 +397,8 @@ TEST_F(RemoteShardsTest, AnOpenedShardKeepsItsBytesWhenAnotherDownloadEvictsIt) 
   const shards::ShardEntry &a = info[0], &b = info[1];
   const remote::ObjectReader reader;
   const remote::ShardCache cache(*remote::ObjectUrl::parse(http() + "index.json"),
-                                 root_ / "cache", std::max(a.bytes, b.bytes), reader);
+                                 root_ / "cache", holding({std::max(a.bytes, b.bytes)}),
+                                 reader);
   // Both ways a shard is opened: downloaded by this call, and found cached.
   for (const bool cached_first : {false, true}) {
     if (cached_first) cache.ensure(a);
@@ -443,8 +459,8 @@ TEST_F(RemoteShardsTest, EvictionSparesPinnedShardsAndAReadAheadNeverEvictsThem)
   std::vector<std::uint64_t> sizes;
   for (const auto& i : info) sizes.push_back(i.bytes);
   std::sort(sizes.begin(), sizes.end());
-  const std::uint64_t limit = sizes[2] + sizes[3];
-  ASSERT_GT(sizes[0] + sizes[1] + sizes[2], limit);
+  const std::uint64_t limit = holding({sizes[2], sizes[3]});
+  ASSERT_GT(holding({sizes[0], sizes[1], sizes[2]}), limit);
   const remote::ObjectReader reader;
   const remote::ShardCache cache(*remote::ObjectUrl::parse(http() + "index.json"),
                                  root_ / "cache", limit, reader);
@@ -657,8 +673,9 @@ TEST_F(RemoteShardsTest, ConcurrentDownloadsLeaveTheCacheWithinItsLimit) {
   const std::string url = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/data/";
   const std::vector<shards::ShardEntry> info = index_shards(root_ / "data/index.json");
   ASSERT_GE(info.size(), 4u);
-  std::uint64_t limit = 0;  // the largest shard: the cache holds one
-  for (const auto& i : info) limit = std::max(limit, i.bytes);
+  std::uint64_t largest = 0;
+  for (const auto& i : info) largest = std::max(largest, i.bytes);
+  const std::uint64_t limit = holding({largest});  // the cache holds one shard
   const remote::ObjectReader reader;
   const remote::ShardCache cache(*remote::ObjectUrl::parse(url + "index.json"),
                                  root_ / "cache", limit, reader);
@@ -682,6 +699,26 @@ TEST_F(RemoteShardsTest, ConcurrentDownloadsLeaveTheCacheWithinItsLimit) {
   }
 }
 
+TEST_F(RemoteShardsTest, SidecarsCountAgainstTheLimit) {
+  // A limit of exactly two shards' bytes holds one of them with its sidecar,
+  // not both with theirs.
+  const std::vector<shards::ShardEntry> info = index_shards(root_ / "data/index.json");
+  const shards::ShardEntry &a = info[0], &b = info[1];
+  const std::uint64_t limit = a.bytes + b.bytes;
+  const remote::ObjectReader reader;
+  const remote::ShardCache cache(*remote::ObjectUrl::parse(http() + "index.json"),
+                                 root_ / "cache", limit, reader);
+  EXPECT_NE(cache.ensure(a), "");
+  EXPECT_NE(cache.ensure(b), "");
+  EXPECT_FALSE(in_cache(root_ / "cache", a));
+  EXPECT_TRUE(in_cache(root_ / "cache", b));
+  EXPECT_LE(folder_bytes(root_ / "cache"), limit);
+  // A sidecar is never more than the room counted for it.
+  for (const auto& f : std::filesystem::recursive_directory_iterator(root_ / "cache")) {
+    if (is_sidecar(f.path())) EXPECT_LE(f.file_size(), remote::ShardCache::kSidecarBytes);
+  }
+}
+
 TEST_F(RemoteShardsTest, ADownloadAheadThatNoLongerFitsIsDropped) {
   // a is downloaded ahead through a proxy that answers 1 s late; meanwhile b, a
   // read's own, comes straight from nginx, into the same cache directory (the
@@ -690,7 +727,7 @@ TEST_F(RemoteShardsTest, ADownloadAheadThatNoLongerFitsIsDropped) {
   const std::string slow = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/data/";
   const std::vector<shards::ShardEntry> info = index_shards(root_ / "data/index.json");
   const shards::ShardEntry &a = info[0], &b = info[1];
-  const std::uint64_t limit = std::max(a.bytes, b.bytes);
+  const std::uint64_t limit = holding({std::max(a.bytes, b.bytes)});
   const remote::ObjectReader reader;
   const remote::ShardCache cache_a(*remote::ObjectUrl::parse(slow + "index.json"),
                                    root_ / "cache", limit, reader);
@@ -721,9 +758,9 @@ TEST_F(RemoteShardsTest, TwoWorkersKeepTheCacheWithinALimitOfOneShard) {
   const std::string url = "http://127.0.0.1:" + std::to_string(proxy->port()) + "/data/";
   const TarShards local(root_ / "data", parse_transform_spec(kTransform));
   const TarShards remote(url, parse_transform_spec(kTransform),
-                         cached_in(root_ / "cache", largest));
+                         cached_in(root_ / "cache", holding({largest})));
   EXPECT_TRUE(run_epoch(remote, 2, 0) == run_epoch(local, 0, 0));
-  EXPECT_LE(folder_bytes(root_ / "cache"), largest);
+  EXPECT_LE(folder_bytes(root_ / "cache"), holding({largest}));
 }
 
 // Flips the digit of the first label member ('0' <-> '1') of the tar file at

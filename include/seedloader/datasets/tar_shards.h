@@ -80,8 +80,9 @@ struct TarShardsOptions {
   std::uint64_t max_pixels = kDefaultMaxPixels;
   int channels = 3;
   // For a URL: the shard cache's directory (empty: $SEEDLOADER_CACHE_DIR, else
-  // $XDG_CACHE_HOME/seedloader, else ~/.cache/seedloader) and its bound in bytes
-  // (0: none; else at least the largest shard).
+  // $XDG_CACHE_HOME/seedloader, else ~/.cache/seedloader) and its bound in bytes,
+  // each shard's sidecar included (0: none; else at least the largest shard plus
+  // 84 bytes, the most its sidecar takes).
   std::string cache_dir;
   std::uint64_t cache_limit = 0;
   // For a URL: how a cached shard is checked (a shard that fails is downloaded
