@@ -140,6 +140,8 @@ std::string read_token_file(const std::string& path, const std::string& what) {
   s << in.rdbuf();
   const std::string token = trim_blank(s.str());
   if (token.empty()) throw ConfigError(what + " " + path + " is empty");
+  // A server may echo the token it refuses; no message shows it.
+  register_secret(token);
   return token;
 }
 
@@ -190,6 +192,8 @@ std::optional<AwsCredentials> from_web_identity(const std::string& region,
   std::string session = aws_variable("AWS_ROLE_SESSION_NAME");
   if (session.empty()) session = "seedloader-" + std::to_string(::time(nullptr));
   // In the body, not the URL: a URL's query reaches proxies' and servers' logs.
+  // A server may echo the form as it was sent.
+  register_secret(url_escape(token));
   const std::string form =
       "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + url_escape(role) +
       "&RoleSessionName=" + url_escape(session) +
@@ -198,9 +202,12 @@ std::optional<AwsCredentials> from_web_identity(const std::string& region,
       "web identity (role " + role + " through STS at " + endpoint + ")";
   const CredentialReply r = http("POST", endpoint + "/", {}, 10, false, form);
   if (r.status != 200) {
-    const std::string code = xml_text(r.body, "Code"),
-                      message = xml_text(r.body, "Message");
-    throw ConfigError(source + ": " + reply_text(r) + (code.empty() ? "" : " " + code) +
+    // Redacted before they are cut: an echo of the token cut short would no
+    // longer be the token.
+    const std::string code = redact_credentials(xml_text(r.body, "Code")),
+                      message = redact_credentials(xml_text(r.body, "Message"));
+    throw ConfigError(source + ": " + reply_text(r) +
+                      (code.empty() ? "" : " " + code.substr(0, 64)) +
                       (message.empty() ? "" : ": " + message.substr(0, 200)));
   }
   AwsCredentials c;
@@ -347,6 +354,7 @@ std::optional<AwsCredentials> from_container(std::vector<std::string>& looked) {
   std::string token = aws_variable("AWS_CONTAINER_AUTHORIZATION_TOKEN");
   if (!token_file.empty())
     token = read_token_file(token_file, "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
+  register_secret(token);
   if (token.find_first_of("\r\n") != std::string::npos)
     throw ConfigError("the container authorization token holds a line break");
   if (!token.empty()) headers.push_back("Authorization: " + token);
@@ -397,6 +405,7 @@ std::optional<AwsCredentials> from_instance(std::vector<std::string>& looked) {
   }
   if (token.status != 200)
     throw ConfigError(source + ": session token: " + reply_text(token));
+  register_secret(trim_blank(token.body));
   const std::string header = "X-aws-ec2-metadata-token: " + trim_blank(token.body);
   const std::string base = endpoint + "/latest/meta-data/iam/security-credentials/";
   const CredentialReply roles = http("GET", base, {header}, timeout, true);
@@ -439,29 +448,44 @@ std::optional<Clock::time_point> parse_aws_time(const std::string& text) {
   return Clock::from_time_t(t);
 }
 
+namespace {
+
+std::optional<AwsCredentials> from_environment(std::vector<std::string>& looked) {
+  const std::string key = aws_variable("AWS_ACCESS_KEY_ID");
+  if (key.empty()) {
+    looked.push_back("the environment (AWS_ACCESS_KEY_ID unset)");
+    return std::nullopt;
+  }
+  AwsCredentials c;
+  c.access_key = key;
+  c.secret_key = aws_variable("AWS_SECRET_ACCESS_KEY");
+  c.session_token = aws_variable("AWS_SESSION_TOKEN");
+  c.source = "the environment (AWS_ACCESS_KEY_ID)";
+  if (c.secret_key.empty())
+    throw ConfigError("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
+  return c;
+}
+
+}  // namespace
+
 AwsCredentials find_aws_credentials(const std::string& region) {
   std::vector<std::string> looked;
-  const std::string key = aws_variable("AWS_ACCESS_KEY_ID");
-  if (!key.empty()) {
-    AwsCredentials c;
-    c.access_key = key;
-    c.secret_key = aws_variable("AWS_SECRET_ACCESS_KEY");
-    c.session_token = aws_variable("AWS_SESSION_TOKEN");
-    c.source = "the environment (AWS_ACCESS_KEY_ID)";
-    if (c.secret_key.empty())
-      throw ConfigError("AWS_ACCESS_KEY_ID is set but AWS_SECRET_ACCESS_KEY is not");
-    return c;
+  std::optional<AwsCredentials> c = from_environment(looked);
+  if (!c) c = from_web_identity(region, looked);
+  if (!c) c = from_profile(looked);
+  if (!c) c = from_container(looked);
+  if (!c) c = from_instance(looked);
+  if (!c) {
+    std::string where;
+    for (const std::string& place : looked) where += "\n  " + place;
+    throw ConfigError(
+        "no AWS credentials for s3:// requests; looked in:" + where +
+        "\nfor a public bucket, set AWS_NO_SIGN_REQUEST=true to send unsigned requests");
   }
-  looked.push_back("the environment (AWS_ACCESS_KEY_ID unset)");
-  if (auto c = from_web_identity(region, looked)) return *c;
-  if (auto c = from_profile(looked)) return *c;
-  if (auto c = from_container(looked)) return *c;
-  if (auto c = from_instance(looked)) return *c;
-  std::string where;
-  for (const std::string& place : looked) where += "\n  " + place;
-  throw ConfigError(
-      "no AWS credentials for s3:// requests; looked in:" + where +
-      "\nfor a public bucket, set AWS_NO_SIGN_REQUEST=true to send unsigned requests");
+  // What signs the requests stays out of every message, whoever echoes it.
+  for (const std::string* secret : {&c->access_key, &c->secret_key, &c->session_token})
+    register_secret(*secret);
+  return *std::move(c);
 }
 
 }  // namespace seedloader::remote

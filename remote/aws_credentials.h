@@ -29,7 +29,10 @@
 // A source that is configured but fails (an unreadable token file, STS refusing,
 // a metadata server that answers with an error) is a ConfigError naming it, never a
 // fall through to the next source or to unsigned requests. Messages carry no
-// secret or token (and, through Error, no URL's password).
+// secret or token: every token read or sent (web identity, container
+// authorization, IMDS session) and every credential found is given to
+// register_secret() (seedloader/error.h), so Error's redaction hides it even
+// where a server echoes it, and STS's refusal is redacted before it is cut.
 #pragma once
 
 #include <chrono>

@@ -5,7 +5,8 @@
 // WorkerError: a worker process failed; carries worker id, pid, signal or exit code.
 // TimeoutError, CommError: a blocking wait or a collective did not complete.
 // No message carries a credential: Error's constructor passes every message
-// through redact_credentials().
+// through redact_credentials(), which knows the secrets register_secret() was
+// given and the shapes of credentials in URLs, headers and answers.
 #pragma once
 
 #include <sys/types.h>
@@ -15,15 +16,39 @@
 
 namespace seedloader {
 
-// `text` with the user:password of every URL in it removed
-// ("http://alice:pw@host/x" -> "http://host/x"): the authority after each
-// "scheme://" up to its last '@' before the path; or, for a password holding an
-// unencoded '/', when a ':' in the authority is followed by something other than
-// a port, up to the next '@' before a space or quote, and when it is followed by
-// digits, up to an '@' in the first path segment ("http://u:2024/x@host/" ->
-// "http://host/"; a path "host:8080/a@b/" loses as much: safe, not exact). The
-// one function every message, report and trace that can show a URL goes through.
+// `text` without a credential: the one function every message, report and trace
+// that can show one goes through. It removes
+// - the user:password of every URL ("http://alice:pw@host/x" -> "http://host/x"):
+//   the authority after each "scheme://" up to its last '@' before the path; or,
+//   for a password holding an unencoded '/', when a ':' in the authority is
+//   followed by something other than a port, up to the next '@' before a space
+//   or quote, and when it is followed by digits, up to an '@' in the first path
+//   segment ("http://u:2024/x@host/" -> "http://host/"; a path "host:8080/a@b/"
+//   loses as much: safe, not exact);
+// and replaces with "[redacted]"
+// - every value register_secret() was given, whole or any 16 characters of it
+//   in a row (an echo cut short);
+// - the value of a presigned URL's or a form's credential parameters
+//   (X-Amz-Signature=, X-Amz-Credential=, X-Amz-Security-Token=,
+//   X-Goog-Signature=, X-Goog-Credential=, Signature=, AWSAccessKeyId=, sig=,
+//   WebIdentityToken=, access_token=, id_token=), up to '&', a space or a quote;
+// - an Authorization, Proxy-Authorization, X-Amz-Security-Token or
+//   X-aws-ec2-metadata-token header's value, to the end of its line;
+// - the text of an XML element or JSON member named AccessKeyId,
+//   SecretAccessKey, SessionToken, Token or WebIdentityToken (what credential
+//   services answer with);
+// - JSON Web Tokens (base64url words starting "eyJ") and AWS access key ids
+//   (AKIA or ASIA and 16 capitals or digits).
+// Names match in any case.
 std::string redact_credentials(std::string_view text);
+
+// Adds `secret` (a token, key or password this process holds or sends; a caller
+// that sends it encoded, percent-encoded in a form, adds that form too) to what
+// redact_credentials() replaces. Values shorter than 8 characters are not
+// added: no real credential is that short, and hiding one (a test key "test")
+// would garble every message that has the word. The 64 newest values are
+// kept. Thread-safe; a forked child keeps them.
+void register_secret(std::string_view secret);
 
 class Error : public std::runtime_error {
  public:

@@ -14,7 +14,8 @@ time, expiring TTL seconds on, from:
                                                500 while the file LOG.fail exists)
   POST / Action=AssumeRoleWithWebIdentity&...  STS, the form in the body (XML; needs
                                                WebIdentityToken web-identity-jwt, else
-                                               403 AccessDenied)
+                                               403 AccessDenied, whose message echoes
+                                               the token, as received and as sent)
 Appends one line per credential handed out to LOG: "imds", "container" or "sts".
 """
 import datetime
@@ -25,6 +26,7 @@ import socketserver
 import sys
 import threading
 import urllib.parse
+from xml.sax.saxutils import escape
 
 
 def main():
@@ -67,13 +69,18 @@ def main():
 
         def do_POST(self):
             length = int(self.headers.get("Content-Length", "0"))
-            query = urllib.parse.parse_qs(self.rfile.read(length).decode())
+            form = self.rfile.read(length).decode()
+            query = urllib.parse.parse_qs(form)
             if self.path != "/" or query.get("Action") != ["AssumeRoleWithWebIdentity"] or \
                     query.get("WebIdentityToken") != ["web-identity-jwt"]:
+                # As some identity providers answer: the refused token quoted.
+                sent = form.split("WebIdentityToken=")[-1].split("&")[0]
                 self.answer(403, "<ErrorResponse><Error><Code>AccessDenied</Code>"
                             "<Message>Not authorized to perform "
-                            "sts:AssumeRoleWithWebIdentity</Message></Error>"
-                            "</ErrorResponse>", "text/xml")
+                            "sts:AssumeRoleWithWebIdentity with the token %s (sent as %s)"
+                            "</Message></Error></ErrorResponse>"
+                            % (escape("".join(query.get("WebIdentityToken", []))),
+                               escape(sent)), "text/xml")
                 return
             c = credentials("sts")
             self.answer(200, (

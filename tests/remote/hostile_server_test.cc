@@ -285,5 +285,66 @@ TEST(SecretsTest, RedactionRemovesEveryUrlsUserAndPassword) {
   EXPECT_STREQ(DataError("GET http://a:b@h/x").what(), "GET http://h/x");
 }
 
+TEST(SecretsTest, ARegisteredSecretIsHiddenWholeOrCutShortInEachFormGiven) {
+  const std::string token = "opaque/identity+token=" + std::string(40, 'q') + "Z9";
+  const std::string encoded =
+      "opaque%2Fidentity%2Btoken%3D" + std::string(40, 'q') + "Z9";
+  register_secret(token);
+  register_secret(encoded);
+  for (const std::string& said :
+       {"STS: token " + token + " is not valid", "echoed: " + token.substr(5, 30) + "...",
+        "as sent: WebToken=" + encoded + " refused"}) {
+    const std::string shown = redact_credentials(said);
+    EXPECT_NE(shown.find("[redacted]"), std::string::npos) << shown;
+    for (std::size_t i = 0; i + 16 <= token.size(); ++i)
+      EXPECT_EQ(shown.find(token.substr(i, 16)), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("identity"), std::string::npos) << shown;
+    EXPECT_EQ(shown.find("qqqqqqqqqqqqqqqq"), std::string::npos) << shown;
+  }
+  EXPECT_EQ(redact_credentials("STS: token " + token + " is not valid"),
+            "STS: token [redacted] is not valid");
+  // Too short to be a credential: not registered, words stay as they are.
+  register_secret("test");
+  EXPECT_EQ(redact_credentials("a test"), "a test");
+}
+
+TEST(SecretsTest, CredentialsOfKnownShapesAreHiddenWithoutRegistration) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      // A presigned URL's query.
+      {"GET https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&"
+       "X-Amz-Credential=AKID%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&"
+       "X-Amz-Security-Token=FwoGZXIvYXdzE&X-Amz-Signature=ab12cd34 failed",
+       "GET https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&"
+       "X-Amz-Credential=[redacted]&X-Amz-Security-Token=[redacted]&"
+       "X-Amz-Signature=[redacted] failed"},
+      {"(https://h/o?AWSAccessKeyId=K1&Signature=s%2B1&Expires=9)",
+       "(https://h/o?AWSAccessKeyId=[redacted]&Signature=[redacted]&Expires=9)"},
+      {"form Action=AssumeRoleWithWebIdentity&WebIdentityToken=tok3n&Version=1",
+       "form Action=AssumeRoleWithWebIdentity&WebIdentityToken=[redacted]&Version=1"},
+      // Headers, to the end of their line.
+      {"sent Authorization: AWS4-HMAC-SHA256 Credential=AKID/x, Signature=ff\nnext",
+       "sent Authorization:[redacted]\nnext"},
+      {"x-amz-security-token: FQoGZXIvYXdzEJr\r\n",
+       "x-amz-security-token:[redacted]\r\n"},
+      // What credential services answer.
+      {"<SecretAccessKey>wJalrXUtnFEMI</SecretAccessKey><SessionToken>IQoJb3</"
+       "SessionToken>",
+       "<SecretAccessKey>[redacted]</SecretAccessKey><SessionToken>[redacted]</"
+       "SessionToken>"},
+      {R"({"AccessKeyId": "AK1", "Token" : "tok", "Code": "Success"})",
+       R"({"AccessKeyId": "[redacted]", "Token" : "[redacted]", "Code": "Success"})"},
+      // A JSON Web Token and an access key id, wherever they stand.
+      {"token eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJwb2QifQ.c2lnbmF0dXJl refused",
+       "token [redacted] refused"},
+      {"key AKIAIOSFODNN7EXAMPLE, id ASIAQ3EGUZ2EXAMPLE12.",
+       "key [redacted], id [redacted]."},
+      // Words that only look alike stay.
+      {"HTTP 403 (SignatureDoesNotMatch); the session token: HTTP 500",
+       "HTTP 403 (SignatureDoesNotMatch); the session token: HTTP 500"},
+      {"AKIAshort eyJust", "AKIAshort eyJust"},
+  };
+  for (const auto& [said, shown] : cases) EXPECT_EQ(redact_credentials(said), shown);
+}
+
 }  // namespace
 }  // namespace seedloader

@@ -1250,6 +1250,40 @@ TEST_F(S3CredentialsTest, ASourceThatFailsIsNamedAndNothingGoesUnsigned) {
   EXPECT_EQ(issued("imds") + issued("container") + issued("sts"), 0);
 }
 
+TEST_F(S3CredentialsTest, AnIdentityTokenThatStsEchoesIsNeverShown) {
+  // The credential server's STS quotes the token it refuses, decoded and as
+  // sent (percent-encoded), past the 200 characters of its message kept: no run
+  // of 16 of its characters is left, nor of its encoded form.
+  start_credentials();
+  std::string token = "k8s.sa-token/";
+  for (int i = 0; token.size() < 400; ++i)
+    token += "abcdefghij+/="[i % 13] + std::to_string(i);
+  write_file("jwt", token + "\n");
+  ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", (root_ / "jwt").c_str(), 1);
+  ::setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/reader", 1);
+  ::setenv("AWS_ENDPOINT_URL_STS", stub_url_.c_str(), 1);
+  const std::string e = read_error();
+  EXPECT_NE(e.find("through STS at " + stub_url_ +
+                   "): HTTP 403 AccessDenied: Not "
+                   "authorized to perform sts:AssumeRoleWithWebIdentity with the token "
+                   "[redacted] (sent as [redacted])"),
+            std::string::npos)
+      << e;
+  std::string encoded;
+  for (const char ch : token) {
+    char hex[4];
+    std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(ch));
+    encoded += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-'
+                   ? std::string(1, ch)
+                   : std::string(hex);
+  }
+  for (const std::string& form : {token, encoded}) {
+    for (std::size_t i = 0; i + 16 <= form.size(); ++i)
+      ASSERT_EQ(e.find(form.substr(i, 16)), std::string::npos) << form.substr(i, 16) << e;
+  }
+  EXPECT_EQ(issued("sts"), 0);
+}
+
 TEST_F(S3CredentialsTest, UnsignedRequestsOnlyWhenAskedFor) {
   // The S3 server wants signed requests: an unsigned one is its refusal (rclone:
   // 400 UnsupportedAlgorithm), not a credentials error.
