@@ -254,9 +254,10 @@ struct ObjectReader::Impl {
                   std::uint64_t from, std::uint64_t limit, Deadline deadline);
   // The object's bytes [have, total) into `sink`; total UINT64_MAX: unknown, then
   // at most `cap` bytes. False only when missing_ok and the server answers 404.
+  // `own` bounds this read besides options.deadline_s.
   bool fetch(const ObjectUrl& url, const Sink& sink, std::uint64_t have,
-             std::uint64_t total, bool missing_ok = false,
-             std::uint64_t cap = UINT64_MAX);
+             std::uint64_t total, bool missing_ok = false, std::uint64_t cap = UINT64_MAX,
+             const ReadDeadline& own = {});
 };
 
 Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
@@ -376,17 +377,27 @@ Attempt ObjectReader::Impl::perform(CURL* c, const ObjectUrl& url, const S3Confi
 }
 
 bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint64_t have,
-                               std::uint64_t total, bool missing_ok, std::uint64_t cap) {
+                               std::uint64_t total, bool missing_ok, std::uint64_t cap,
+                               const ReadDeadline& own) {
   const auto fail = [&](const std::string& why, int attempts) {
     return DataError("GET " + url.display() + ": " + why + " (" +
                      std::to_string(attempts) + " attempt" + (attempts == 1 ? "" : "s") +
                      ")");
   };
+  if (!(own.seconds >= 0))
+    throw ConfigError("GET " + url.display() + ": " + own.setting + " must be >= 0");
+  // The earlier of the reader's bound and this read's own; an infinite one is none.
+  double seconds = options.deadline_s;
+  std::string setting = "deadline_s";
+  if (own.seconds > 0 && (seconds == 0 || own.seconds < seconds)) {
+    seconds = own.seconds;
+    setting = own.setting;
+  }
   const Deadline deadline =
-      options.deadline_s > 0
+      seconds > 0 && std::isfinite(seconds)
           ? Deadline(std::chrono::steady_clock::now() +
                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                         std::chrono::duration<double>(options.deadline_s)))
+                         std::chrono::duration<double>(seconds)))
           : std::nullopt;
   const auto past_deadline = [&] {
     return deadline && std::chrono::steady_clock::now() >= *deadline;
@@ -428,10 +439,9 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
                      std::to_string(total) + " were expected",
                  total_attempts);
     if (past_deadline()) {
-      char seconds[32];
-      std::snprintf(seconds, sizeof seconds, "%g", options.deadline_s);
-      throw fail("not read within deadline_s " + std::string(seconds) + " s (" +
-                     describe(a) + ")",
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", seconds);
+      throw fail("not read within " + setting + " " + limit + " s (" + describe(a) + ")",
                  total_attempts);
     }
     // A cut-off transfer that moved 64 KiB, or half of what was left, resumes at
@@ -481,14 +491,15 @@ ObjectReader::~ObjectReader() {
 }
 
 bool ObjectReader::read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out,
-                                   std::uint64_t max_bytes) const {
+                                   std::uint64_t max_bytes,
+                                   const ReadDeadline& deadline) const {
   out.clear();
   const Sink sink{[&](std::uint64_t at, const char* p, std::size_t n) {
                     out.resize(at);
                     out.insert(out.end(), p, p + n);
                   },
                   [&] { out.clear(); }};
-  return impl_->fetch(url, sink, 0, UINT64_MAX, true, max_bytes);
+  return impl_->fetch(url, sink, 0, UINT64_MAX, true, max_bytes, deadline);
 }
 
 void ObjectReader::download(const ObjectUrl& url, int fd, std::uint64_t have,

@@ -43,6 +43,14 @@ struct FetchOptions {
   bool anonymous = false;
 };
 
+// A bound on one read's whole time, every attempt and backoff included, beside
+// FetchOptions::deadline_s: whichever ends first ends the read, and the error
+// names the setting that did.
+struct ReadDeadline {
+  double seconds = 0;   // 0: none
+  std::string setting;  // its name in the error, e.g. "index_deadline_s"
+};
+
 class ObjectReader {
  public:
   // S3's endpoint and credentials are read from the environment (S3Config) at the
@@ -56,9 +64,11 @@ class ObjectReader {
 
   // The whole object into `out` (resized); false, not an error, when the server
   // answers 404 (no such object). An object longer than max_bytes is a DataError
-  // naming the URL and the limit, raised once max_bytes have arrived.
+  // naming the URL and the limit, raised once max_bytes have arrived; one not
+  // read by `deadline` (or FetchOptions::deadline_s) is a DataError naming it.
+  // Throws ConfigError for a negative deadline.
   bool read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out,
-                       std::uint64_t max_bytes) const;
+                       std::uint64_t max_bytes, const ReadDeadline& deadline = {}) const;
   // Appends the object's bytes [have, total) to the file open as `fd`, which holds
   // its first `have` bytes. A server that ignores the Range request restarts the
   // file from byte 0. Throws DataError when the object is not `total` bytes long.

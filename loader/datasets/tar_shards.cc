@@ -168,14 +168,17 @@ void TarShards::State::open_remote(remote::ObjectUrl url) {
   }
   const std::string where = url.display();
   if (options.max_attempts < 1 || !(options.stall_timeout_s > 0) ||
-      !(options.min_rate_bytes_s >= 1) || !(options.deadline_s >= 0)) {
+      !(options.min_rate_bytes_s >= 1) || !(options.deadline_s >= 0) ||
+      !(options.index_deadline_s >= 0)) {
     throw ConfigError("TarShards(" + pattern +
                       "): max_attempts must be >= 1, stall_timeout_s > 0, "
-                      "min_rate_bytes_s >= 1 and deadline_s >= 0; got " +
+                      "min_rate_bytes_s >= 1, deadline_s >= 0 and "
+                      "index_deadline_s >= 0; got " +
                       std::to_string(options.max_attempts) + ", " +
                       std::to_string(options.stall_timeout_s) + ", " +
-                      std::to_string(options.min_rate_bytes_s) + " and " +
-                      std::to_string(options.deadline_s));
+                      std::to_string(options.min_rate_bytes_s) + ", " +
+                      std::to_string(options.deadline_s) + " and " +
+                      std::to_string(options.index_deadline_s));
   }
   if (options.prefetch_shards < 0) {
     throw ConfigError("TarShards(" + pattern + "): prefetch_shards must be >= 0, got " +
@@ -188,7 +191,8 @@ void TarShards::State::open_remote(remote::ObjectUrl url) {
                            .deadline_s = options.deadline_s,
                            .anonymous = options.anonymous});
   std::vector<std::uint8_t> text;
-  if (!reader->read_if_present(url, text, options.max_index_bytes)) {
+  if (!reader->read_if_present(url, text, options.max_index_bytes,
+                               {options.index_deadline_s, "index_deadline_s"})) {
     throw DataError("TarShards(" + pattern + "): no index at " + where +
                     "; a remote data set is read through the index.json that " +
                     "seedloader-pack writes: run seedloader-pack SPEC OUT/ and upload " +

@@ -109,12 +109,21 @@ void bind_datasets(nb::module_& m) {
   nb::class_<TarShards, Dataset>(m, "TarShards", "WebDataset-style tar shards.")
       .def(
           "__init__",
-          [](TarShards* self, const std::string& pattern, const std::string& transform,
-             const std::string& label_ext, int channels, std::uint64_t max_pixels,
-             const std::string& cache_dir, std::uint64_t cache_limit, bool verify_shards,
-             int prefetch_shards, const std::string& cache_verify, int max_attempts,
-             double stall_timeout_s, double min_rate_bytes_s, double deadline_s,
-             std::uint64_t max_index_bytes, bool anonymous) {
+          [](TarShards* self, const std::string& pattern,
+             const std::optional<std::string>& transform, const std::string& label_ext,
+             int channels, std::uint64_t max_pixels, const std::string& cache_dir,
+             std::uint64_t cache_limit, bool verify_shards, int prefetch_shards,
+             const std::string& cache_verify, int max_attempts, double stall_timeout_s,
+             double min_rate_bytes_s, double deadline_s, std::uint64_t max_index_bytes,
+             bool anonymous, double index_deadline_s) {
+            // Optional in the signature only so that leaving it out is a
+            // ConfigError saying so, not the binding's TypeError.
+            if (!transform) {
+              throw ConfigError(
+                  "TarShards(" + pattern +
+                  "): transform is missing: give a chain that fixes the image size, "
+                  "e.g. transform=\"rrc:224,hflip\" or \"centercrop:224\"");
+            }
             TarShardsOptions options;
             options.label_ext = label_ext;
             options.channels = channels;
@@ -135,24 +144,27 @@ void bind_datasets(nb::module_& m) {
             options.deadline_s = deadline_s;
             options.max_index_bytes = max_index_bytes;
             options.anonymous = anonymous;
-            Compose parsed = chain(transform);
+            options.index_deadline_s = index_deadline_s;
+            Compose parsed = chain(*transform);
             // A URL's index is read here, over the network: other threads run
             // meanwhile (a server in this process included).
             nb::gil_scoped_release unlocked;
             new (self) TarShards(pattern, std::move(parsed), options);
           },
-          nb::arg("pattern"), nb::arg("transform"), nb::arg("label_ext") = "cls",
-          nb::arg("channels") = 3, nb::arg("max_pixels") = kDefaultMaxPixels,
-          nb::arg("cache_dir") = "", nb::arg("cache_limit") = 0,
-          nb::arg("verify_shards") = true, nb::arg("prefetch_shards") = 4,
-          nb::arg("cache_verify") = "stat", nb::arg("max_attempts") = 6,
-          nb::arg("stall_timeout_s") = 30.0, nb::arg("min_rate_bytes_s") = 1024.0,
-          nb::arg("deadline_s") = 0.0, nb::arg("max_index_bytes") = 256ull << 20,
-          nb::arg("anonymous") = false,
+          nb::arg("pattern"), nb::arg("transform").none() = nb::none(),
+          nb::arg("label_ext") = "cls", nb::arg("channels") = 3,
+          nb::arg("max_pixels") = kDefaultMaxPixels, nb::arg("cache_dir") = "",
+          nb::arg("cache_limit") = 0, nb::arg("verify_shards") = true,
+          nb::arg("prefetch_shards") = 4, nb::arg("cache_verify") = "stat",
+          nb::arg("max_attempts") = 6, nb::arg("stall_timeout_s") = 30.0,
+          nb::arg("min_rate_bytes_s") = 1024.0, nb::arg("deadline_s") = 0.0,
+          nb::arg("max_index_bytes") = 256ull << 20, nb::arg("anonymous") = false,
+          nb::arg("index_deadline_s") = 60.0,
           "A shard pattern, a packed folder (its index.json), or the URL of one: "
           "s3://bucket/prefix/, https://host/path/ or http://...; remote shards are "
           "read through a cache in cache_dir (default $SEEDLOADER_CACHE_DIR, else "
-          "~/.cache/seedloader) bounded by cache_limit bytes (0: no bound), each "
+          "~/.cache/seedloader) bounded by cache_limit bytes, shards and their "
+          "sidecars together (0: no bound), each "
           "worker downloading the shards of its next batches ahead (prefetch_shards "
           "of them; 0: none). cache_verify: how a cached shard is checked when a "
           "process first opens it: 'stat' (inode, size and modification time against "
@@ -160,7 +172,9 @@ void bind_datasets(nb::module_& m) {
           "downloaded again. max_attempts: attempts per object that make no "
           "progress; a transfer below min_rate_bytes_s over stall_timeout_s seconds "
           "is cut off (and counts as one); deadline_s bounds one object's whole read "
-          "(0: none); index.json may hold at most max_index_bytes. s3:// requests are "
+          "(0: none); index.json may hold at most max_index_bytes, read within "
+          "index_deadline_s seconds (retries included; 0: no bound but deadline_s and "
+          "the attempts'). s3:// requests are "
           "signed with credentials found as the AWS CLI finds them (none is an error "
           "listing where it looked); anonymous=True sends them unsigned (a public "
           "bucket), as AWS_NO_SIGN_REQUEST=true does.")

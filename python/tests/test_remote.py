@@ -163,6 +163,16 @@ def test_the_shard_order_is_numpys_shard_permutation_then_block_shuffles(tmp_pat
         sl.DataLoader(data, shuffle=True, order="shards", shuffle_block=-1)
 
 
+def test_a_missing_transform_is_a_config_error_that_says_so(tmp_path):
+    write_packed(str(tmp_path / "data"))
+    with pytest.raises(sl.ConfigError, match=r"TarShards\(.*data\): transform is missing: "
+                       r"give a chain that fixes the image size"):
+        sl.TarShards(str(tmp_path / "data"))
+    with pytest.raises(sl.ConfigError, match="transform is missing"):
+        sl.TarShards(str(tmp_path / "data"), transform=None)
+    assert len(sl.TarShards(str(tmp_path / "data"), "rrc:16")) == 20
+
+
 def test_the_shard_order_needs_a_data_set_in_shards():
     with pytest.raises(sl.ConfigError, match="order shards reads a data set shard by shard"):
         sl.DataLoader(sl.Synthetic(8, 4, 4, 3), shuffle=True, seed=1, order="shards")

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -204,6 +205,38 @@ TEST_F(HostileServerTest, AnEndlessIndexStopsAtItsLimitNamingTheUrl) {
   EXPECT_NE(e.find("GET " + named_->url() + "/endless/index.json"), std::string::npos)
       << e;
   EXPECT_NE(e.find("larger than the limit of 1048576 bytes"), std::string::npos) << e;
+}
+
+TEST_F(HostileServerTest, ATricklingIndexFailsTheConstructionAtItsIndexDeadline) {
+  // The trickle (five bytes a second) outlives one stall window per attempt:
+  // without a bound on the whole read the constructor would wait for all six.
+  EXPECT_EQ(TarShardsOptions{}.index_deadline_s, 60);
+  TarShardsOptions options;
+  options.cache_dir = dir_ / "cache";
+  options.index_deadline_s = 1;
+  const auto start = std::chrono::steady_clock::now();
+  const std::string e = error_of([&] {
+    TarShards(named_->url() + "/trickle/", parse_transform_spec("centercrop:8"), options);
+  });
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_NE(e.find("GET " + named_->url() +
+                   "/trickle/index.json: not read within index_deadline_s 1 s"),
+            std::string::npos)
+      << e;
+  EXPECT_LT(took, std::chrono::seconds(10));  // ten times the deadline
+  // A smaller deadline_s, bounding every object, is the one that ends it then.
+  options.deadline_s = 0.5;
+  const std::string both = error_of([&] {
+    TarShards(named_->url() + "/trickle/", parse_transform_spec("centercrop:8"), options);
+  });
+  EXPECT_NE(both.find("index.json: not read within deadline_s 0.5 s"), std::string::npos)
+      << both;
+  options.index_deadline_s = -1;
+  EXPECT_NE(error_of([&] {
+              TarShards(named_->url() + "/trickle/", parse_transform_spec("centercrop:8"),
+                        options);
+            }).find("index_deadline_s >= 0"),
+            std::string::npos);
 }
 
 // Every program, run the ways a user could pass a URL with a password — a good

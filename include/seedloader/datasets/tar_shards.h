@@ -92,12 +92,17 @@ struct TarShardsOptions {
   // 429) before it fails; a transfer moving fewer than min_rate_bytes_s bytes a
   // second over stall_timeout_s seconds is cut off (and counts as such an
   // attempt); deadline_s bounds one object's whole read, retries included (0:
-  // no bound but the attempts'); index.json may be at most max_index_bytes.
+  // no bound but the attempts'); index.json may be at most max_index_bytes, and
+  // its read, which the constructor waits for, takes at most index_deadline_s
+  // (retries included; 0: no bound but deadline_s and the attempts'), so that a
+  // server trickling it fails the construction in a minute, not after every
+  // attempt's stall.
   int max_attempts = 6;
   double stall_timeout_s = 30;
   double min_rate_bytes_s = 1024;
   double deadline_s = 0;
   std::uint64_t max_index_bytes = std::uint64_t{256} << 20;
+  double index_deadline_s = 60;
   // For an s3:// URL: requests unsigned (a public bucket), whatever credentials
   // could be found; without it, no credentials is an error (AWS_NO_SIGN_REQUEST=true
   // does the same).
