@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 import torch
 import transformers
@@ -39,7 +40,9 @@ def restore_storage_on_cpu_n():
     restores it, nothing changes."""
     from torch import serialization
     try:
-        serialization.default_restore_location(torch.zeros(1).storage(), "cpu:1")
+        with warnings.catch_warnings():  # torch 2 calls TypedStorage deprecated
+            warnings.simplefilter("ignore")
+            serialization.default_restore_location(torch.zeros(1).storage(), "cpu:1")
     except RuntimeError:
         serialization.register_package(
             0, lambda storage: None,
