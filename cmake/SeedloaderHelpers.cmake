@@ -20,10 +20,18 @@ endfunction()
 
 # seedloader_add_test(NAME SOURCES s... LIBS l... [LABELS l...] [TIMEOUT s])
 # One GoogleTest executable registered with CTest, one CTest entry per TEST so
-# failures are named and tests run in parallel.
+# failures are named and tests run in parallel. LABELS threads: the test, or the
+# code it runs, starts threads; the target threads_tests builds every such test,
+# and the tsan preset builds and runs only those (a race needs two threads).
 function(seedloader_add_test name)
   cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  if("threads" IN_LIST ARG_LABELS)
+    if(NOT TARGET threads_tests)
+      add_custom_target(threads_tests)
+    endif()
+    add_dependencies(threads_tests ${name})
+  endif()
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   if(NOT ARG_TIMEOUT)

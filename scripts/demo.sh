@@ -7,6 +7,9 @@
 # same from Python: torch DDP fed by seedloader.DataLoader
 # (examples/python/train_ddp.py, 2 ranks), with the package from the same build.
 # A few minutes on 2 cores, most of it compiling.
+# SEEDLOADER_DEMO_BUILD=DIR runs it on a build of the default preset instead (its
+# programs, and the package that `pip install .` put in build/venv), building
+# nothing: CI runs the demo after the test suite made both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --demo-build
@@ -16,19 +19,21 @@ mkdir -p build
 bash scripts/setup.sh --demo-python >build/setup-python.log 2>&1 &
 python_setup=$!
 
-build=build/demo
-echo "== Python tools (scripts/python_env.sh --tools-only -> build/venv)"
-bash scripts/python_env.sh --tools-only
+build=${SEEDLOADER_DEMO_BUILD:-build/demo}
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-cuda=OFF  # CUDA code is compiled only where a GPU will run it
-if [[ "${gpus:-0}" -gt 0 ]]; then cuda=ON; fi
-echo "== build (preset demo: ddp-train, seed-audit, the image writer, the Python package)"
-# One build makes the engine for the programs and for the Python package, which
-# lands whole in $build/python (PYTHONPATH below); `pip install .` is the way to
-# install it for good. The same -O2 as the default preset, without debug info.
-cmake --preset demo -DSEEDLOADER_WITH_CUDA=$cuda \
-  -DPython_EXECUTABLE="$PWD/build/venv/bin/python" >/dev/null
-cmake --build --preset demo
+if [[ -z ${SEEDLOADER_DEMO_BUILD:-} ]]; then
+  echo "== Python tools (scripts/python_env.sh --tools-only -> build/venv)"
+  bash scripts/python_env.sh --tools-only
+  cuda=OFF  # CUDA code is compiled only where a GPU will run it
+  if [[ "${gpus:-0}" -gt 0 ]]; then cuda=ON; fi
+  echo "== build (preset demo: ddp-train, seed-audit, the image writer, the Python package)"
+  # One build makes the engine for the programs and for the Python package, which
+  # lands whole in $build/python (PYTHONPATH below); `pip install .` is the way to
+  # install it for good. The same -O2 as the default preset, without debug info.
+  cmake --preset demo -DSEEDLOADER_WITH_CUDA=$cuda \
+    -DPython_EXECUTABLE="$PWD/build/venv/bin/python" >/dev/null
+  cmake --build --preset demo
+fi
 
 data=$build/images
 echo "== data: 1024 JPEGs, 4 classes, 48x48 (deterministic) under $data"

@@ -21,4 +21,5 @@ dump=$PWD/build/default/tests/python/batch_dump
 [[ -x $dump ]] && export SEEDLOADER_BATCH_DUMP=$dump
 # From outside the source tree, so `import seedloader` is the installed package.
 cd python/tests
-../../$venv/bin/python -m pytest -q -p no:cacheprovider "$@" .
+# --durations: the 20 slowest, so that growth shows.
+../../$venv/bin/python -m pytest -q -p no:cacheprovider --durations=20 "$@" .

@@ -11,8 +11,14 @@ bash scripts/setup.sh
 bash scripts/python_env.sh --test-servers
 bash scripts/build.sh "$preset"
 # Two at a time: the tests are independent, and the two cores would otherwise
-# idle through each test's process start-up and waits.
-ctest --preset "$preset" --timeout 600 -j 2
+# idle through each test's process start-up and waits. The tsan preset builds and
+# runs only the tests labelled threads (CMakePresets.json).
+log=build/$preset/ctest.log
+ctest --preset "$preset" --timeout 600 -j 2 2>&1 | tee "$log"
+# The 20 slowest, so that growth shows.
+echo "test.sh: the 20 slowest ctest tests of preset $preset (seconds):"
+grep -E 'Test +#[0-9]+: ' "$log" | sed -E 's/^.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
+  sort -rn | head -20
 # The Python package (pip install . and its pytest suite) with the default preset;
 # sanitizer builds of the engine cannot be loaded into a stock interpreter.
 if [[ $preset == default ]]; then
