@@ -129,7 +129,7 @@ def same(a, b, path="batch"):
             same(a[k], b[k], "%s[%r]" % (path, k))
     elif isinstance(a, (list, tuple)):
         assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
             same(x, y, "%s[%d]" % (path, i))
     else:
         assert a == b, path
@@ -203,7 +203,7 @@ def test_batches_equal_pytorchs_in_structure_dtype_and_value(files, case, batch_
     expected, got = both(dataset, batch_size=batch_size, drop_last=drop_last)
     assert len(got) == len(expected) == len(sl.DataLoader(dataset, batch_size=batch_size,
                                                           drop_last=drop_last, seed=1))
-    for k, (a, b) in enumerate(zip(expected, got)):
+    for k, (a, b) in enumerate(zip(expected, got, strict=True)):
         same(a, b, "batch %d" % k)
 
 
@@ -219,7 +219,7 @@ def test_workers_give_the_same_structure_as_in_process(files):
     dataset = Nested()
     in_process = [clone(b) for b in sl.DataLoader(dataset, batch_size=4, seed=3)]
     forked = [clone(b) for b in sl.DataLoader(dataset, batch_size=4, num_workers=2, seed=3)]
-    for a, b in zip(in_process, forked):
+    for a, b in zip(in_process, forked, strict=True):
         same(a, b)
 
 
@@ -236,7 +236,7 @@ def test_sample_seeding_makes_a_random_torchvision_pipeline_independent_of_worke
         loader.set_epoch(1)
         runs.append([clone(b) for b in loader])
     for run in runs[1:]:
-        for a, b in zip(runs[0], run):
+        for a, b in zip(runs[0], run, strict=True):
             same(a, b)
     # Another epoch draws other augmentations.
     assert not torch.equal(runs[0][0][0], [clone(b) for b in sl.DataLoader(
@@ -260,7 +260,7 @@ def test_a_weighted_random_sampler_is_drawn_in_the_main_process():
         indices += loader.last_indices
     assert [len(b[1]) for b in got] == [5, 5, 2]
     assert len(set(indices)) > 1 and all(i >= 5 for i in indices)
-    for a, b in zip(expected, got):
+    for a, b in zip(expected, got, strict=True):
         same(a, b)
 
 
@@ -360,7 +360,7 @@ def test_strings_come_back_as_default_collates_lists_of_strings(workers):
     ours = list(sl.DataLoader(Captioned(), batch_size=3, num_workers=workers, seed=1))
     theirs = list(tud.DataLoader(Captioned(), batch_size=3))
     assert len(ours) == len(theirs) == 3
-    for a, b in zip(ours, theirs):
+    for a, b in zip(ours, theirs, strict=True):
         assert torch.equal(a[0], b[0]) and type(a[1]) is Pair
         assert a[1].x == b[1].x and a[1].y == b[1].y  # as torch: a tuple, lists
         assert type(a[1].x) is type(b[1].x) and type(a[1].y["raw"]) is type(b[1].y["raw"])
@@ -654,7 +654,7 @@ def test_a_batch_samplers_keys_are_batched_and_seeded_by_their_place_for_any_wor
                                num_workers=workers, seeding="sample")
         batches[workers] = [b["x"].numpy() for b in loader]
         assert [b["i"].tolist() for b in loader] == [[k for k, _ in b] for b in plan]
-    for a, b in zip(batches[0], batches[2]):
+    for a, b in zip(batches[0], batches[2], strict=True):
         np.testing.assert_array_equal(a, b)
     keys = [k for b in plan for k in b]
     rngs = [np.random.Generator(np.random.PCG64(np.random.SeedSequence(
@@ -752,7 +752,7 @@ def test_the_layout_passs_workers_serve_the_pass_and_nothing_is_read_twice(
     learned, reads = two_epochs(CountsItsReads, "learned", collate)
     declared, _ = two_epochs(DeclaresItsFields, "declared")
     assert len(learned) == len(declared) == 12
-    for a, b in zip(learned, declared):
+    for a, b in zip(learned, declared, strict=True):
         assert all(torch.equal(a[k], b[k]) for k in b)
     # Each epoch reads each sample once: the layout pass's reads are the pass's.
     assert sorted(int(i) for _, i in reads) == sorted(list(range(18)) * 2)
@@ -781,7 +781,7 @@ def test_a_resumed_pass_learns_its_layout_in_its_own_workers(tmp_path):
     learned, reads = resumed(CountsItsReads, "learned")
     declared, _ = resumed(DeclaresItsFields, "declared")
     assert len(learned) == len(declared) == 4
-    for a, b in zip(learned, declared):
+    for a, b in zip(learned, declared, strict=True):
         assert all(torch.equal(a[k], b[k]) for k in b)
     assert sorted(int(i) for _, i in reads) == sorted(sum((b["i"].tolist()
                                                           for b in learned), []))
@@ -849,7 +849,7 @@ def test_mixup_over_a_python_dataset_whose_layout_is_learned(workers):
     declared = sl.DataLoader(_declared(ImagesAndLabels, {
         "image": ((3, 4, 4), "float32"), "label": ((), "int64")}), batch_size=8,
         num_workers=workers, seed=3, mixup_alpha=0.4, num_classes=10)
-    for a, b in zip(batches, declared):
+    for a, b in zip(batches, declared, strict=True):
         assert all(torch.equal(a[k], b[k]) for k in b)
 
 

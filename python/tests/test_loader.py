@@ -77,7 +77,7 @@ def test_half_and_bfloat16_outputs_are_the_float32_batches_rounded():
     bf16 = batches("hflip,normalize:imagenet:bf16")
     f16 = batches("hflip,normalize:imagenet:f16")
     assert bf16[0].dtype == torch.bfloat16 and f16[0].dtype == torch.float16
-    for a, b, c in zip(f32, bf16, f16):
+    for a, b, c in zip(f32, bf16, f16, strict=True):
         assert torch.equal(a.bfloat16().view(torch.int16), b.view(torch.int16))
         assert torch.equal(a.half().view(torch.int16), c.view(torch.int16))
     as_numpy = batches("hflip,normalize:imagenet:f16", "numpy")
@@ -95,7 +95,7 @@ def test_mixup_and_cutmix_give_soft_targets_mixed_like_the_images():
     plain = batches()
     mixed = batches(mixup_alpha=0.4, num_classes=10)
     assert len(plain) == len(mixed) == 5
-    for p, m in zip(plain, mixed):
+    for p, m in zip(plain, mixed, strict=True):
         assert torch.equal(p["label"], m["label"])
         t = m["target"]
         assert t.dtype == torch.float32 and t.shape == (8, 10)
@@ -106,7 +106,7 @@ def test_mixup_and_cutmix_give_soft_targets_mixed_like_the_images():
         want = p["image"] * lam + p["image"].roll(1, 0) * (1 - lam)
         assert torch.allclose(m["image"], want, atol=1e-6)
     cut = batches(cutmix_alpha=1.0, num_classes=10)
-    for p, c in zip(plain, cut):
+    for p, c in zip(plain, cut, strict=True):
         changed = (c["image"] != p["image"]).any(1)  # [batch, H, W]: the pasted box
         from_previous = (c["image"] == p["image"].roll(1, 0)).all(1)
         assert torch.all(from_previous[changed])
@@ -140,7 +140,7 @@ def test_any_number_of_kept_batches_keep_their_bytes(workers):
     kept = list(loader())
     copied = [{k: v.clone() for k, v in b.items()} for b in loader()]
     assert len(kept) == len(copied) == 32
-    for a, b in zip(kept, copied):
+    for a, b in zip(kept, copied, strict=True):
         assert all(torch.equal(a[k], b[k]) for k in b)
     again = loader()
     first = list(again)
@@ -214,7 +214,7 @@ def test_workers_seed_random_numpy_and_torch_distinctly_and_reproducibly():
     first, again = run(), run()
     assert first == again
     worker0, worker1 = first[0], first[1]  # batch k comes from worker k % 2
-    assert all(a != b for a, b in zip(worker0, worker1))
+    assert all(a != b for a, b in zip(worker0, worker1, strict=True))
 
 
 def test_the_main_process_generators_are_left_alone():
@@ -477,7 +477,7 @@ def test_state_dict_resumes_mid_epoch_exactly(seeding):
     resumed.set_epoch(1)  # the usual loop calls it; the resume point stays
     tail = collect(resumed, "image")
     assert len(head) + len(tail) == len(full)
-    assert all(torch.equal(a, b) for a, b in zip(head + tail, full))
+    assert all(torch.equal(a, b) for a, b in zip(head + tail, full, strict=True))
 
 
 def test_sample_seeding_resume_does_not_load_the_skipped_batches():
