@@ -22,7 +22,6 @@ class BatchMixer {
 
   // The dataset's fields followed by the float32 [num_classes] target.
   const SampleLayout& layout() const { return layout_; }
-  std::size_t dataset_fields() const { return layout_.num_fields() - 1; }
 
   // Mixes rows [0, count) of a filled slot in place and writes the targets. Row 0
   // is paired with row count - 1, or with row `count` when `partner_row` (the

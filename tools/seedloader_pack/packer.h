@@ -1,10 +1,11 @@
 // pack(): writes a PackSource as WebDataset shards in an output folder —
 // OUT/000000.tar, 000001.tar, ... (plain ustar, each sample's members together,
 // named KEY.EXT with KEY the sample's index in the source, zero-padded to nine
-// digits or more), then OUT/index.json (format in index_json.h), written last, so a
-// folder with an index.json is complete. A shard is closed before a sample that
-// would take it past `shard_bytes`; a sample larger than the limit on its own
-// goes alone into a shard, which then exceeds it. Single-threaded.
+// digits or more), then OUT/index.json (the format shards/index_format.h owns),
+// written last, so a folder with an index.json is complete. A shard is closed
+// before a sample that would take it past `shard_bytes`; a sample larger than the
+// limit on its own goes alone into a shard, which then exceeds it.
+// Single-threaded.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,9 @@
 // Transform: one augmentation step on an image held as a cv::Mat (HWC, CV_8U, 1 or
 // 3 channels, RGB order). A Transform is immutable after construction: apply() is
-// const and draws randomness only from the Rng it is given (through rng/random.h),
-// so one object serves every worker process and thread, and the same Rng state
-// always gives the same output. Each draw is recorded in an optional TransformLog,
-// for the seed audit and for debugging.
+// const and draws randomness only from the Rng it is given (through
+// seedloader/random.h), so one object serves every worker process and thread, and
+// the same Rng state always gives the same output. Each draw is recorded in an
+// optional TransformLog, for the seed audit and for debugging.
 //
 // Size caps: a hostile input must not make a transform allocate without bound.
 // Every size a Transform is configured with is at most kMaxTransformSide per side
