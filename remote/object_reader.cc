@@ -11,12 +11,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <exception>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "remote/http_client.h"
 #include "remote/s3_config.h"
 #include "seedloader/error.h"
 
@@ -36,9 +36,8 @@ struct Attempt {
   std::string curl_error;
   std::string error_body;  // the start of a non-2xx answer (S3 names its error there)
   bool too_long = false;   // more bytes than the caller expected
-  std::exception_ptr sink_error;  // thrown by the sink, kept out of curl's frames
-  std::string redirect;           // a 3xx answer's Location, made absolute
-  bool body_cut = false;          // a non-2xx body cut after its first 512 bytes
+  std::string redirect;    // a 3xx answer's Location, made absolute
+  bool body_cut = false;   // a non-2xx body cut after its first 512 bytes
   // After redirects: the origin that answered, and whether the credentials were
   // left out for it (another origin than the URL's).
   std::string redirected_to;
@@ -53,71 +52,41 @@ constexpr int kMaxRedirects = 5;
 // without counting as an attempt.
 constexpr std::uint64_t kProgressBytes = 64 << 10;
 
+// One request's body, as HttpClient hands it over (a BodyWriter).
 struct Transfer {
-  CURL* curl;
   const Sink& sink;
   std::uint64_t pos;    // next byte of the object to store
   std::uint64_t limit;  // the object's expected size (UINT64_MAX: unknown)
   std::uint64_t range_from;
   Attempt result;
   bool checked_status = false;
-};
 
-std::size_t on_body(char* data, std::size_t, std::size_t n, void* user) {
-  auto& t = *static_cast<Transfer*>(user);
-  if (!t.checked_status) {
-    t.checked_status = true;
-    curl_easy_getinfo(t.curl, CURLINFO_RESPONSE_CODE, &t.result.status);
-    if (t.result.status == 200 && t.range_from > 0) {
-      try {
-        t.sink.restart();  // the whole object came back, not the range asked for
-      } catch (...) {
-        t.result.sink_error = std::current_exception();
-        return 0;
+  // False stops the transfer.
+  bool on_body(long status, const char* data, std::size_t n) {
+    if (!checked_status) {
+      checked_status = true;
+      result.status = status;
+      if (status == 200 && range_from > 0) {
+        sink.restart();  // the whole object came back, not the range asked for
+        pos = 0;
       }
-      t.pos = 0;
     }
-  }
-  if (t.result.status < 200 || t.result.status >= 300) {
-    const std::size_t keep = std::min<std::size_t>(n, 512 - t.result.error_body.size());
-    t.result.error_body.append(data, keep);
-    if (keep == n) return n;
-    t.result.body_cut = true;  // the rest is not read: an error body may not end
-    return 0;
-  }
-  if (n > t.limit - t.pos) {
-    t.result.too_long = true;
-    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
-  }
-  try {
-    t.sink.put(t.pos, data, n);
-  } catch (...) {
-    t.result.sink_error = std::current_exception();
-    return 0;
-  }
-  t.pos += n;
-  return n;
-}
-
-bool retryable(const Attempt& a) {
-  if (a.code == CURLE_OK) return a.status >= 500 || a.status == 429 || a.status == 408;
-  switch (a.code) {
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_RECV_ERROR:
-    case CURLE_SEND_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-    case CURLE_AGAIN:
-      return true;
-    default:
+    if (status < 200 || status >= 300) {
+      const std::size_t keep = std::min<std::size_t>(n, 512 - result.error_body.size());
+      result.error_body.append(data, keep);
+      if (keep == n) return true;
+      result.body_cut = true;  // the rest is not read: an error body may not end
       return false;
+    }
+    if (n > limit - pos) {
+      result.too_long = true;
+      return false;
+    }
+    sink.put(pos, data, n);
+    pos += n;
+    return true;
   }
-}
+};
 
 // "HTTP 403 (AccessDenied)" or "curl error 7: Failed to connect ...", and the
 // origin a redirect led to.
@@ -125,7 +94,7 @@ std::string describe(const Attempt& a) {
   std::string s;
   if (a.code != CURLE_OK) {
     s = "curl error " + std::to_string(a.code) + ": " +
-        (a.curl_error.empty() ? curl_easy_strerror(a.code) : a.curl_error);
+        curl_failure(a.code, a.curl_error);
   } else {
     s = "HTTP " + std::to_string(a.status);
     const std::size_t b = a.error_body.find("<Code>");
@@ -140,9 +109,9 @@ std::string describe(const Attempt& a) {
   return s;
 }
 
-std::string unescape(CURL* c, const std::string& s) {
+std::string unescape(const std::string& s) {
   int n = 0;
-  char* plain = curl_easy_unescape(c, s.data(), static_cast<int>(s.size()), &n);
+  char* plain = curl_easy_unescape(nullptr, s.data(), static_cast<int>(s.size()), &n);
   if (!plain) throw std::bad_alloc();
   std::string out(plain, static_cast<std::size_t>(n));
   curl_free(plain);
@@ -193,43 +162,18 @@ double jitter() {
 }  // namespace
 
 struct ObjectReader::Impl {
-  FetchOptions options;
-  std::mutex mutex;
+  explicit Impl(const FetchOptions& o) : options(o) {}
+
+  const FetchOptions options;
+  const HttpClient http;
   // Read on the first s3:// request, and again before temporary credentials
   // expire (in each process: a forked worker refreshes its own copy).
   std::mutex s3_mutex;
   std::shared_ptr<const S3Config> s3;
-  std::vector<CURL*> idle;  // handles of process `owner`, their connections open
-  pid_t owner = ::getpid();
 
-  CURL* acquire() {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (owner != ::getpid()) {
-      // A forked child: the parent's handles share its sockets (and TLS state),
-      // so using or even closing them here would corrupt the parent's
-      // connections. They are left alone, a few kilobytes.
-      idle.clear();
-      owner = ::getpid();
-    }
-    if (idle.empty()) {
-      CURL* c = curl_easy_init();
-      if (!c) throw std::bad_alloc();
-      return c;
-    }
-    CURL* c = idle.back();
-    idle.pop_back();
-    return c;
-  }
-  void release(CURL* c) {
-    curl_easy_reset(c);  // keeps the connection cache
-    std::lock_guard<std::mutex> lock(mutex);
-    if (owner == ::getpid()) {
-      idle.push_back(c);
-    }  // else: acquired before a fork in another thread; see acquire()
-  }
   std::shared_ptr<const S3Config> s3_config() {
-    // Its own lock: finding credentials may take seconds, and the handle pool must
-    // not wait for it.
+    // Its own lock: finding credentials may take seconds, and requests that need
+    // no settings must not wait for it.
     std::lock_guard<std::mutex> lock(s3_mutex);
     const auto now = std::chrono::system_clock::now();
     if (!s3 || s3->refresh_due(now)) {
@@ -249,9 +193,9 @@ struct ObjectReader::Impl {
   Attempt attempt(const ObjectUrl& url, const Sink& sink, std::uint64_t from,
                   std::uint64_t limit, Deadline deadline);
   // One HTTP request to `target`, with the credentials `url` has if `credentials`.
-  Attempt perform(CURL* c, const ObjectUrl& url, const S3Config* s3,
-                  const std::string& target, bool credentials, const Sink& sink,
-                  std::uint64_t from, std::uint64_t limit, Deadline deadline);
+  Attempt perform(const ObjectUrl& url, const S3Config* s3, const std::string& target,
+                  bool credentials, const Sink& sink, std::uint64_t from,
+                  std::uint64_t limit, Deadline deadline);
   // The object's bytes [have, total) into `sink`; total UINT64_MAX: unknown, then
   // at most `cap` bytes. False only when missing_ok and the server answers 404.
   // `own` bounds this read besides options.deadline_s.
@@ -263,9 +207,6 @@ struct ObjectReader::Impl {
 Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
                                     std::uint64_t from, std::uint64_t limit,
                                     Deadline deadline) {
-  CURL* c = acquire();
-  std::unique_ptr<CURL, std::function<void(CURL*)>> guard(
-      c, [this](CURL* h) { release(h); });
   const std::shared_ptr<const S3Config> config =
       url.scheme == ObjectUrl::Scheme::kS3 ? s3_config() : nullptr;
   const S3Config* s3 = config.get();
@@ -279,7 +220,7 @@ Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
     // Credentials go only where the URL the user named lives.
     const std::string here = origin_of(target);
     const bool credentials = !origin.empty() && here == origin;
-    Attempt a = perform(c, url, s3, target, credentials, sink, from, limit, deadline);
+    Attempt a = perform(url, s3, target, credentials, sink, from, limit, deadline);
     if (hop > 0) {
       a.redirected_to = here;
       a.without_credentials = !credentials;
@@ -297,8 +238,7 @@ Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
                      " is refused (it would read the object unencrypted)";
       return a;
     }
-    target = a.redirect;
-    curl_easy_reset(c);  // no option of this request carries over to the next
+    target = a.redirect;  // a request of its own: no option carries over
   }
 }
 
@@ -307,72 +247,51 @@ constexpr const char* kEmptyPayloadSha256 =
     "x-amz-content-sha256: "
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
 
-Attempt ObjectReader::Impl::perform(CURL* c, const ObjectUrl& url, const S3Config* s3,
+Attempt ObjectReader::Impl::perform(const ObjectUrl& url, const S3Config* s3,
                                     const std::string& target, bool credentials,
                                     const Sink& sink, std::uint64_t from,
                                     std::uint64_t limit, Deadline deadline) {
-  char error[CURL_ERROR_SIZE] = {};
-  Transfer t{c, sink, from, limit, from, {}, false};
-  std::unique_ptr<curl_slist, void (*)(curl_slist*)> headers(nullptr,
-                                                             &curl_slist_free_all);
-  std::string sigv4;
-  std::string user, password;
+  HttpRequest request;
+  request.url = target;
   if (s3 && credentials && s3->signed_requests()) {
-    sigv4 = "aws:amz:" + s3->region + ":s3";
-    curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    curl_easy_setopt(c, CURLOPT_USERNAME, s3->access_key.c_str());
-    curl_easy_setopt(c, CURLOPT_PASSWORD, s3->secret_key.c_str());
+    request.aws_sigv4 = "aws:amz:" + s3->region + ":s3";
+    request.login = HttpRequest::Login{s3->access_key, s3->secret_key};
     // S3 requires the payload's SHA-256 in a header of every SigV4 request (an
     // empty body's here), and curl (before 8.2) signs the header's value rather
     // than adding one: without it S3 answers 400 or SignatureDoesNotMatch.
-    headers.reset(curl_slist_append(nullptr, kEmptyPayloadSha256));
-    if (!headers) throw std::bad_alloc();
-    if (!s3->session_token.empty()) {
-      const std::string token = "x-amz-security-token: " + s3->session_token;
-      // Appended to the list's end; its head stays the same.
-      if (!curl_slist_append(headers.get(), token.c_str())) throw std::bad_alloc();
-    }
+    request.headers.push_back(kEmptyPayloadSha256);
+    if (!s3->session_token.empty())
+      request.headers.push_back("x-amz-security-token: " + s3->session_token);
   } else if (!s3 && credentials && !url.userinfo.empty()) {
     // The URL's user and password are percent-encoded; curl wants them plain.
     const std::size_t colon = url.userinfo.find(':');
-    user = unescape(c, url.userinfo.substr(0, colon));
-    password =
-        colon == std::string::npos ? "" : unescape(c, url.userinfo.substr(colon + 1));
-    curl_easy_setopt(c, CURLOPT_USERNAME, user.c_str());
-    curl_easy_setopt(c, CURLOPT_PASSWORD, password.c_str());
+    request.login = HttpRequest::Login{
+        unescape(url.userinfo.substr(0, colon)),
+        colon == std::string::npos ? "" : unescape(url.userinfo.substr(colon + 1))};
   }
-  const std::string range = std::to_string(from) + "-";
-  curl_easy_setopt(c, CURLOPT_URL, target.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);  // attempt() follows, see above
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connect_timeout_s * 1000));
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT,
-                   std::max(1L, static_cast<long>(options.min_rate_bytes_s)));
-  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
-                   std::max(1L, static_cast<long>(std::lround(options.stall_timeout_s))));
+  request.connect_timeout =
+      std::chrono::milliseconds(static_cast<long>(options.connect_timeout_s * 1000));
+  request.low_speed_bytes_s = std::max(1L, static_cast<long>(options.min_rate_bytes_s));
+  request.low_speed_time_s =
+      std::max(1L, static_cast<long>(std::lround(options.stall_timeout_s)));
   if (deadline) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         *deadline - std::chrono::steady_clock::now());
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
-                     std::max(1L, static_cast<long>(left.count())));
+    request.timeout =
+        std::chrono::milliseconds(std::max(1L, static_cast<long>(left.count())));
   }
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &on_body);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-  if (from > 0) curl_easy_setopt(c, CURLOPT_RANGE, range.c_str());
-  if (headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  t.result.code = curl_easy_perform(c);
+  request.range_from = from;
+  Transfer t{sink, from, limit, from, {}, false};
+  const HttpReply reply =
+      http.send(request, [&t](long status, const char* data, std::size_t n) {
+        return t.on_body(status, data, n);
+      });
+  t.result.code = static_cast<CURLcode>(reply.code);
   if (t.result.body_cut && t.result.code == CURLE_WRITE_ERROR) t.result.code = CURLE_OK;
-  t.result.curl_error = error;
-  if (t.result.sink_error) std::rethrow_exception(t.result.sink_error);
-  if (!t.checked_status) curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &t.result.status);
-  if (t.result.code == CURLE_OK && t.result.status >= 300 && t.result.status < 400) {
-    char* next = nullptr;
-    if (curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &next) == CURLE_OK && next)
-      t.result.redirect = next;
-  }
+  t.result.curl_error = reply.error;
+  t.result.status = reply.status;
+  if (t.result.code == CURLE_OK && t.result.status >= 300 && t.result.status < 400)
+    t.result.redirect = reply.location;
   return t.result;
 }
 
@@ -459,7 +378,7 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
       continue;
     }
     ++attempts;
-    if (!retryable(a) || attempts >= options.max_attempts) {
+    if (!transient_failure(a.code, a.status) || attempts >= options.max_attempts) {
       throw fail(describe(a), total_attempts);
     }
     auto pause = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -470,7 +389,7 @@ bool ObjectReader::Impl::fetch(const ObjectUrl& url, const Sink& sink, std::uint
   }
 }
 
-ObjectReader::ObjectReader(FetchOptions options) : impl_(std::make_unique<Impl>()) {
+ObjectReader::ObjectReader(FetchOptions options) {
   if (options.max_attempts < 1 || !(options.connect_timeout_s > 0) ||
       !(options.stall_timeout_s > 0) || !(options.first_backoff_s >= 0) ||
       !(options.max_backoff_s >= options.first_backoff_s) ||
@@ -479,16 +398,10 @@ ObjectReader::ObjectReader(FetchOptions options) : impl_(std::make_unique<Impl>(
         "FetchOptions: max_attempts must be >= 1, timeouts > 0, min_rate_bytes_s >= 1, "
         "deadline_s >= 0 and backoffs >= 0");
   }
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  impl_->options = options;
+  impl_ = std::make_unique<Impl>(options);
 }
 
-ObjectReader::~ObjectReader() {
-  if (impl_->owner == ::getpid()) {
-    for (CURL* c : impl_->idle) curl_easy_cleanup(c);
-  }
-}
+ObjectReader::~ObjectReader() = default;
 
 bool ObjectReader::read_if_present(const ObjectUrl& url, std::vector<std::uint8_t>& out,
                                    std::uint64_t max_bytes,

@@ -1,7 +1,7 @@
-// ObjectReader: whole objects over HTTP(S) and S3, through libcurl.
-// Connections are kept alive in a small pool of curl handles (one per thread
-// reading at once). A process forked after a handle was opened never uses the
-// parent's connections: the pool belongs to the process that filled it.
+// ObjectReader: whole objects over HTTP(S) and S3, through the module's HttpClient
+// (http_client.h), which it owns: connections are kept alive in a small pool of
+// curl handles (one per thread reading at once), and a process forked after a
+// handle was opened never uses the parent's connections.
 // Faults: a timeout, a refused or reset connection, a short body, HTTP 5xx, 429 or
 // 408 are retried, with exponential backoff and jitter, up to
 // FetchOptions::max_attempts attempts without progress; a download that was cut
