@@ -2,12 +2,13 @@
 // module share, so it is set in one place: http and https only, no redirect
 // followed (a caller that follows one decides what goes with it), no signals (safe
 // in threads), the timeouts a request names, and one wording of a failed transfer
-// (curl_failure).
+// (curl_failure). Every request of the module goes through it: objects
+// (ObjectReader) and the credential chain's STS, container and metadata requests.
 // Connections are kept alive in a pool of curl handles, one per request in flight.
 // A process forked after a handle was opened never uses the parent's connections:
 // the pool belongs to the process that filled it.
 // Retries are the caller's: an object read resumes with Range requests and backs
-// off (ObjectReader).
+// off (ObjectReader), the metadata service is asked a set number of times.
 // Safe across threads; each request uses its own handle.
 #pragma once
 

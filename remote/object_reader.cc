@@ -12,12 +12,12 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <thread>
 
 #include "remote/http_client.h"
 #include "remote/s3_config.h"
+#include "remote/s3_config_cache.h"
 #include "seedloader/error.h"
 
 namespace seedloader::remote {
@@ -162,32 +162,14 @@ double jitter() {
 }  // namespace
 
 struct ObjectReader::Impl {
-  explicit Impl(const FetchOptions& o) : options(o) {}
+  explicit Impl(const FetchOptions& o)
+      : options(o), s3_settings(o.aws, http, o.anonymous) {}
 
   const FetchOptions options;
   const HttpClient http;
   // Read on the first s3:// request, and again before temporary credentials
   // expire (in each process: a forked worker refreshes its own copy).
-  std::mutex s3_mutex;
-  std::shared_ptr<const S3Config> s3;
-
-  std::shared_ptr<const S3Config> s3_config() {
-    // Its own lock: finding credentials may take seconds, and requests that need
-    // no settings must not wait for it.
-    std::lock_guard<std::mutex> lock(s3_mutex);
-    const auto now = std::chrono::system_clock::now();
-    if (!s3 || s3->refresh_due(now)) {
-      try {
-        s3 = std::make_shared<const S3Config>(
-            S3Config::from_environment(options.anonymous));
-      } catch (...) {
-        // Credentials still valid stay in use; expired ones are never replaced by
-        // unsigned requests: the error goes to the request.
-        if (!s3 || s3->expired(now)) throw;
-      }
-    }
-    return s3;
-  }
+  S3ConfigCache s3_settings;
 
   // One request for bytes [from, limit) of `url`, following redirects.
   Attempt attempt(const ObjectUrl& url, const Sink& sink, std::uint64_t from,
@@ -208,7 +190,7 @@ Attempt ObjectReader::Impl::attempt(const ObjectUrl& url, const Sink& sink,
                                     std::uint64_t from, std::uint64_t limit,
                                     Deadline deadline) {
   const std::shared_ptr<const S3Config> config =
-      url.scheme == ObjectUrl::Scheme::kS3 ? s3_config() : nullptr;
+      url.scheme == ObjectUrl::Scheme::kS3 ? s3_settings.current() : nullptr;
   const S3Config* s3 = config.get();
   std::string target = s3 ? s3->http_url(url) : url.display();
   const std::string origin = origin_of(target);
@@ -398,6 +380,8 @@ ObjectReader::ObjectReader(FetchOptions options) {
         "FetchOptions: max_attempts must be >= 1, timeouts > 0, min_rate_bytes_s >= 1, "
         "deadline_s >= 0 and backoffs >= 0");
   }
+  if (!options.aws.variables || !options.aws.clock)
+    throw ConfigError("FetchOptions: aws needs a function for its variables and clock");
   impl_ = std::make_unique<Impl>(options);
 }
 

@@ -1,7 +1,8 @@
 // ObjectReader: whole objects over HTTP(S) and S3, through the module's HttpClient
 // (http_client.h), which it owns: connections are kept alive in a small pool of
 // curl handles (one per thread reading at once), and a process forked after a
-// handle was opened never uses the parent's connections.
+// handle was opened never uses the parent's connections. S3's settings and
+// credentials (S3ConfigCache) are found through the same client.
 // Faults: a timeout, a refused or reset connection, a short body, HTTP 5xx, 429 or
 // 408 are retried, with exponential backoff and jitter, up to
 // FetchOptions::max_attempts attempts without progress; a download that was cut
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "remote/aws_environment.h"
 #include "remote/object_url.h"
 
 namespace seedloader::remote {
@@ -41,6 +43,9 @@ struct FetchOptions {
   // S3 requests go unsigned, whatever credentials could be found (a public
   // bucket); AWS_NO_SIGN_REQUEST=true does the same.
   bool anonymous = false;
+  // Where S3's settings and credentials are read from, and the clock their expiry
+  // is judged by: the process's variables and the system clock unless given.
+  AwsEnvironment aws;
 };
 
 // A bound on one read's whole time, every attempt and backoff included, beside
@@ -53,10 +58,10 @@ struct ReadDeadline {
 
 class ObjectReader {
  public:
-  // S3's endpoint and credentials are read from the environment (S3Config) at the
-  // first s3:// request, and again before temporary credentials expire; either
-  // throws ConfigError for bad AWS settings or no credentials. Throws ConfigError
-  // for bad options.
+  // S3's endpoint and credentials are read from options.aws (S3Config) at the
+  // first s3:// request, and again before temporary credentials expire
+  // (S3ConfigCache); either throws ConfigError for bad AWS settings or no
+  // credentials. Throws ConfigError for bad options.
   explicit ObjectReader(FetchOptions options = {});
   ~ObjectReader();
   ObjectReader(const ObjectReader&) = delete;

@@ -1,7 +1,6 @@
 #include "remote/s3_config.h"
 
 #include <cctype>
-#include <cstdlib>
 
 #include "remote/aws_credentials.h"
 #include "seedloader/error.h"
@@ -26,15 +25,16 @@ std::string percent_encode(const std::string& key) {
 
 }  // namespace
 
-S3Config S3Config::from_environment(bool anonymous) {
+S3Config S3Config::from_environment(const AwsEnvironment& env, const HttpClient& http,
+                                    bool anonymous) {
   S3Config c;
-  if (const std::string r = aws_variable("AWS_REGION"); !r.empty()) {
+  if (const std::string r = env.get("AWS_REGION"); !r.empty()) {
     c.region = r;
-  } else if (const std::string d = aws_variable("AWS_DEFAULT_REGION"); !d.empty()) {
+  } else if (const std::string d = env.get("AWS_DEFAULT_REGION"); !d.empty()) {
     c.region = d;
   }
-  c.endpoint = aws_variable("AWS_ENDPOINT_URL_S3");
-  if (c.endpoint.empty()) c.endpoint = aws_variable("AWS_ENDPOINT_URL");
+  c.endpoint = env.get("AWS_ENDPOINT_URL_S3");
+  if (c.endpoint.empty()) c.endpoint = env.get("AWS_ENDPOINT_URL");
   while (!c.endpoint.empty() && c.endpoint.back() == '/') c.endpoint.pop_back();
   // Without a scheme curl would guess http and the request could not be matched to
   // the origin its credentials belong to.
@@ -43,14 +43,14 @@ S3Config S3Config::from_environment(bool anonymous) {
     throw ConfigError("AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL '" + c.endpoint +
                       "' is not an http:// or https:// URL");
 
-  if (anonymous || aws_flag("AWS_NO_SIGN_REQUEST")) return c;
-  AwsCredentials found = find_aws_credentials(c.region);
+  if (anonymous || env.flag("AWS_NO_SIGN_REQUEST")) return c;
+  AwsCredentials found = CredentialChain::standard().find({env, http, c.region});
   c.access_key = std::move(found.access_key);
   c.secret_key = std::move(found.secret_key);
   c.session_token = std::move(found.session_token);
   c.credential_source = std::move(found.source);
   c.expiration = found.expiration;
-  c.found_at = std::chrono::system_clock::now();
+  c.found_at = env.now();
   return c;
 }
 

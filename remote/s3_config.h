@@ -1,8 +1,10 @@
 // Where S3 requests go and how they are signed, from the variables and files the
-// AWS CLI reads, so a job configured for it needs nothing more:
-//   credentials: found as the AWS CLI finds them (aws_credentials.h: the
-//     environment, web identity, a profile, container credentials, the instance
-//     metadata service); none found is a ConfigError listing where it looked.
+// AWS CLI reads (through an AwsEnvironment), so a job configured for it needs
+// nothing more:
+//   credentials: found as the AWS CLI finds them (CredentialChain::standard(),
+//     aws_credentials.h: the environment, web identity, a profile, container
+//     credentials, the instance metadata service); none found is a ConfigError
+//     listing where it looked.
 //     Unsigned requests (a public bucket) only with AWS_NO_SIGN_REQUEST=true or
 //     when the caller asks for them;
 //   region: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1;
@@ -10,13 +12,16 @@
 //     MinIO, Ceph, R2; path-style requests), else AWS's regional endpoint
 //     (virtual-hosted requests).
 // Requests are signed with AWS Signature Version 4 by libcurl. The secret and the
-// session token are never part of a message.
+// session token are never part of a message. A value, read once; S3ConfigCache
+// reads it again when its credentials fall due.
 #pragma once
 
 #include <chrono>
 #include <optional>
 #include <string>
 
+#include "remote/aws_environment.h"
+#include "remote/http_client.h"
 #include "remote/object_url.h"
 
 namespace seedloader::remote {
@@ -33,10 +38,12 @@ struct S3Config {
   std::optional<std::chrono::system_clock::time_point> expiration;
   std::chrono::system_clock::time_point found_at;
 
-  // Reads the environment and finds credentials unless `anonymous` (or
-  // AWS_NO_SIGN_REQUEST=true). Throws ConfigError naming the source and what is
-  // wrong, or listing the places looked when there are no credentials.
-  static S3Config from_environment(bool anonymous = false);
+  // Reads `env` and finds credentials unless `anonymous` (or
+  // AWS_NO_SIGN_REQUEST=true), their requests sent through `http`; found_at is
+  // env's time. Throws ConfigError naming the source and what is wrong, or
+  // listing the places looked when there are no credentials.
+  static S3Config from_environment(const AwsEnvironment& env, const HttpClient& http,
+                                   bool anonymous);
 
   bool signed_requests() const { return !access_key.empty(); }
   // Temporary credentials are found again from five minutes before they expire

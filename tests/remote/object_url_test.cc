@@ -1,17 +1,18 @@
-// ObjectUrl parsing and display, and S3Config from the AWS variables and the
-// credentials file: what a user writes maps to the request made, and no secret
-// reaches a message.
+// ObjectUrl parsing and display, and S3Config from the AWS variables (given
+// through FakeAws, never the process's) and the credentials file: what a user
+// writes maps to the request made, and no secret reaches a message.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <fstream>
 #include <map>
 #include <string>
 
+#include "remote/http_client.h"
 #include "remote/object_url.h"
 #include "remote/s3_config.h"
 #include "seedloader/error.h"
 #include "tests/common/temp_dir.h"
+#include "tests/remote/fake_aws.h"
 
 namespace seedloader::remote {
 namespace {
@@ -86,46 +87,23 @@ TEST(ObjectUrlTest, MalformedUrlsAreConfigErrorsWithoutTheirRest) {
   }
 }
 
-// Sets the AWS variables of one test and restores the environment after it.
-class AwsEnvironment {
- public:
-  explicit AwsEnvironment(const std::map<std::string, std::string>& values) {
-    for (const char* name :
-         {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-          "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE",
-          "AWS_SHARED_CREDENTIALS_FILE", "AWS_CONFIG_FILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
-          "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-          "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_NO_SIGN_REQUEST",
-          "AWS_EC2_METADATA_DISABLED", "HOME"}) {
-      if (const char* v = ::getenv(name)) saved_[name] = v;
-      ::unsetenv(name);
-    }
-    // Never the real instance metadata service.
-    ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-    set_.push_back("AWS_EC2_METADATA_DISABLED");
-    for (const auto& [k, v] : values) {
-      ::setenv(k.c_str(), v.c_str(), 1);
-      set_.push_back(k);
-    }
-  }
-  ~AwsEnvironment() {
-    for (const std::string& name : set_) ::unsetenv(name.c_str());
-    for (const auto& [k, v] : saved_) ::setenv(k.c_str(), v.c_str(), 1);
-  }
-
- private:
-  std::map<std::string, std::string> saved_;
-  std::vector<std::string> set_;
-};
+// S3Config read from `values` alone, the metadata service disabled (no request
+// leaves the machine).
+S3Config config_of(const std::map<std::string, std::string>& values) {
+  testing_util::FakeAws aws;
+  aws.set("AWS_EC2_METADATA_DISABLED", "true");
+  for (const auto& [name, value] : values) aws.set(name, value);
+  const HttpClient http;
+  return S3Config::from_environment(aws.env(), http, false);
+}
 
 TEST(S3ConfigTest, VariablesWinAndTheEndpointMakesRequestsPathStyle) {
-  AwsEnvironment env({{"AWS_ACCESS_KEY_ID", "AKID"},
-                      {"AWS_SECRET_ACCESS_KEY", "SECRET"},
-                      {"AWS_SESSION_TOKEN", "TOKEN"},
-                      {"AWS_DEFAULT_REGION", "eu-west-1"},
-                      {"AWS_ENDPOINT_URL", "http://other:1"},
-                      {"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000/"}});
-  const S3Config c = S3Config::from_environment();
+  const S3Config c = config_of({{"AWS_ACCESS_KEY_ID", "AKID"},
+                                {"AWS_SECRET_ACCESS_KEY", "SECRET"},
+                                {"AWS_SESSION_TOKEN", "TOKEN"},
+                                {"AWS_DEFAULT_REGION", "eu-west-1"},
+                                {"AWS_ENDPOINT_URL", "http://other:1"},
+                                {"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000/"}});
   EXPECT_EQ(c.access_key, "AKID");
   EXPECT_EQ(c.secret_key, "SECRET");
   EXPECT_EQ(c.session_token, "TOKEN");
@@ -135,10 +113,9 @@ TEST(S3ConfigTest, VariablesWinAndTheEndpointMakesRequestsPathStyle) {
 }
 
 TEST(S3ConfigTest, AwsItselfIsAskedVirtualHostedInItsRegion) {
-  AwsEnvironment env({{"AWS_REGION", "ap-south-1"},
-                      {"HOME", "/nonexistent"},
-                      {"AWS_NO_SIGN_REQUEST", "true"}});
-  const S3Config c = S3Config::from_environment();
+  const S3Config c = config_of({{"AWS_REGION", "ap-south-1"},
+                                {"HOME", "/nonexistent"},
+                                {"AWS_NO_SIGN_REQUEST", "true"}});
   EXPECT_FALSE(c.signed_requests());
   EXPECT_EQ(c.http_url(*ObjectUrl::parse("s3://bkt/k.tar")),
             "https://bkt.s3.ap-south-1.amazonaws.com/k.tar");
@@ -154,23 +131,17 @@ TEST(S3ConfigTest, AProfileComesFromTheCredentialsFile) {
       << "# a comment\n[team]\naws_access_key_id=T\naws_secret_access_key=TS\n"
       << "aws_session_token = TT\n[broken]\naws_access_key_id = B\n";
   }
-  {
-    AwsEnvironment env({{"AWS_SHARED_CREDENTIALS_FILE", dir / "credentials"}});
-    EXPECT_EQ(S3Config::from_environment().access_key, "D");
-  }
-  {
-    AwsEnvironment env(
-        {{"AWS_SHARED_CREDENTIALS_FILE", dir / "credentials"}, {"AWS_PROFILE", "team"}});
-    const S3Config c = S3Config::from_environment();
-    EXPECT_EQ(c.access_key, "T");
-    EXPECT_EQ(c.secret_key, "TS");
-    EXPECT_EQ(c.session_token, "TT");
-  }
+  EXPECT_EQ(config_of({{"AWS_SHARED_CREDENTIALS_FILE", dir / "credentials"}}).access_key,
+            "D");
+  const S3Config c = config_of(
+      {{"AWS_SHARED_CREDENTIALS_FILE", dir / "credentials"}, {"AWS_PROFILE", "team"}});
+  EXPECT_EQ(c.access_key, "T");
+  EXPECT_EQ(c.secret_key, "TS");
+  EXPECT_EQ(c.session_token, "TT");
   for (const char* profile : {"missing", "broken"}) {
-    AwsEnvironment env(
-        {{"AWS_SHARED_CREDENTIALS_FILE", dir / "credentials"}, {"AWS_PROFILE", profile}});
     try {
-      S3Config::from_environment();
+      config_of({{"AWS_SHARED_CREDENTIALS_FILE", dir / "credentials"},
+                 {"AWS_PROFILE", profile}});
       ADD_FAILURE() << profile;
     } catch (const ConfigError& e) {
       EXPECT_NE(std::string(e.what()).find(profile), std::string::npos) << e.what();

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "base/file_io.h"
-#include "remote/aws_credentials.h"
+#include "remote/credential_io.h"
 #include "remote/object_reader.h"
 #include "remote/object_url.h"
 #include "remote/shard_cache.h"
