@@ -4,7 +4,6 @@
 // another origin, a trickling server is given up on, an endless body is cut at
 // its limit, and each failure names the URL and the bound.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <fstream>
@@ -20,6 +19,7 @@
 #include "tests/common/error_of.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
+#include "tests/remote/fake_aws.h"
 #include "tests/remote/local_servers.h"
 
 namespace seedloader {
@@ -78,26 +78,23 @@ std::string text_of(const std::vector<std::uint8_t>& bytes) {
   return std::string(bytes.begin(), bytes.end());
 }
 
-// Sets AWS variables for the scope, naming the named server as the endpoint.
-class AwsEnvironment {
+// A reader whose S3 settings name the named server as the endpoint, with a key
+// and a session token.
+class SigningReader {
  public:
-  explicit AwsEnvironment(const std::string& endpoint) {
-    set("AWS_ACCESS_KEY_ID", "AKIDHOSTILETEST");
-    set("AWS_SECRET_ACCESS_KEY", "secret-key-never-sent-away");
-    set("AWS_SESSION_TOKEN", "session-token-never-sent-away");
-    set("AWS_ENDPOINT_URL", endpoint);
-    set("AWS_REGION", "us-east-1");
+  explicit SigningReader(const std::string& endpoint) {
+    aws_.set("AWS_ACCESS_KEY_ID", "AKIDHOSTILETEST");
+    aws_.set("AWS_SECRET_ACCESS_KEY", "secret-key-never-sent-away");
+    aws_.set("AWS_SESSION_TOKEN", "session-token-never-sent-away");
+    aws_.set("AWS_ENDPOINT_URL", endpoint);
+    aws_.set("AWS_REGION", "us-east-1");
+    reader_ = std::make_unique<ObjectReader>(FetchOptions{.aws = aws_.env()});
   }
-  ~AwsEnvironment() {
-    for (const std::string& name : names_) ::unsetenv(name.c_str());
-  }
+  const ObjectReader& operator*() const { return *reader_; }
 
  private:
-  void set(const std::string& name, const std::string& value) {
-    ::setenv(name.c_str(), value.c_str(), 1);
-    names_.push_back(name);
-  }
-  std::vector<std::string> names_;
+  testing_util::FakeAws aws_;
+  std::unique_ptr<ObjectReader> reader_;
 };
 
 // That `seen` (Hostile::seen) is one request, SigV4-signed, with the session token.
@@ -108,8 +105,8 @@ void expect_one_signed_request(const std::vector<std::string>& seen) {
 }
 
 TEST_F(HostileServerTest, AnS3RedirectToAnotherHostCarriesNoSignatureAndNoToken) {
-  const AwsEnvironment aws(named_->url());
-  const ObjectReader reader;
+  const SigningReader signing(named_->url());
+  const ObjectReader& reader = *signing;
   std::vector<std::uint8_t> out;
   ASSERT_TRUE(reader.read_if_present(*ObjectUrl::parse("s3://bucket/to-other/a.tar"), out,
                                      1 << 20));

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include "tests/common/cross_check.h"
 
 namespace seedloader::testing_util {
 namespace {
@@ -53,6 +56,14 @@ int free_port() {
   }
   ::close(fd);
   return ntohs(addr.sin_port);
+}
+
+std::string server_missing(const std::string& path, const std::string& name) {
+  if (!path.empty()) return "";
+  const std::string why =
+      name + " is not installed (scripts/python_env.sh --test-servers)";
+  if (cross_checks_required()) ADD_FAILURE() << why;
+  return why;
 }
 
 ServerProcess::ServerProcess(std::vector<std::string> argv, std::vector<std::string> env,
@@ -198,5 +209,25 @@ MotoServer::MotoServer(const std::string& folder, int ttl, const std::string& lo
              std::to_string(port), folder, std::to_string(ttl), log, token},
             {}, port, out);
       }()) {}
+
+CredentialServer::CredentialServer(const std::string& dir, const std::string& key,
+                                   const std::string& secret, int ttl)
+    : log_(dir + "/issued.log"), server_([&] {
+        const int port = free_port();
+        return ServerProcess(
+            {"/usr/bin/python3",
+             SEEDLOADER_SOURCE_DIR "/tests/remote/credential_server.py",
+             std::to_string(port), log_, key, secret, std::to_string(ttl)},
+            {}, port, dir + "/credential_server.out");
+      }()) {}
+
+int CredentialServer::issued(const std::string& kind) const {
+  std::ifstream in(log_);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line == kind;
+  return n;
+}
+
+void CredentialServer::fail_container() const { std::ofstream(log_ + ".fail") << ""; }
 
 }  // namespace seedloader::testing_util

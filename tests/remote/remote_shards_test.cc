@@ -9,28 +9,20 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <initializer_list>
-#include <iterator>
 #include <map>
-#include <nlohmann/json.hpp>
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/file_io.h"
-#include "remote/credential_io.h"
 #include "remote/object_reader.h"
 #include "remote/object_url.h"
 #include "remote/shard_cache.h"
@@ -40,85 +32,28 @@
 #include "seedloader/random.h"
 #include "seedloader/transforms/spec.h"
 #include "shards/index_format.h"
-#include "tests/common/cross_check.h"
 #include "tests/common/epoch_bytes.h"
+#include "tests/common/error_of.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 #include "tests/datasets/dataset_test_util.h"
 #include "tests/remote/local_servers.h"
+#include "tests/remote/packed_shards.h"
+#include "tests/remote/process_aws.h"
 
 namespace seedloader {
 namespace {
 
+using testing_util::cached_in;
+using testing_util::error_of;
+using testing_util::kTransform;
+using testing_util::loader_options;
 using testing_util::Nginx;
 using testing_util::RcloneS3;
+using testing_util::run_epoch;
 using testing_util::TempDir;
-
-const char* kTransform = "rrc:24,hflip";
-
-// 40 JPEGs of 2 classes, packed by seedloader-pack into shards of at most 16 KiB
-// under root/data/ (a few samples each). Returns the shards' names and sizes.
-std::map<std::string, std::uint64_t> write_packed(const TempDir& root) {
-  const std::string src = root / "src";
-  for (int i = 0; i < 40; ++i) {
-    const std::string cls = src + "/class" + std::to_string(i % 2);
-    std::filesystem::create_directories(cls);
-    cv::Mat image(36 + i % 7, 44 + i % 5, CV_8UC3);
-    cv::randu(image, 0, 255);
-    cv::imwrite(cls + "/" + std::to_string(i) + ".jpg", image);
-  }
-  const auto r =
-      testing_util::run_command(std::string(SEEDLOADER_PACK) + " imagefolder:" + src +
-                                " " + (root / "data") + " --shard-size 16K 2>&1");
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  std::map<std::string, std::uint64_t> shards;
-  for (const auto& f : std::filesystem::directory_iterator(root / "data")) {
-    if (f.path().extension() == ".tar") shards[f.path().filename()] = f.file_size();
-  }
-  EXPECT_GE(shards.size(), 4u);
-  return shards;
-}
-
-TarShardsOptions cached_in(const std::string& dir, std::uint64_t limit = 0) {
-  TarShardsOptions o;
-  o.cache_dir = dir;
-  o.cache_limit = limit;
-  o.max_attempts = 3;
-  o.stall_timeout_s = 5;
-  return o;
-}
-
+using testing_util::write_packed;
 using Epoch = testing_util::EpochBytes;
-
-LoaderOptions loader_options(int workers, ShuffleOrder order = ShuffleOrder::kNumpy) {
-  LoaderOptions opt;
-  opt.batch_size = 4;
-  opt.num_workers = workers;
-  opt.shuffle = true;
-  opt.order = order;
-  opt.shuffle_block = 8;
-  opt.seed = 5;
-  opt.seeding = SeedScope::kSample;
-  opt.timeout = std::chrono::milliseconds(60'000);
-  return opt;
-}
-
-// One epoch from batch `start` on (a resumed epoch when start > 0).
-Epoch run_epoch(const Dataset& data, int workers, std::uint64_t epoch,
-                std::uint64_t start = 0, ShuffleOrder order = ShuffleOrder::kNumpy) {
-  DataLoader loader(data, loader_options(workers, order));
-  loader.resume(epoch, start);
-  return testing_util::epoch_bytes(loader, data.layout());
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 // A complete shard's sidecar (NAME.<xxh64>.stat, its identity at download).
 bool is_sidecar(const std::filesystem::path& p) { return p.extension() == ".stat"; }
@@ -884,26 +819,23 @@ TEST(RemoteFailureTest, AServerThatIsDownIsRetriedThenNamed) {
 class S3ShardsTest : public RemoteShardsTest {
  protected:
   void SetUp() override {
-    if (testing_util::rclone_path().empty()) {
-      if (testing_util::cross_checks_required())
-        FAIL() << "rclone is not installed (scripts/python_env.sh --test-servers)";
-      GTEST_SKIP() << "rclone is not installed (scripts/python_env.sh --test-servers)";
-    }
+    const std::string missing =
+        testing_util::server_missing(testing_util::rclone_path(), "rclone");
+    if (!missing.empty()) GTEST_SKIP() << missing;
     RemoteShardsTest::SetUp();
     s3_ = std::make_unique<RcloneS3>(root_.path(), root_ / "rclone", "AKIDTEST",
                                      "s3cr3t-key");
-    ::unsetenv("AWS_ENDPOINT_URL_S3");  // it would win over the local server
-    ::setenv("AWS_ENDPOINT_URL", s3_->endpoint().c_str(), 1);
-    ::setenv("AWS_REGION", "us-east-1", 1);
-    ::setenv("AWS_ACCESS_KEY_ID", "AKIDTEST", 1);
-    ::setenv("AWS_SECRET_ACCESS_KEY", "s3cr3t-key", 1);
+    // TarShards and its workers read the process's variables; AWS_ENDPOINT_URL_S3
+    // among them is cleared, as it would win over the local server.
+    aws_ = std::make_unique<testing_util::ProcessAws>(root_ / "home");
+    aws_->set("AWS_ENDPOINT_URL", s3_->endpoint());
+    aws_->set("AWS_REGION", "us-east-1");
+    aws_->set("AWS_ACCESS_KEY_ID", "AKIDTEST");
+    aws_->set("AWS_SECRET_ACCESS_KEY", "s3cr3t-key");
   }
-  void TearDown() override {
-    for (const char* v :
-         {"AWS_ENDPOINT_URL", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"})
-      ::unsetenv(v);
-  }
+  void TearDown() override { aws_.reset(); }
   std::unique_ptr<RcloneS3> s3_;
+  std::unique_ptr<testing_util::ProcessAws> aws_;
 };
 
 TEST_F(S3ShardsTest, S3BatchesEqualTheLocalFolders) {
@@ -921,7 +853,7 @@ TEST_F(S3ShardsTest, S3BatchesEqualTheLocalFolders) {
 }
 
 TEST_F(S3ShardsTest, WrongCredentialsAreA403NamingTheUrlNotTheSecret) {
-  ::setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret", 1);
+  aws_->set("AWS_SECRET_ACCESS_KEY", "wrong-secret");
   const std::string e = error_of([&] {
     TarShards("s3://data", parse_transform_spec(kTransform), cached_in(root_ / "cache"));
   });
@@ -929,407 +861,6 @@ TEST_F(S3ShardsTest, WrongCredentialsAreA403NamingTheUrlNotTheSecret) {
   EXPECT_NE(e.find("HTTP 403"), std::string::npos) << e;
   EXPECT_NE(e.find("(1 attempt)"), std::string::npos) << e;
   EXPECT_EQ(e.find("wrong-secret"), std::string::npos) << e;
-}
-
-// Credentials found the way cloud jobs get them (remote/aws_credentials.h), from
-// tests/remote/credential_server.py on 127.0.0.1: it hands out the S3 server's key
-// with a new session token each time. Every other variable the chain reads is
-// cleared, HOME points at an empty folder, and the metadata service is disabled
-// unless a test points it at the server, so no request leaves 127.0.0.1.
-class S3CredentialsTest : public S3ShardsTest {
- protected:
-  static constexpr const char* kVariables[] = {"AWS_ACCESS_KEY_ID",
-                                               "AWS_SECRET_ACCESS_KEY",
-                                               "AWS_SESSION_TOKEN",
-                                               "AWS_WEB_IDENTITY_TOKEN_FILE",
-                                               "AWS_ROLE_ARN",
-                                               "AWS_ROLE_SESSION_NAME",
-                                               "AWS_ENDPOINT_URL_STS",
-                                               "AWS_PROFILE",
-                                               "AWS_SHARED_CREDENTIALS_FILE",
-                                               "AWS_CONFIG_FILE",
-                                               "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                                               "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                                               "AWS_CONTAINER_AUTHORIZATION_TOKEN",
-                                               "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-                                               "AWS_EC2_METADATA_DISABLED",
-                                               "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-                                               "AWS_NO_SIGN_REQUEST",
-                                               "AWS_ENDPOINT_URL_S3",
-                                               "AWS_METADATA_SERVICE_TIMEOUT",
-                                               "HOME"};
-
-  void SetUp() override {
-    S3ShardsTest::SetUp();
-    if (IsSkipped()) return;
-    if (const char* home = ::getenv("HOME")) home_ = home;
-    for (const char* v : kVariables) ::unsetenv(v);
-    std::filesystem::create_directories(root_ / "home");
-    ::setenv("HOME", (root_ / "home").c_str(), 1);
-    ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-  }
-  void TearDown() override {
-    for (const char* v : kVariables) ::unsetenv(v);
-    if (!home_.empty()) ::setenv("HOME", home_.c_str(), 1);
-    S3ShardsTest::TearDown();
-  }
-
-  // Starts the credential server; its credentials expire `ttl` seconds after each
-  // is handed out.
-  void start_credentials(int ttl = 3600) {
-    const int port = testing_util::free_port();
-    stub_ = std::make_unique<testing_util::ServerProcess>(
-        std::vector<std::string>{"/usr/bin/python3",
-                                 SEEDLOADER_SOURCE_DIR
-                                 "/tests/remote/credential_server.py",
-                                 std::to_string(port), root_ / "issued.log", "AKIDTEST",
-                                 "s3cr3t-key", std::to_string(ttl)},
-        std::vector<std::string>{}, port, root_ / "credential_server.out");
-    stub_url_ = "http://127.0.0.1:" + std::to_string(port);
-  }
-  // How often the server handed out credentials of `kind`.
-  int issued(const std::string& kind) const {
-    std::ifstream in(root_ / "issued.log");
-    int n = 0;
-    for (std::string line; std::getline(in, line);) n += line == kind;
-    return n;
-  }
-  std::string read_error() const {
-    return error_of([&] {
-      TarShards("s3://data/", parse_transform_spec(kTransform),
-                cached_in(root_ / "fail"));
-    });
-  }
-  void write_file(const std::string& name, const std::string& text) const {
-    std::ofstream(root_ / name) << text;
-  }
-
-  std::string home_;
-  std::unique_ptr<testing_util::ServerProcess> stub_;
-  std::string stub_url_;
-};
-
-TEST_F(S3CredentialsTest, EachPlaceCloudJobsGetCredentialsFromSignsTheRequests) {
-  start_credentials();
-  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
-  const Epoch want = run_epoch(local, 0, 0);
-  write_file("jwt", "web-identity-jwt\n");
-  write_file("credentials",
-             "[reader]\naws_access_key_id = AKIDTEST\n"
-             "aws_secret_access_key = s3cr3t-key\n");
-  write_file("auth", "container-auth");
-  const std::vector<std::pair<std::string, std::map<std::string, std::string>>> sources =
-      {
-          {"sts",
-           {{"AWS_WEB_IDENTITY_TOKEN_FILE", root_ / "jwt"},
-            {"AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/reader"},
-            {"AWS_ENDPOINT_URL_STS", stub_url_}}},
-          {"profile",
-           {{"AWS_SHARED_CREDENTIALS_FILE", root_ / "credentials"},
-            {"AWS_PROFILE", "reader"}}},
-          {"container",
-           {{"AWS_CONTAINER_CREDENTIALS_FULL_URI", stub_url_ + "/container"},
-            {"AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", root_ / "auth"}}},
-          {"imds",
-           {{"AWS_EC2_METADATA_SERVICE_ENDPOINT", stub_url_},
-            {"AWS_EC2_METADATA_DISABLED", ""}}},
-      };
-  for (const auto& [kind, variables] : sources) {
-    for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
-    const TarShards remote("s3://data/", parse_transform_spec(kTransform),
-                           cached_in(root_ / ("cache-" + kind)));
-    EXPECT_TRUE(run_epoch(remote, 0, 0) == want) << kind;
-    // An hour to live: found once for the index and every shard after it.
-    if (kind != "profile") EXPECT_EQ(issued(kind), 1) << kind;
-    for (const auto& [name, value] : variables) ::unsetenv(name.c_str());
-    ::setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
-  }
-  // All of them at once: the first in the AWS CLI's order, web identity, is used.
-  for (const auto& [kind, variables] : sources)
-    for (const auto& [name, value] : variables) ::setenv(name.c_str(), value.c_str(), 1);
-  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
-                         cached_in(root_ / "cache-all"));
-  EXPECT_TRUE(run_epoch(remote, 0, 0) == want);
-  EXPECT_EQ(issued("sts"), 2);
-  EXPECT_EQ(issued("container") + issued("imds"), 2);  // the two runs above only
-}
-
-TEST_F(S3CredentialsTest, AProfileThatOnlySetsARegionLeavesTheChainGoingOn) {
-  start_credentials();
-  write_file("config", "[default]\nregion = us-east-1\n");
-  ::setenv("AWS_CONFIG_FILE", (root_ / "config").c_str(), 1);
-  write_file("auth", "container-auth");
-  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
-  ::setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (root_ / "auth").c_str(), 1);
-  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
-                         cached_in(root_ / "cache"));
-  EXPECT_EQ(remote.size(), 40u);
-  EXPECT_EQ(issued("container"), 1);
-}
-
-TEST_F(S3CredentialsTest, CredentialsAboutToExpireAreFetchedAgainInEveryWorker) {
-  // Two seconds to live: due again after one (half their life), in the process
-  // that built the data set and in each worker forked after it.
-  start_credentials(2);
-  write_file("auth", "container-auth");
-  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
-  ::setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (root_ / "auth").c_str(), 1);
-  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
-  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
-                         cached_in(root_ / "cache"));
-  EXPECT_EQ(issued("container"), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
-  EXPECT_TRUE(run_epoch(remote, 2, 0) == run_epoch(local, 0, 0));
-  EXPECT_GE(issued("container"), 3);  // each worker found them again
-}
-
-TEST_F(S3CredentialsTest, ValidCredentialsOutliveAFailedRefreshAndExpiredOnesNever) {
-  start_credentials(4);  // due after 2 s, expired after 4
-  write_file("auth", "container-auth");
-  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
-  ::setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE", (root_ / "auth").c_str(), 1);
-  const remote::ObjectReader reader;
-  const auto index = *remote::ObjectUrl::parse("s3://data/index.json");
-  std::vector<std::uint8_t> out;
-  ASSERT_TRUE(reader.read_if_present(index, out, 1 << 20));
-  write_file("issued.log.fail", "");  // the agent goes down
-  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
-  ASSERT_TRUE(reader.read_if_present(
-      index, out, 1 << 20));  // the refresh fails; the old ones still sign
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  const std::string e = error_of([&] { reader.read_if_present(index, out, 1 << 20); });
-  EXPECT_NE(e.find("container credentials at " + stub_url_ + "/container"),
-            std::string::npos)
-      << e;
-  EXPECT_NE(e.find("HTTP 500"), std::string::npos) << e;
-  EXPECT_EQ(issued("container"), 1);
-}
-
-// moto as STS and S3 (tests/remote/moto_server.py): web identity credentials
-// from its STS, every S3 request's signature, session token and expiry checked.
-class MotoCredentialsTest : public S3CredentialsTest {
- protected:
-  void SetUp() override {
-    if (testing_util::moto_python().empty()) {
-      if (testing_util::cross_checks_required())
-        FAIL() << "moto is not installed (scripts/python_env.sh --test-servers)";
-      GTEST_SKIP() << "moto is not installed (scripts/python_env.sh --test-servers)";
-    }
-    S3CredentialsTest::SetUp();
-  }
-  // Starts moto; its credentials live `ttl` seconds. The credential chain finds
-  // them through web identity, as an EKS pod does.
-  void start_moto(int ttl) {
-    moto_ = std::make_unique<testing_util::MotoServer>(
-        root_ / "data", ttl, root_ / "sts.log", "web-identity-jwt", root_ / "moto.out");
-    write_file("jwt", "web-identity-jwt");
-    ::setenv("AWS_ENDPOINT_URL", moto_->endpoint().c_str(), 1);
-    ::setenv("AWS_ENDPOINT_URL_STS", moto_->endpoint().c_str(), 1);
-    ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", (root_ / "jwt").c_str(), 1);
-    ::setenv("AWS_ROLE_ARN", testing_util::kMotoRole, 1);
-  }
-  // The credentials moto's STS handed out, in order: {key, secret, token}.
-  std::vector<std::array<std::string, 3>> handed_out() const {
-    std::vector<std::array<std::string, 3>> out;
-    std::ifstream in(root_ / "sts.log");
-    for (std::string kind, key, secret, token; in >> kind >> key >> secret >> token;)
-      out.push_back({key, secret, token});
-    return out;
-  }
-
-  std::unique_ptr<testing_util::MotoServer> moto_;
-};
-
-TEST_F(MotoCredentialsTest, WebIdentityCredentialsAreRenewedBeforeTheServerRefusesThem) {
-  start_moto(4);  // due again after 2 s, refused after 4
-  const TarShards local(root_ / "data", parse_transform_spec(kTransform));
-  const Epoch want = run_epoch(local, 0, 0);
-  // The process that built the data set, and each worker forked from it after
-  // the credentials fell due, fetch new ones before signing.
-  const TarShards remote("s3://data/", parse_transform_spec(kTransform),
-                         cached_in(root_ / "cache"));
-  ASSERT_EQ(handed_out().size(), 1u);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
-  EXPECT_TRUE(run_epoch(remote, 2, 0) == want);
-  EXPECT_GE(handed_out().size(), 3u);
-  // A reader that lives past several lifetimes signs every request with valid ones.
-  const remote::ObjectReader reader;
-  const auto index = *remote::ObjectUrl::parse("s3://data/index.json");
-  std::vector<std::uint8_t> out;
-  for (int round = 0; round < 3; ++round) {
-    ASSERT_TRUE(reader.read_if_present(index, out, 1 << 20)) << round;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2100));
-  }
-  // The server does refuse what the loader never sends: the first credentials,
-  // long expired.
-  const std::array<std::string, 3> first = handed_out().front();
-  ::unsetenv("AWS_WEB_IDENTITY_TOKEN_FILE");
-  ::setenv("AWS_ACCESS_KEY_ID", first[0].c_str(), 1);
-  ::setenv("AWS_SECRET_ACCESS_KEY", first[1].c_str(), 1);
-  ::setenv("AWS_SESSION_TOKEN", first[2].c_str(), 1);
-  const remote::ObjectReader stale;
-  const std::string e = error_of([&] { stale.read_if_present(index, out, 1 << 20); });
-  EXPECT_NE(e.find("GET s3://data/index.json: HTTP 403"), std::string::npos) << e;
-}
-
-TEST_F(MotoCredentialsTest, AWrongIdentityTokenIsAnErrorNamingStsNeverAnUnsignedRequest) {
-  start_moto(3600);
-  write_file("jwt", "someone-else");
-  const std::string e = read_error();
-  EXPECT_NE(e.find("web identity (role " + std::string(testing_util::kMotoRole) +
-                   " through STS at " + moto_->endpoint() + ")"),
-            std::string::npos)
-      << e;
-  EXPECT_NE(e.find("403"), std::string::npos) << e;
-  EXPECT_TRUE(handed_out().empty());
-}
-
-TEST_F(S3CredentialsTest, NoCredentialsAnywhereListsEveryPlaceLooked) {
-  const std::string e = read_error();
-  for (const char* place :
-       {"no AWS credentials for s3:// requests; looked in:",
-        "the environment (AWS_ACCESS_KEY_ID unset)",
-        "web identity (AWS_WEB_IDENTITY_TOKEN_FILE", "profile default (not in ",
-        "container credentials (AWS_CONTAINER_CREDENTIALS_",
-        "the instance metadata service (AWS_EC2_METADATA_DISABLED=true)",
-        "AWS_NO_SIGN_REQUEST=true"})
-    EXPECT_NE(e.find(place), std::string::npos) << place << "\n" << e;
-  // A metadata endpoint that was named but does not answer is an error of its own.
-  ::unsetenv("AWS_EC2_METADATA_DISABLED");
-  const std::string closed =
-      "http://127.0.0.1:" + std::to_string(testing_util::free_port());
-  ::setenv("AWS_EC2_METADATA_SERVICE_ENDPOINT", closed.c_str(), 1);
-  EXPECT_NE(read_error().find("the instance metadata service at " + closed +
-                              " (AWS_EC2_METADATA_SERVICE_ENDPOINT): "),
-            std::string::npos);
-  ::setenv("AWS_METADATA_SERVICE_TIMEOUT", "soon", 1);
-  EXPECT_NE(read_error().find("AWS_METADATA_SERVICE_TIMEOUT=soon: not a number"),
-            std::string::npos);
-}
-
-TEST_F(S3CredentialsTest, ASourceThatFailsIsNamedAndNothingGoesUnsigned) {
-  start_credentials();
-  // STS refuses another token: the web identity is named with STS's code.
-  write_file("jwt", "stolen-jwt");
-  ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", (root_ / "jwt").c_str(), 1);
-  ::setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/reader", 1);
-  ::setenv("AWS_ENDPOINT_URL_STS", stub_url_.c_str(), 1);
-  std::string e = read_error();
-  EXPECT_NE(
-      e.find("web identity (role arn:aws:iam::123456789012:role/reader through STS"),
-      std::string::npos)
-      << e;
-  EXPECT_NE(e.find("HTTP 403 AccessDenied"), std::string::npos) << e;
-  EXPECT_EQ(e.find("stolen-jwt"), std::string::npos) << e;
-  ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", (root_ / "missing").c_str(), 1);
-  EXPECT_NE(read_error().find("AWS_WEB_IDENTITY_TOKEN_FILE " + (root_ / "missing") +
-                              ": cannot be read"),
-            std::string::npos);
-  for (const char* v : {"AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN"}) ::unsetenv(v);
-  // The container endpoint without its token.
-  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", (stub_url_ + "/container").c_str(), 1);
-  e = read_error();
-  EXPECT_NE(e.find("container credentials at " + stub_url_ +
-                   "/container (AWS_CONTAINER_CREDENTIALS_FULL_URI): HTTP 401"),
-            std::string::npos)
-      << e;
-  // Plain http to an address that is not the container agent's is not asked.
-  ::setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://10.1.2.3/creds", 1);
-  EXPECT_NE(read_error().find("plain http only to a loopback address literal"),
-            std::string::npos);
-  ::unsetenv("AWS_CONTAINER_CREDENTIALS_FULL_URI");
-  // A profile that assumes a role: not supported, said so.
-  write_file("config",
-             "[profile ops]\nrole_arn = arn:aws:iam::1:role/x\n"
-             "source_profile = default\n");
-  ::setenv("AWS_CONFIG_FILE", (root_ / "config").c_str(), 1);
-  ::setenv("AWS_PROFILE", "ops", 1);
-  EXPECT_NE(
-      read_error().find("profile ops uses role_arn, which seedloader does not support"),
-      std::string::npos);
-  EXPECT_EQ(issued("imds") + issued("container") + issued("sts"), 0);
-}
-
-TEST_F(S3CredentialsTest, AnIdentityTokenThatStsEchoesIsNeverShown) {
-  // The credential server's STS quotes the token it refuses, decoded and as
-  // sent (percent-encoded), past the 200 characters of its message kept: no run
-  // of 16 of its characters is left, nor of its encoded form.
-  start_credentials();
-  std::string token = "k8s.sa-token/";
-  for (int i = 0; token.size() < 400; ++i)
-    token += "abcdefghij+/="[i % 13] + std::to_string(i);
-  write_file("jwt", token + "\n");
-  ::setenv("AWS_WEB_IDENTITY_TOKEN_FILE", (root_ / "jwt").c_str(), 1);
-  ::setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/reader", 1);
-  ::setenv("AWS_ENDPOINT_URL_STS", stub_url_.c_str(), 1);
-  const std::string e = read_error();
-  EXPECT_NE(e.find("through STS at " + stub_url_ +
-                   "): HTTP 403 AccessDenied: Not "
-                   "authorized to perform sts:AssumeRoleWithWebIdentity with the token "
-                   "[redacted] (sent as [redacted])"),
-            std::string::npos)
-      << e;
-  std::string encoded;
-  for (const char ch : token) {
-    char hex[4];
-    std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(ch));
-    encoded += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-'
-                   ? std::string(1, ch)
-                   : std::string(hex);
-  }
-  for (const std::string& form : {token, encoded}) {
-    for (std::size_t i = 0; i + 16 <= form.size(); ++i)
-      ASSERT_EQ(e.find(form.substr(i, 16)), std::string::npos) << form.substr(i, 16) << e;
-  }
-  EXPECT_EQ(issued("sts"), 0);
-}
-
-TEST_F(S3CredentialsTest, UnsignedRequestsOnlyWhenAskedFor) {
-  // The S3 server wants signed requests: an unsigned one is its refusal (rclone:
-  // 400 UnsupportedAlgorithm), not a credentials error.
-  ::setenv("AWS_NO_SIGN_REQUEST", "true", 1);
-  const std::string e = read_error();
-  EXPECT_NE(e.find("GET s3://data/index.json: HTTP 400"), std::string::npos) << e;
-  EXPECT_EQ(e.find("no AWS credentials"), std::string::npos) << e;
-  ::unsetenv("AWS_NO_SIGN_REQUEST");
-  remote::FetchOptions anonymous;
-  anonymous.anonymous = true;
-  const remote::ObjectReader reader(anonymous);
-  std::vector<std::uint8_t> out;
-  const std::string a = error_of([&] {
-    ASSERT_TRUE(reader.read_if_present(*remote::ObjectUrl::parse("s3://data/index.json"),
-                                       out, 1 << 20));
-  });
-  EXPECT_NE(a.find("GET s3://data/index.json: HTTP 400"), std::string::npos) << a;
-}
-
-TEST(AwsTimeTest, PlainHttpGoesOnlyToLoopbackLiteralsAndTheContainerAgents) {
-  for (const char* url : {"https://sts.example.com/", "http://127.0.0.1:8080/x",
-                          "http://127.1.2.3/", "http://localhost/", "http://[::1]:9/"})
-    EXPECT_TRUE(remote::plain_http_allowed(url, false)) << url;
-  for (const char* url : {"http://169.254.170.2/v2/credentials",
-                          "http://169.254.170.23/v1", "http://[fd00:ec2::23]/v1"}) {
-    EXPECT_TRUE(remote::plain_http_allowed(url, true)) << url;
-    EXPECT_FALSE(remote::plain_http_allowed(url, false)) << url;
-  }
-  for (const char* url :
-       {"http://127.0.0.1.evil.example/", "http://127.x.example/", "http://10.1.2.3/",
-        "http://user@evil.example/", "http://[fd00::1]/", "ftp://127.0.0.1/", "127.0.0.1",
-        "http://169.254.169.254/"})
-    EXPECT_FALSE(remote::plain_http_allowed(url, true)) << url;
-}
-
-TEST(AwsTimeTest, TheFormsAwsWritesParse) {
-  const auto t = remote::parse_aws_time("2026-12-04T17:00:00Z");
-  ASSERT_TRUE(t.has_value());
-  EXPECT_EQ(std::chrono::system_clock::to_time_t(*t), 1796403600);
-  EXPECT_EQ(remote::parse_aws_time("2026-12-04T17:00:00.123Z"), t);
-  EXPECT_EQ(remote::parse_aws_time("2026-12-04T17:00:00+00:00"), t);
-  EXPECT_FALSE(remote::parse_aws_time("2026-12-04 17:00:00"));
-  EXPECT_FALSE(remote::parse_aws_time("2026-12-04T17:00:00+02:00"));
-  EXPECT_FALSE(remote::parse_aws_time(""));
-  EXPECT_FALSE(remote::parse_aws_time("2026-13-04T17:00:00Z"));
-  EXPECT_FALSE(remote::parse_aws_time("2026-12-04T25:00:00Z"));
 }
 
 }  // namespace
