@@ -1,6 +1,6 @@
 // CredentialProvider: one place AWS credentials may come from (the environment, a
 // profile, the instance metadata service, ...), one step of the CredentialChain
-// (credential_chain.h). resolve() says what the place holds: credentials, or
+// (aws_credentials.h). resolve() says what the place holds: credentials, or
 // nothing and why (a line of the chain's "looked in" list). A place that is set up
 // but fails (an unreadable token file, an endpoint answering with an error) throws
 // ConfigError naming it: the chain stops there, never falling through to the next

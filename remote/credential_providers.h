@@ -1,5 +1,5 @@
 // The places the AWS CLI finds credentials in, one CredentialProvider each, in the
-// order CredentialChain::standard() tries them (credential_chain.h). Each reads
+// order CredentialChain::standard() tries them (aws_credentials.h). Each reads
 // its variables through the context's AwsEnvironment and sends its requests
 // through the context's HttpClient; none keeps state between calls.
 #pragma once
