@@ -1,6 +1,7 @@
 #include "seedloader/ledger.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -107,7 +108,7 @@ std::uint64_t ledger_steps(const LedgerQuery& query) {
                      : (samples + o.batch_size - 1) / o.batch_size;
 }
 
-std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
+void ledger(const LedgerQuery& q, const std::function<void(const LedgerEntry&)>& emit) {
   const std::uint64_t world = q.options.world_size;
   if (q.rank && *q.rank >= world) {
     throw ConfigError("rank " + std::to_string(*q.rank) + " is outside a world of " +
@@ -129,23 +130,29 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
   std::vector<std::uint64_t> skipped_samples = q.options.skip.samples;
   std::sort(skipped_samples.begin(), skipped_samples.end());
   const SourceKeys sources(q.mixture);
-  std::vector<LedgerEntry> out;
-  for (std::uint64_t rank = q.rank.value_or(0); rank < (q.rank ? *q.rank + 1 : world);
-       ++rank) {
-    const RankOrder order = rank_order(q, rank);
-    const BatchSampler& batches = order.batches;
-    for (std::uint64_t step = q.first_step; step < q.end_step; ++step) {
-      const int worker = workers > 0 ? static_cast<int>(step % workers) : 0;
-      if (q.worker && *q.worker != worker) continue;
-      const std::span<const Index> batch = batches.batch(step);
-      const auto gone = [&](Index i) {
-        return std::binary_search(skipped_samples.begin(), skipped_samples.end(), i);
-      };
-      const bool step_skipped = q.options.skip.step(q.epoch, step);
+  // Every rank's order of the epoch first; then the entries by step, rank and slot,
+  // each handed on as it is made.
+  const std::uint64_t first_rank = q.rank.value_or(0);
+  const std::uint64_t end_rank = q.rank ? *q.rank + 1 : world;
+  std::vector<RankOrder> orders;
+  orders.reserve(end_rank - first_rank);
+  for (std::uint64_t rank = first_rank; rank < end_rank; ++rank)
+    orders.push_back(rank_order(q, rank));
+  const auto gone = [&](Index i) {
+    return std::binary_search(skipped_samples.begin(), skipped_samples.end(), i);
+  };
+  LedgerEntry e;
+  for (std::uint64_t step = q.first_step; step < q.end_step; ++step) {
+    const int worker = workers > 0 ? static_cast<int>(step % workers) : 0;
+    if (q.worker && *q.worker != worker) continue;
+    const bool step_skipped = q.options.skip.step(q.epoch, step);
+    for (std::uint64_t rank = first_rank; rank < end_rank; ++rank) {
+      const RankOrder& order = orders[rank - first_rank];
+      const std::span<const Index> batch = order.batches.batch(step);
       // A skipped sample's place goes to the next one: slots count the delivered.
       std::uint64_t delivered = 0;
       for (std::uint64_t slot = 0; slot < batch.size(); ++slot) {
-        LedgerEntry e;
+        e = LedgerEntry{};
         e.epoch = q.epoch;
         e.step = step;
         e.rank = rank;
@@ -170,14 +177,15 @@ std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
         } else {
           e.stream = worker_key(q.epoch, rank, static_cast<std::uint64_t>(worker));
         }
-        out.push_back(std::move(e));
+        emit(e);
       }
     }
   }
-  // By step, then rank, then slot.
-  std::stable_sort(
-      out.begin(), out.end(),
-      [](const LedgerEntry& a, const LedgerEntry& b) { return a.step < b.step; });
+}
+
+std::vector<LedgerEntry> ledger(const LedgerQuery& q) {
+  std::vector<LedgerEntry> out;
+  ledger(q, [&](const LedgerEntry& e) { out.push_back(e); });
   return out;
 }
 

@@ -74,9 +74,10 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
   }
   if (dataset_size == 0) fail("the dataset is empty");
   for (const StepRange& r : o.skip.steps) {
-    if (r.first >= r.end) {
+    if (r.first >= r.end || r.epochs == 0) {
       fail("skip: steps [" + std::to_string(r.first) + ", " + std::to_string(r.end) +
-           ") of epoch " + std::to_string(r.epoch) + " are empty");
+           ") of " + std::to_string(r.epochs) + " epoch(s) from epoch " +
+           std::to_string(r.epoch) + " are empty");
     }
   }
   if (!o.skip.samples.empty() && o.mix.enabled()) {
@@ -104,6 +105,22 @@ void validate(const LoaderOptions& o, std::uint64_t dataset_size) {
     fail("num_classes must be in [1, " + std::to_string(kMaxClasses) +
          "] for MixUp or CutMix, got " + std::to_string(m.num_classes));
   }
+}
+
+std::vector<StepRange> epoch_step_ranges(std::uint64_t first, std::uint64_t end,
+                                         std::uint64_t per_epoch) {
+  std::vector<StepRange> out;
+  if (per_epoch == 0 || first >= end) return out;
+  const std::uint64_t head = first / per_epoch, last = (end - 1) / per_epoch;
+  const std::uint64_t from = first % per_epoch, to = (end - 1) % per_epoch + 1;
+  if (head == last) {
+    out.push_back({head, from, to});
+    return out;
+  }
+  out.push_back({head, from, per_epoch});
+  if (last - head > 1) out.push_back({head + 1, 0, per_epoch, last - head - 1});
+  out.push_back({last, 0, to});
+  return out;
 }
 
 std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,

@@ -1,6 +1,8 @@
 #include "seedloader/mixture_dataset.h"
 
 #include <algorithm>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -208,7 +210,7 @@ MixtureSampler::MixtureSampler(std::vector<std::string> names,
     : history_(std::move(history)),
       sizes_(std::move(sizes)),
       batch_size_(batch_size),
-      global_(batch_size * world_size),
+      global_(0),
       rank_(rank),
       seed_(seed) {
   if (batch_size == 0 || world_size == 0 || rank >= world_size)
@@ -216,6 +218,9 @@ MixtureSampler::MixtureSampler(std::vector<std::string> names,
         "a mixture's order needs batch_size and world_size > 0 and rank < " +
         std::string("world_size (got ") + std::to_string(batch_size) + ", " +
         std::to_string(world_size) + ", rank " + std::to_string(rank) + ")");
+  if (__builtin_mul_overflow(batch_size, world_size, &global_))
+    throw ConfigError("a mixture's global batch of " + std::to_string(batch_size) +
+                      " x " + std::to_string(world_size) + " samples is past 2^64 - 1");
   if (sizes_.size() != names.size())
     throw ConfigError("a mixture of " + std::to_string(names.size()) + " sources given " +
                       std::to_string(sizes_.size()) + " sizes");
@@ -229,9 +234,17 @@ MixtureSampler::MixtureSampler(std::vector<std::string> names,
     for (const std::string& name : seg.schedule.sources())
       map.push_back(static_cast<std::uint32_t>(
           std::find(names.begin(), names.end(), name) - names.begin()));
-    std::uint64_t total = 0;
-    for (const std::uint64_t c : seg.consumed) total += c;
-    if (total != global_ * seg.from_step)
+    std::uint64_t total = 0, want = 0;
+    bool overflow = __builtin_mul_overflow(global_, seg.from_step, &want);
+    for (const std::uint64_t c : seg.consumed)
+      overflow = __builtin_add_overflow(total, c, &total) || overflow;
+    if (overflow)
+      throw ConfigError("the mixture's schedule from step " +
+                        std::to_string(seg.from_step) +
+                        " starts after more than 2^64 - 1 "
+                        "samples (global batches of " +
+                        std::to_string(global_) + ")");
+    if (total != want)
       throw ConfigError(
           "the mixture's schedule from step " + std::to_string(seg.from_step) +
           " starts after " + std::to_string(total) + " samples, which is not " +
@@ -248,7 +261,44 @@ MixtureSampler::MixtureSampler(std::vector<std::string> names,
   known_ = std::move(known);
   given_ = known_.size();
   known_.resize(given_ + 3);  // remember()'s slots
-  steps_ = (samples_per_epoch + global_ - 1) / global_;
+  // ceil(samples_per_epoch / G), and the epoch's samples must count in 64 bits.
+  steps_ = samples_per_epoch / global_ + (samples_per_epoch % global_ != 0 ? 1 : 0);
+  std::uint64_t padded = 0;
+  if (__builtin_mul_overflow(steps_, global_, &padded))
+    throw ConfigError("a mixture's samples_per_epoch " +
+                      std::to_string(samples_per_epoch) + " makes epochs of " +
+                      std::to_string(steps_) + " global batches of " +
+                      std::to_string(global_) +
+                      ", more than 2^64 - 1 samples: give a smaller samples_per_epoch");
+}
+
+std::uint64_t MixtureSampler::checked_step(std::uint64_t epoch,
+                                           std::uint64_t step) const {
+  std::uint64_t at = 0, samples = 0;
+  const bool wraps =
+      __builtin_mul_overflow(epoch, steps_, &at) || __builtin_add_overflow(at, step, &at);
+  if (wraps || __builtin_mul_overflow(at, global_, &samples))
+    throw ConfigError((wraps ? "step " + std::to_string(step) +
+                                   " of the mixture's epoch " + std::to_string(epoch)
+                             : "the mixture's global step " + std::to_string(at)) +
+                      " (epochs of " + std::to_string(steps_) + " global batches of " +
+                      std::to_string(global_) +
+                      ") comes after more than 2^64 - 1 samples");
+  return at;
+}
+
+void MixtureSampler::check_position(std::uint64_t epoch_first_step,
+                                    std::uint64_t step) const {
+  std::uint64_t samples = 0;
+  if (epoch_first_step % steps_ != 0 || step < epoch_first_step ||
+      step - epoch_first_step > steps_ || __builtin_mul_overflow(step, global_, &samples))
+    throw ConfigError("a mixture's position at global step " + std::to_string(step) +
+                      " in the epoch from step " + std::to_string(epoch_first_step) +
+                      " is not one of its epochs of " + std::to_string(steps_) +
+                      " global batches of " + std::to_string(global_) +
+                      " (an epoch's first step is a multiple of that, its position at "
+                      "most that many steps after it, and the samples before it at most "
+                      "2^64 - 1)");
 }
 
 MixtureAllocation MixtureSampler::allocation_near(std::size_t i,
@@ -311,8 +361,29 @@ void MixtureSampler::check_boundary(std::size_t i,
   }
 }
 
+namespace {
+
+// `n` elements reserved in `v`, or a ConfigError saying the epoch cannot be held.
+template <typename T>
+void reserve_epoch(std::vector<T>& v, std::uint64_t n, std::uint64_t steps) {
+  try {
+    v.reserve(n);
+  } catch (const std::length_error&) {
+  } catch (const std::bad_alloc&) {
+  }
+  if (v.capacity() < n)
+    throw ConfigError("a mixture epoch of " + std::to_string(steps) +
+                      " global steps is too large to hold in memory (" +
+                      std::to_string(n) + " entries): give a smaller samples_per_epoch");
+}
+
+}  // namespace
+
 std::vector<std::vector<MixtureSample>> MixtureSampler::steps(std::uint64_t from,
                                                               std::uint64_t count) const {
+  std::uint64_t end = 0;
+  if (__builtin_add_overflow(from, count, &end)) end = ~std::uint64_t{0};
+  checked_step(0, end);
   std::size_t i = segment_at(from);
   std::vector<std::uint64_t> sizes;
   auto plan_for = [&](std::size_t seg, MixtureAllocation alloc) {
@@ -323,7 +394,7 @@ std::vector<std::vector<MixtureSample>> MixtureSampler::steps(std::uint64_t from
   MixturePlan plan = plan_for(i, allocation_near(i, from));
   remember(i, plan.allocation(), 0);
   std::vector<std::vector<MixtureSample>> out;
-  out.reserve(count);
+  reserve_epoch(out, count, count);
   for (std::uint64_t g = from; g < from + count; ++g) {
     if (i + 1 < history_.size() && history_[i + 1].from_step == g) {
       check_boundary(i, plan.allocation());
@@ -339,6 +410,7 @@ std::vector<std::vector<MixtureSample>> MixtureSampler::steps(std::uint64_t from
 }
 
 std::vector<std::uint64_t> MixtureSampler::consumed_at(std::uint64_t step) const {
+  checked_step(0, step);
   const std::size_t i = segment_at(step);
   const MixtureAllocation a = allocation_near(i, step);
   remember(i, a, 2);
@@ -353,10 +425,12 @@ std::vector<MixtureSample> MixtureSampler::global_batch(std::uint64_t step) cons
 }
 
 EpochOrder MixtureSampler::order(std::uint64_t epoch) const {
+  const std::uint64_t first = checked_step(epoch, 0);
+  checked_step(epoch, steps_);  // the epoch's end too, before anything is held
   EpochOrder out;
-  out.indices.reserve(size());
-  out.stream_epochs.reserve(size());
-  for (const std::vector<MixtureSample>& batch : steps(epoch * steps_, steps_)) {
+  reserve_epoch(out.indices, size(), steps_);
+  reserve_epoch(out.stream_epochs, size(), steps_);
+  for (const std::vector<MixtureSample>& batch : steps(first, steps_)) {
     for (std::uint64_t i = rank_ * batch_size_; i < (rank_ + 1) * batch_size_; ++i) {
       out.indices.push_back(offsets_[batch[i].source] + batch[i].index);
       out.stream_epochs.push_back(batch[i].epoch);
@@ -367,10 +441,12 @@ EpochOrder MixtureSampler::order(std::uint64_t epoch) const {
 
 EpochOrder MixtureSampler::partners(std::uint64_t epoch) const {
   const std::uint64_t before = (rank_ * batch_size_ + global_ - 1) % global_;
+  const std::uint64_t first = checked_step(epoch, 0);
+  checked_step(epoch, steps_);
   EpochOrder out;
-  out.indices.reserve(steps_);
-  out.stream_epochs.reserve(steps_);
-  for (const std::vector<MixtureSample>& batch : steps(epoch * steps_, steps_)) {
+  reserve_epoch(out.indices, steps_, steps_);
+  reserve_epoch(out.stream_epochs, steps_, steps_);
+  for (const std::vector<MixtureSample>& batch : steps(first, steps_)) {
     out.indices.push_back(offsets_[batch[before].source] + batch[before].index);
     out.stream_epochs.push_back(batch[before].epoch);
   }
@@ -442,12 +518,14 @@ MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState
   };
   std::vector<MixtureSegment> history = saved.history;
   if (history.empty()) throw ConfigError("the state's mixture history is empty");
-  // The saved counts must be the saved history's own, from the epoch's first step.
-  const std::vector<std::uint64_t> reached =
-      MixtureSampler(saved.names, saved.sizes, history, saved.samples_per_epoch,
-                     global_batch, 1, 0, seed,
-                     {{saved.epoch_first_step, saved.epoch_first_counts}})
-          .consumed_at(saved.step);
+  // The saved counts must be the saved history's own, from the epoch's first step:
+  // at most an epoch's steps from there, whatever the step (a position no epoch
+  // has is refused first).
+  const MixtureSampler saved_order(saved.names, saved.sizes, history,
+                                   saved.samples_per_epoch, global_batch, 1, 0, seed,
+                                   {{saved.epoch_first_step, saved.epoch_first_counts}});
+  saved_order.check_position(saved.epoch_first_step, saved.step);
+  const std::vector<std::uint64_t> reached = saved_order.consumed_at(saved.step);
   if (reached != saved.consumed)
     throw ConfigError("the state's mixture counts at step " + std::to_string(saved.step) +
                       " are not those its history gives there: the state does not "

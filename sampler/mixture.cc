@@ -265,7 +265,11 @@ std::vector<std::uint64_t> MixtureAllocation::next() {
     upper[s] = ceil_units(t);
     total += counts[s];
   }
-  const std::uint64_t want = base_total_ + global_batch_ * (after - origin_);
+  std::uint64_t want = 0;
+  if (__builtin_mul_overflow(global_batch_, after - origin_, &want) ||
+      __builtin_add_overflow(want, base_total_, &want))
+    throw ConfigError("mixture allocation: step " + std::to_string(step_) +
+                      " would bring the samples drawn past 2^64 - 1");
   std::vector<std::pair<std::uint64_t, std::size_t>> open;  // (deadline, source)
   for (std::size_t s = 0; s < n; ++s)
     if (counts[s] < upper[s]) open.emplace_back(deadline(s, counts[s], after), s);

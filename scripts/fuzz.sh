@@ -28,6 +28,7 @@ targets=(
   trace_reader_fuzzer:4096
   transform_spec_fuzzer:256
   model_spec_fuzzer:128
+  mixture_json_fuzzer:2048
 )
 
 out=build/fuzz

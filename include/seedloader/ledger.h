@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -95,5 +96,11 @@ std::uint64_t ledger_steps(const LedgerQuery& query);
 // options, a rank outside the world, a worker outside num_workers, or steps past
 // the epoch's end (naming how many it has).
 std::vector<LedgerEntry> ledger(const LedgerQuery& query);
+// The same entries in the same order, each handed to `emit` as it is made (the
+// reference valid during the call): memory for each rank's order of the epoch,
+// none for the entries, so a query of millions of steps streams (seed-audit order).
+// The checks are made before the first entry.
+void ledger(const LedgerQuery& query,
+            const std::function<void(const LedgerEntry&)>& emit);
 
 }  // namespace seedloader

@@ -44,16 +44,26 @@ enum class BadSample {
            // source for a mixture: Dataset::replacements()), counted
 };
 
-// Steps [first, end) of one epoch (a step is a batch number of the epoch).
+// Steps [first, end) of each of `epochs` epochs from `epoch` (a step is a batch
+// number of the epoch): one epoch's range, or, with epochs > 1, the whole epochs a
+// long span of global steps covers, held as one range.
 struct StepRange {
   std::uint64_t epoch = 0;
   std::uint64_t first = 0;
   std::uint64_t end = 0;
+  std::uint64_t epochs = 1;
   bool operator==(const StepRange&) const = default;
   bool contains(std::uint64_t e, std::uint64_t step) const {
-    return e == epoch && step >= first && step < end;
+    return e >= epoch && e - epoch < epochs && step >= first && step < end;
   }
 };
+
+// Global steps [first, end) (a global step being epoch x per_epoch + the step in
+// its epoch) as at most three StepRanges: the part of the first epoch, the whole
+// epochs between (one range), the part of the last; none when per_epoch is 0 or
+// first >= end. Its size and cost do not depend on the span.
+std::vector<StepRange> epoch_step_ranges(std::uint64_t first, std::uint64_t end,
+                                         std::uint64_t per_epoch);
 
 // Declared skips: the batches around a loss spike, samples found harmful.
 // A skipped step is not delivered, and every other step is exactly as it would
@@ -66,7 +76,8 @@ struct StepRange {
 // would leave a batch empty are a ConfigError when its epoch begins, naming the
 // step: another rank's batch of that step may keep samples, and the ranks must
 // stay in step, so skip the step instead. Indices past the data set, and steps
-// past an epoch's end, skip nothing.
+// past an epoch's end, skip nothing. A long span of steps is a few ranges
+// (epoch_step_ranges), so a check costs the same for 10 steps as for 10^15.
 struct SkipList {
   std::vector<StepRange> steps;
   std::vector<std::uint64_t> samples;

@@ -152,8 +152,10 @@ MixtureState mixture_state(const MixtureDataset& mixture, const MixtureSampler& 
 // (0 for a source new here), with the saved counts as known points. So the saved
 // steps keep their composition and every source continues from its own
 // position. Throws ConfigError naming both values for another samples_per_epoch,
-// a saved source missing or of another size, and as MixtureSampler does for
-// counts that are not the history's (checked here, with G and `seed`).
+// a saved source missing or of another size, a position no epoch has
+// (MixtureSampler::check_position: checked first, so a resume costs at most an
+// epoch's steps at any step), and as MixtureSampler does for counts that are not
+// the history's (checked here, with G and `seed`).
 MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState& saved,
                                std::uint64_t global_batch, std::uint64_t seed);
 
@@ -181,7 +183,11 @@ void check_mixture_history(const std::vector<std::string>& names,
 class MixtureSampler : public Sampler {
  public:
   // Throws ConfigError for a batch size or world size of 0 or a rank outside it,
-  // or a history whose counts are not whole global batches.
+  // or a history whose counts are not whole global batches; and for a global
+  // batch G or an epoch of K = ceil(samples_per_epoch / G) global batches whose
+  // samples (K x G) pass 2^64 - 1. Every step it computes or counts to is checked
+  // the same way: a step whose samples before it would pass 2^64 - 1 is a
+  // ConfigError, not a count that wraps.
   MixtureSampler(const MixtureDataset& mixture, std::uint64_t batch_size,
                  std::uint64_t world_size, std::uint64_t rank, std::uint64_t seed);
   // The same from the mixture's shape alone: its sources' names and sizes (in
@@ -204,11 +210,19 @@ class MixtureSampler : public Sampler {
   std::vector<MixtureSample> global_batch(std::uint64_t step) const;
   // Each of the mixture's sources' samples in the steps before `step`.
   std::vector<std::uint64_t> consumed_at(std::uint64_t step) const;
+  // ConfigError unless (epoch_first_step, step) is a position a loader saves: an
+  // epoch's first step (a multiple of steps_per_epoch()) and a step at most an
+  // epoch after it, its samples within 2^64 - 1. So a saved position whose counts
+  // consumed_at() checks costs at most an epoch's steps, whatever the step.
+  void check_position(std::uint64_t epoch_first_step, std::uint64_t step) const;
 
  private:
   // Global steps [from, from + count), whole, their sources the mixture's.
   std::vector<std::vector<MixtureSample>> steps(std::uint64_t from,
                                                 std::uint64_t count) const;
+  // Global step `step` of `epoch` (epoch x steps_per_epoch() + step); ConfigError
+  // when the samples before it pass 2^64 - 1.
+  std::uint64_t checked_step(std::uint64_t epoch, std::uint64_t step) const;
   // The segment in force at `step`.
   std::size_t segment_at(std::uint64_t step) const;
   // Segment i's allocation, from its first step.

@@ -22,6 +22,7 @@ import importlib.metadata as _metadata
 import importlib.util as _importlib_util
 import os as _os
 import re as _re
+import reprlib as _reprlib
 import sys as _sys
 import warnings as _warnings
 
@@ -825,6 +826,10 @@ class DataLoader:
         if mixture and skips[1]:  # indices of the saved mixture: a source added moves them
             skips = (skips[0], {_moved_index(state["mixture"]["sources"], self.dataset, i)
                                 for i in skips[1]})
+        outside = [i for i in skips[1] if i >= len(self.dataset)]
+        if outside:
+            raise ConfigError("load_state_dict: the state skips sample %d, outside the "
+                              "data set's %d samples" % (min(outside), len(self.dataset)))
         if skips[1] and self._collate is not None:
             raise ConfigError("load_state_dict: the state skips samples, which a loader "
                               "with a collate_fn cannot (it reads whole batches)")
@@ -1157,7 +1162,8 @@ class DataLoader:
             _checks.integer(steps.start, "DataLoader.ledger: step"),
             _checks.integer(steps.stop, "DataLoader.ledger: step"),
             None if rank is None else _checks.integer(rank, "DataLoader.ledger: rank"),
-            bool(skipped_only), mixture)]
+            bool(skipped_only), mixture,
+            self.dataset if isinstance(self.dataset, Dataset) else None)]
         if mixture is not None:
             for entry, source_epoch in entries:
                 entry["source"], entry["source_index"] = self.dataset.locate(entry["index"])
@@ -1169,8 +1175,9 @@ class DataLoader:
         spike: every other step stays exactly the batch it would have been (its
         samples, worker and streams; numbering does not shift). `steps`: (a, b)
         pairs of global steps a to b-1, a global step being epoch * len(loader) + the
-        step in its epoch. `samples`: sample indices (over a Mixture, its indices
-        or (source, index) pairs), left out of their batches
+        step in its epoch; a span of any length is kept as at most three ranges.
+        `samples`: sample indices within the data set (over a Mixture, its indices
+        or (source, index) pairs within the source), left out of their batches
         (needs seeding="sample", under which no other sample's stream depends on
         them, and no collate_fn or MixUp/CutMix); samples that would empty a batch are
         a ConfigError naming the step when its epoch begins (another rank may keep
@@ -1178,6 +1185,11 @@ class DataLoader:
         before; state_dict() keeps the list and load_state_dict() adds a state's to
         this loader's, so a resumed run (at another world size too, elastic) keeps
         it. From the next pass on; ledger() marks what is skipped."""
+        for name, given in (("steps", steps), ("samples", samples)):
+            if isinstance(given, (str, bytes)) or not hasattr(given, "__iter__"):
+                raise ConfigError("DataLoader.skip: %s must be a list of %s, got %r"
+                                  % (name, "(first, end) pairs of global steps"
+                                     if name == "steps" else "sample indices", given))
         per_epoch = len(self)
         new_steps = set()
         for pair in steps:
@@ -1188,11 +1200,8 @@ class DataLoader:
             b = _checks.integer(pair[1], "DataLoader.skip: step")
             if a >= b:
                 raise ConfigError("DataLoader.skip: steps (%d, %d) are empty" % (a, b))
-            if per_epoch == 0:
-                continue
-            for epoch in range(a // per_epoch, (b - 1) // per_epoch + 1):
-                start = epoch * per_epoch
-                new_steps.add((epoch, max(a, start) - start, min(b, start + per_epoch) - start))
+            # At most three (epoch, first, end[, epochs]) ranges, whatever the span.
+            new_steps.update(tuple(r) for r in _core.epoch_step_ranges(a, b, per_epoch))
         new_samples = {self._sample_index(i) for i in samples}
         if new_samples and self._collate is not None:
             raise ConfigError("DataLoader.skip: samples cannot be skipped under a "
@@ -1207,7 +1216,14 @@ class DataLoader:
         """The index skip() is given a sample by: an index, or over a Mixture also
         (source name, index in it), as last_indices and the trace name samples."""
         if self._mixture_history is None or not isinstance(sample, (tuple, list)):
-            return _checks.integer(sample, "DataLoader.skip: sample")
+            index = _checks.integer(sample, "DataLoader.skip: sample")
+            if index >= len(self.dataset):
+                own = isinstance(self.dataset, (Dataset, Mixture))
+                raise ConfigError("DataLoader.skip: sample %d is outside the data set's "
+                                  "%d samples (%s)" % (index, len(self.dataset),
+                                                       repr(self.dataset) if own else
+                                                       type(self.dataset).__name__))
+            return index
         m = self.dataset
         if len(sample) != 2 or sample[0] not in m.names:
             raise ConfigError("DataLoader.skip: %r is not a sample of this Mixture: give "
@@ -1221,7 +1237,8 @@ class DataLoader:
         return m.offsets[s] + index
 
     def _set_skips(self, steps, samples):
-        """Makes `steps` ((epoch, first, end) triples) and `samples` the skip list;
+        """Makes `steps` ((epoch, first, end) triples, or (epoch, first, end, epochs)
+        for the whole epochs of a long span) and `samples` the skip list;
         the engine is rebuilt for it when the next pass starts (a pass in progress
         runs on as it began)."""
         if (steps, samples) == (self._skip_steps, self._skip_samples):
@@ -1566,6 +1583,9 @@ def _loaded_mixture_history(loader, state):
                           "no mixture section")
     m = loader.dataset
     what = "load_state_dict: mixture"
+    if not _nested_within(saved, _MAX_STATE_DEPTH):
+        raise ConfigError("%s is malformed: nested deeper than %d lists and dicts (a "
+                          "Mixture's state nests 6)" % (what, _MAX_STATE_DEPTH))
     try:
         step = _checks.integer(saved["step"], what + " step")
         per_epoch = _checks.integer(saved["samples_per_epoch"], what + " samples_per_epoch")
@@ -1583,7 +1603,10 @@ def _loaded_mixture_history(loader, state):
                     bool(seg[4]) if len(seg) > 4 else False)
                    for seg in saved["history"]]
     except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise ConfigError("%s is malformed (%s: %s)" % (what, type(e).__name__, e)) from None
+        raise ConfigError("%s is malformed (%s: %s)" % (what, type(e).__name__,
+                                                        _reprlib.repr(e.args[0]) if
+                                                        isinstance(e, KeyError) else e)
+                          ) from None
     if per_epoch != m.samples_per_epoch:
         raise ConfigError("load_state_dict: the state was saved with samples_per_epoch=%d, "
                           "this Mixture has %d" % (per_epoch, m.samples_per_epoch))
@@ -1597,12 +1620,23 @@ def _loaded_mixture_history(loader, state):
                               "the state was saved, it has %d now" % (name, size, now))
     if not history:
         raise ConfigError("%s history is empty" % what)
-    # The saved counts must be the saved history's own, from the epoch's first step.
+    # The saved counts must be the saved history's own, from the epoch's first step:
+    # at most an epoch's steps from there, once the position is one an epoch has.
     saved_names = list(sources)
-    at_step = _core.MixtureOrder(
+    saved_order = _core.MixtureOrder(
         saved_names, [sources[n][0] for n in saved_names], history, per_epoch,
         loader._batch_size, loader.world_size, loader.rank, state["base_seed"],
-        [(first, [sources[n][2] for n in saved_names])]).consumed_at(step)
+        [(first, [sources[n][2] for n in saved_names])])
+    try:
+        saved_order.check_position(first, step)
+    except ConfigError as e:
+        raise ConfigError("load_state_dict: %s" % e) from None
+    if first != state["epoch"] * saved_order.steps_per_epoch:
+        raise ConfigError("load_state_dict: the state's mixture epoch begins at step %d, "
+                          "but its epoch %d of %d steps begins at step %d"
+                          % (first, state["epoch"], saved_order.steps_per_epoch,
+                             state["epoch"] * saved_order.steps_per_epoch))
+    at_step = saved_order.consumed_at(step)
     if at_step != [sources[n][1] for n in saved_names]:
         raise ConfigError("load_state_dict: the state's mixture counts at step %d are %s, "
                           "but its history gives %s there: the state does not belong "
@@ -1624,6 +1658,30 @@ def _loaded_mixture_history(loader, state):
                        loader._batch_size, loader.world_size, loader.rank,
                        state["base_seed"], known).consumed_at(step)
     return history, known
+
+
+# A Mixture's state nests 6 deep (its history's weights), a skip list 3; a crafted
+# one nested far deeper would make every reading of it recurse that deep.
+_MAX_STATE_DEPTH = 64
+
+
+def _nested_within(value, limit):
+    """Whether `value`'s lists, tuples and dicts nest at most `limit` deep (checked
+    without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = list(item.keys()) + list(item.values())
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return False
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list, tuple)))
+    return True
 
 
 def _dataset_fingerprint(dataset):
@@ -1649,20 +1707,25 @@ _STATE_INTEGERS = {"epoch": 0, "_num_yielded": 0, "samples": 0, "base_seed": 0,
 
 
 def _state_skips(skip):
-    """A state's "skip" as (a set of (epoch, first, end), a set of samples), each
-    checked; a ConfigError names what is wrong."""
+    """A state's "skip" as (a set of (epoch, first, end[, epochs]), a set of
+    samples), each checked; a ConfigError names what is wrong."""
     what = "load_state_dict: skip"
     if not isinstance(skip, dict):
-        raise ConfigError("%s must be a dict, got %r" % (what, skip))
+        raise ConfigError("%s must be a dict, got %s" % (what, _reprlib.repr(skip)))
+    if not _nested_within(skip, _MAX_STATE_DEPTH):
+        raise ConfigError("%s is malformed: nested deeper than %d lists and dicts (a "
+                          "skip list nests 3)" % (what, _MAX_STATE_DEPTH))
     steps = set()
     for r in skip.get("steps", []):
-        if not isinstance(r, (list, tuple)) or len(r) != 3:
-            raise ConfigError("%s: steps must be [epoch, first, end] triples, got %r"
-                              % (what, r))
-        epoch, first, end = (_checks.integer(v, what + " steps") for v in r)
-        if first >= end:
-            raise ConfigError("%s: steps %r are empty" % (what, list(r)))
-        steps.add((epoch, first, end))
+        if not isinstance(r, (list, tuple)) or len(r) not in (3, 4):
+            raise ConfigError("%s: steps must be [epoch, first, end] triples (or [epoch, "
+                              "first, end, epochs] over several epochs), got %s"
+                              % (what, _reprlib.repr(r)))
+        values = tuple(_checks.integer(v, what + " steps") for v in r)
+        if values[1] >= values[2] or values[3:] == (0,):
+            raise ConfigError("%s: steps %r are empty" % (what, list(values)))
+        # A range of one epoch is a triple, as skip() makes it.
+        steps.add(values[:3] if values[3:] == (1,) else values)
     samples = {_checks.integer(i, what + " samples") for i in skip.get("samples", [])}
     return steps, samples
 

@@ -154,9 +154,14 @@ def epoch_order(options: LoaderOptions, size: int, epoch: int) -> Annotated[NDAr
     This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size, partition, and batch_size and drop_last for the elastic partition), before batching.
     """
 
-def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None, skipped_only: bool = False, mixture: LedgerMixture | None = None) -> list[tuple[int, int, int, int, int, int, list[int], int | None, bool, int]]:
+def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None, skipped_only: bool = False, mixture: LedgerMixture | None = None, dataset: Dataset | None = None) -> list[tuple[int, int, int, int, int, int, list[int], int | None, bool, int]]:
     """
-    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None, skipped, stream epoch) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers or a mixture's order (a LedgerMixture); skipped_only: only those declared skipped.
+    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None, skipped, stream epoch) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers or a mixture's order (a LedgerMixture); skipped_only: only those declared skipped; dataset: seedloader's own data set the loader reads, whose shards a shard order (order="shards") is made of.
+    """
+
+def epoch_step_ranges(first: int, end: int, per_epoch: int) -> list[list[int]]:
+    """
+    Global steps [first, end) as at most three (epoch, first, end[, epochs]) ranges of epochs of per_epoch steps (loader_options.h's epoch_step_ranges).
     """
 
 class SeedScope(enum.Enum):
@@ -293,13 +298,13 @@ class LoaderOptions:
     def worker_fds(self, arg: Sequence[int], /) -> None: ...
 
     @property
-    def skip_steps(self) -> list[tuple[int, int, int]]:
+    def skip_steps(self) -> list[list[int]]:
         """
-        (epoch, first step, end step) ranges not delivered (LoaderOptions::skip)
+        (epoch, first step, end step[, epochs]) ranges not delivered (LoaderOptions::skip): steps [first, end) of `epochs` epochs (1 when left out) from `epoch`
         """
 
     @skip_steps.setter
-    def skip_steps(self, arg: Sequence[tuple[int, int, int]], /) -> None: ...
+    def skip_steps(self, arg: Sequence[Sequence[int]], /) -> None: ...
 
     @property
     def skip_samples(self) -> list[int]:
@@ -410,6 +415,11 @@ class MixtureOrder:
         """(indices, their source epochs) of this rank in `epoch`."""
 
     def consumed_at(self, step: int) -> list[int]: ...
+
+    def check_position(self, epoch_first_step: int, step: int) -> None:
+        """
+        ConfigError unless a saved state could be at (its epoch's first step, step): checked before consumed_at(step) walks from the first.
+        """
 
     def global_batch(self, step: int) -> list[tuple[int, int, int]]:
         """[(source, source epoch, index)] of global step `step`."""

@@ -695,12 +695,14 @@ void bind_loader(nb::module_& m) {
       [](const LoaderOptions& options, std::uint64_t size, std::uint64_t epoch,
          std::uint64_t first_step, std::uint64_t end_step,
          std::optional<std::uint64_t> rank, bool skipped_only,
-         const LedgerMixture* mixture) {
+         const LedgerMixture* mixture, const Dataset* dataset) {
         if (!options.seed) throw ConfigError("ledger: options.seed is not set");
         LedgerQuery q;
         q.options = options;
         q.dataset_size = size;
         if (mixture != nullptr) q.mixture = *mixture;
+        // A shard order (order="shards") is computed from the shards' sizes.
+        if (dataset != nullptr) q.shard_sizes = dataset->shard_sizes();
         q.seed = *options.seed;
         q.epoch = epoch;
         q.first_step = first_step;
@@ -719,11 +721,26 @@ void bind_loader(nb::module_& m) {
       nb::arg("options"), nb::arg("size"), nb::arg("epoch"), nb::arg("first_step"),
       nb::arg("end_step"), nb::arg("rank").none() = nb::none(),
       nb::arg("skipped_only") = false, nb::arg("mixture").none() = nb::none(),
+      nb::arg("dataset").none() = nb::none(),
       "seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, "
       "fingerprint or None, skipped, stream epoch) for each sample of steps "
       "[first_step, end_step) of `epoch`, every rank or `rank`, under the built-in "
       "samplers or a mixture's order (a LedgerMixture); skipped_only: only those "
-      "declared skipped.");
+      "declared skipped; dataset: seedloader's own data set the loader reads, whose "
+      "shards a shard order (order=\"shards\") is made of.");
+  m.def(
+      "epoch_step_ranges",
+      [](std::uint64_t first, std::uint64_t end, std::uint64_t per_epoch) {
+        std::vector<std::vector<std::uint64_t>> out;
+        for (const StepRange& r : epoch_step_ranges(first, end, per_epoch)) {
+          out.push_back({r.epoch, r.first, r.end});
+          if (r.epochs != 1) out.back().push_back(r.epochs);
+        }
+        return out;
+      },
+      nb::arg("first"), nb::arg("end"), nb::arg("per_epoch"),
+      "Global steps [first, end) as at most three (epoch, first, end[, epochs]) "
+      "ranges of epochs of per_epoch steps (loader_options.h's epoch_step_ranges).");
 
   nb::enum_<SeedScope>(m, "SeedScope")
       .value("worker", SeedScope::kWorker)
@@ -763,19 +780,28 @@ void bind_loader(nb::module_& m) {
       .def_prop_rw(
           "skip_steps",
           [](const LoaderOptions& o) {
-            std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>> out;
-            for (const StepRange& r : o.skip.steps)
-              out.emplace_back(r.epoch, r.first, r.end);
+            std::vector<std::vector<std::uint64_t>> out;
+            for (const StepRange& r : o.skip.steps) {
+              out.push_back({r.epoch, r.first, r.end});
+              if (r.epochs != 1) out.back().push_back(r.epochs);
+            }
             return out;
           },
-          [](LoaderOptions& o,
-             const std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t>>&
-                 v) {
-            o.skip.steps.clear();
-            for (const auto& [epoch, first, end] : v)
-              o.skip.steps.push_back({epoch, first, end});
+          [](LoaderOptions& o, const std::vector<std::vector<std::uint64_t>>& v) {
+            std::vector<StepRange> steps;
+            for (const std::vector<std::uint64_t>& r : v) {
+              if (r.size() != 3 && r.size() != 4)
+                throw ConfigError(
+                    "skip_steps: a range is (epoch, first, end) or (epoch, first, end, "
+                    "epochs), not " +
+                    std::to_string(r.size()) + " numbers");
+              steps.push_back({r[0], r[1], r[2], r.size() == 4 ? r[3] : 1});
+            }
+            o.skip.steps = std::move(steps);
           },
-          "(epoch, first step, end step) ranges not delivered (LoaderOptions::skip)")
+          "(epoch, first step, end step[, epochs]) ranges not delivered "
+          "(LoaderOptions::skip): steps [first, end) of `epochs` epochs (1 when "
+          "left out) from `epoch`")
       .def_prop_rw(
           "skip_samples", [](const LoaderOptions& o) { return o.skip.samples; },
           [](LoaderOptions& o, const std::vector<std::uint64_t>& v) {

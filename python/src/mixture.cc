@@ -97,6 +97,10 @@ void bind_mixture(nb::module_& m) {
           },
           nb::arg("epoch"), "(indices, their source epochs) of this rank in `epoch`.")
       .def("consumed_at", &MixtureSampler::consumed_at, nb::arg("step"))
+      .def("check_position", &MixtureSampler::check_position, nb::arg("epoch_first_step"),
+           nb::arg("step"),
+           "ConfigError unless a saved state could be at (its epoch's first step, "
+           "step): checked before consumed_at(step) walks from the first.")
       .def(
           "global_batch",
           [](const MixtureSampler& s, std::uint64_t step) {

@@ -1,9 +1,7 @@
 """sl.TarShards over HTTP: a packed folder served by nginx on 127.0.0.1 gives the
 same batches as the folder read locally, through a bounded cache in cache_dir."""
-import io
 import json
 import os
-import shutil
 import socket
 import subprocess
 import tarfile
@@ -12,9 +10,9 @@ import time
 import numpy as np
 import pytest
 import xxhash
-from PIL import Image
 
 import seedloader as sl
+from tar_shards import write_png_shard
 
 NGINX = "/usr/sbin/nginx"
 
@@ -26,16 +24,9 @@ def write_packed(folder, shards=4, per_shard=5):
     entries, k = [], 0
     for s in range(shards):
         name = "%06d.tar" % s
-        with tarfile.open(os.path.join(folder, name), "w", format=tarfile.USTAR_FORMAT) as tar:
-            for _ in range(per_shard):
-                png = io.BytesIO()
-                Image.fromarray(rng.integers(0, 256, (20 + k % 3, 22, 3), dtype=np.uint8)).save(
-                    png, format="PNG")
-                for ext, data in (("cls", str(k % 3).encode()), ("png", png.getvalue())):
-                    info = tarfile.TarInfo("%09d.%s" % (k, ext))
-                    info.size = len(data)
-                    tar.addfile(info, io.BytesIO(data))
-                k += 1
+        write_png_shard(os.path.join(folder, name), k, per_shard, rng,
+                        lambda key: (20 + key % 3, 22, 3))
+        k += per_shard
         data = open(os.path.join(folder, name), "rb").read()
         entries.append({"name": name, "bytes": len(data), "samples": per_shard,
                         "xxh64": xxhash.xxh64(data).hexdigest()})

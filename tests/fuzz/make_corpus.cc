@@ -282,6 +282,27 @@ void texts() {
                            "rrc:8x6:0.5:1:0.75:1.3333,hflip:1"}) {
     put(ts, "spec_" + std::to_string(i++), spec);
   }
+  const std::string mj = "mixture_json_fuzzer";
+  put(mj, "spec_weights.json",
+      std::string(
+          R"({"sources": {"web": "tar:s3://b/web", "curated": "synthetic:50"},)") +
+          R"( "weights": {"web": 3, "curated": 1}})");
+  put(mj, "spec_schedule.json",
+      std::string(R"({"sources": {"a": "synthetic:13", "b": "synthetic:50"},)") +
+          R"( "weights": [[0, {"a": 1, "b": 3}], [7, {"a": 0.5, "b": 0}],)" +
+          R"( [9000, {"a": 1, "b": 1}]], "samples_per_epoch": 60, "interpolate": true})");
+  put(mj, "state_resumed.json",
+      std::string(R"({"step": 12, "samples_per_epoch": 60, "epoch_first_step": 10,)") +
+          R"( "sources": {"a": {"size": 13, "epoch": 2, "consumed": 36,)" +
+          R"( "epoch_first_count": 30}, "b": {"size": 50, "epoch": 2, "consumed": 108,)" +
+          R"( "epoch_first_count": 90}}, "history": [[0, ["a", "b"], [[0, [1.0, 3.0]]],)" +
+          R"( [], false], [10, ["a", "b"], [[0, [1.0, 1.0]]], [30, 90], true]]})");
+  // Nested 30000 deep: parsed whole, it crashed the readers (a stack overflow in
+  // what recursed over the document).
+  std::string deep = R"({"step": 0, "sources": )";
+  for (int d = 0; d < 30000; ++d) deep += R"({"a":)";
+  deep += "1" + std::string(30000, '}') + "}";
+  put(mj, "regress_deep_nesting", deep);
   const std::string ms = "model_spec_fuzzer";
   i = 0;
   for (const char* spec : {"mlp:784,128,10", "mlp:3072,64,32,10", "mlp:10,5", "cnn:small",

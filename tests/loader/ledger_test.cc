@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -166,6 +167,50 @@ TEST(LedgerTest, AStepPastTheEpochARankOutsideTheWorldAndAWorkerOutsideAreNamed)
   q.rank.reset();
   q.worker = 2;
   EXPECT_THROW(ledger(q), ConfigError);
+}
+
+// The streaming form hands on the same entries in the same order, and checks the
+// query before the first.
+TEST(LedgerTest, TheStreamedEntriesAreTheListsInItsOrder) {
+  LedgerQuery q;
+  q.options.batch_size = 3;
+  q.options.num_workers = 2;
+  q.options.world_size = 3;
+  q.options.shuffle = true;
+  q.options.partition = Partition::kElastic;
+  q.options.seeding = SeedScope::kSample;
+  q.options.skip.steps = epoch_step_ranges(4, 100, 6);
+  q.options.skip.samples = {5, 17};
+  q.dataset_size = 61;
+  q.seed = 4;
+  q.epoch = 2;
+  q.first_step = 1;
+  q.end_step = ledger_steps(q);
+  for (const bool skipped_only : {false, true}) {
+    for (const std::optional<int> worker :
+         {std::optional<int>(), std::optional<int>(1)}) {
+      q.skipped_only = skipped_only;
+      q.worker = worker;
+      const std::vector<LedgerEntry> all = ledger(q);
+      std::vector<LedgerEntry> streamed;
+      ledger(q, [&](const LedgerEntry& e) { streamed.push_back(e); });
+      ASSERT_EQ(streamed.size(), all.size());
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        EXPECT_EQ(std::tie(streamed[i].step, streamed[i].rank, streamed[i].slot,
+                           streamed[i].index, streamed[i].skipped, streamed[i].stream),
+                  std::tie(all[i].step, all[i].rank, all[i].slot, all[i].index,
+                           all[i].skipped, all[i].stream));
+        if (i > 0)
+          EXPECT_LE(std::tie(all[i - 1].step, all[i - 1].rank),
+                    std::tie(all[i].step, all[i].rank));
+      }
+      EXPECT_FALSE(all.empty());
+    }
+  }
+  q.end_step = 99;
+  bool called = false;
+  EXPECT_THROW(ledger(q, [&](const LedgerEntry&) { called = true; }), ConfigError);
+  EXPECT_FALSE(called);
 }
 
 }  // namespace

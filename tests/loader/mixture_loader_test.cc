@@ -549,5 +549,72 @@ TEST(MixtureLoaderTest, AnIndexOfTheSavedMixtureMovesWithItsSource) {
       ConfigError);
 }
 
+// samples_per_epoch near 2^64: the epoch's length is ceil(N / G) without wrapping,
+// and an epoch whose samples would pass 2^64 - 1 is refused, naming the option.
+TEST(MixtureLoaderTest, AnEpochNear2To64SamplesIsCountedRightOrRefused) {
+  const MixtureDataset ds = mixture(staged());
+  const std::uint64_t most = ~std::uint64_t{0};
+  // G = 3 divides 2^64 - 1: the epoch is exactly (2^64 - 1) / 3 global steps.
+  const MixtureSampler exact({"small", "large"}, {13, 50}, ds.history(), most, 3, 1, 0,
+                             kSeed);
+  EXPECT_EQ(exact.steps_per_epoch(), most / 3);
+  EXPECT_EQ(exact.size(), most);
+  // Its next epoch starts past 2^64 - 1 samples.
+  try {
+    exact.order(1);
+    FAIL() << "an epoch past 2^64 samples";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("2^64 - 1 samples"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(exact.consumed_at(most / 3 + 1), ConfigError);
+  // G = 32: 2^59 steps of 32 would be 2^64 samples.
+  try {
+    MixtureSampler({"small", "large"}, {13, 50}, ds.history(), most, 32, 1, 0, kSeed);
+    FAIL() << "an epoch of 2^64 samples";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("samples_per_epoch 18446744073709551615"),
+              std::string::npos)
+        << e.what();
+  }
+  // An epoch too large to hold is refused, not an allocation failure.
+  try {
+    exact.order(0);
+    FAIL() << "an epoch of 2^64 - 1 entries";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("too large to hold"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A saved position no epoch has is refused at once, at any step: resuming costs
+// at most an epoch's steps.
+TEST(MixtureLoaderTest, AResumeAtAStepNoEpochHasIsRefusedAtOnce) {
+  const MixtureDataset ds = mixture(staged());  // 5 steps of 12 an epoch
+  const MixtureState good = mixture_state(ds, kGlobal, kSeed, 10, 13);
+  EXPECT_NO_THROW(resumed_mixture(ds, good, kGlobal, kSeed));
+  const std::uint64_t far = std::uint64_t{1} << 62;
+  for (const auto& [first, step] : std::vector<std::pair<std::uint64_t, std::uint64_t>>{
+           {10, far}, {10, 16}, {10, 9}, {11, 13}, {far / 5 * 5, far / 5 * 5 + 1}}) {
+    MixtureState bad = good;
+    bad.epoch_first_step = first;
+    bad.step = step;
+    try {
+      resumed_mixture(ds, bad, kGlobal, kSeed);
+      FAIL() << "a position at step " << step << " of the epoch from " << first;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("step " + std::to_string(step)),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  // A position an epoch can have, far on, with counts that are not the history's:
+  // refused by the counts, as fast.
+  MixtureState lied = good;
+  lied.epoch_first_step = 5'000'000'000'000;
+  lied.step = lied.epoch_first_step + 3;
+  EXPECT_THROW(resumed_mixture(ds, lied, kGlobal, kSeed), ConfigError);
+}
+
 }  // namespace
 }  // namespace seedloader

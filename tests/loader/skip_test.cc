@@ -156,5 +156,47 @@ TEST(SkipTest, SkippingSamplesUnderWorkerStreamsAndEmptyRangesAreConfigErrors) {
   }
 }
 
+// A span of global steps is at most three ranges, whatever its length, and skips
+// exactly the steps one range per epoch skipped.
+TEST(SkipTest, ASpanOfStepsIsAFewRangesThatSkipExactlyItsSteps) {
+  for (const std::uint64_t per_epoch : {1, 3, 7}) {
+    for (std::uint64_t a = 0; a < 30; ++a) {
+      for (std::uint64_t b = a + 1; b < 32; ++b) {
+        SkipList skip;
+        skip.steps = epoch_step_ranges(a, b, per_epoch);
+        ASSERT_LE(skip.steps.size(), 3u);
+        for (std::uint64_t e = 0; e < 40 / per_epoch + 2; ++e)
+          for (std::uint64_t k = 0; k < per_epoch; ++k) {
+            const std::uint64_t g = e * per_epoch + k;
+            EXPECT_EQ(skip.step(e, k), g >= a && g < b)
+                << "[" << a << ", " << b << ") of epochs of " << per_epoch << ": step "
+                << k << " of epoch " << e;
+          }
+      }
+    }
+  }
+  // A span within one or two epochs is the per-epoch ranges it always was.
+  EXPECT_EQ(epoch_step_ranges(12, 17, 5), (std::vector<StepRange>{{2, 2, 5}, {3, 0, 2}}));
+  EXPECT_EQ(epoch_step_ranges(3, 4, 5), (std::vector<StepRange>{{0, 3, 4}}));
+  EXPECT_TRUE(epoch_step_ranges(3, 9, 0).empty());
+  // 10^15 steps of epochs of 2: three ranges, and the loader takes them at once.
+  const std::vector<StepRange> huge = epoch_step_ranges(1, 1'000'000'000'000'001, 2);
+  EXPECT_EQ(huge,
+            (std::vector<StepRange>{
+                {0, 1, 2}, {1, 0, 2, 499'999'999'999'999}, {500'000'000'000'000, 0, 1}}));
+  StreamProbeDataset ds(10, 1);
+  LoaderOptions o = options(0, SeedScope::kSample);
+  o.batch_size = 5;
+  o.skip.steps = huge;
+  DataLoader loader(ds, o);
+  EXPECT_TRUE(run(loader, 7).empty());
+  const std::vector<Delivered> first = run(loader, 0);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].number, 0u);
+  // A range of no epochs is empty: refused.
+  o.skip.steps = {{0, 1, 2, 0}};
+  EXPECT_THROW(DataLoader(ds, o), ConfigError);
+}
+
 }  // namespace
 }  // namespace seedloader

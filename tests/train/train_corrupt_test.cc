@@ -323,6 +323,20 @@ TEST_F(TrainCorrupt, ResumingUnderAnotherShuffleOrderIsRejected) {
       << r.out;
 }
 
+// Metadata JSON nested deep (resealed, as a crafted file would be): refused naming
+// the file and the entry, never a stack overflow in what reads it.
+TEST_F(TrainCorrupt, MetadataNestedDeepIsRejectedByName) {
+  std::string deep;
+  for (int d = 0; d < 20000; ++d) deep += R"({"a":)";
+  deep += "1" + std::string(20000, '}');
+  for (const std::string key : {"config", "skip", "checksums"}) {
+    const std::string out = resume_from(with_metadata({{key, deep}}));
+    EXPECT_NE(out.find("metadata '" + key + "'"), std::string::npos) << key << "\n"
+                                                                     << out;
+    EXPECT_NE(out.find("nested deeper than 64"), std::string::npos) << key << "\n" << out;
+  }
+}
+
 TEST_F(TrainCorrupt, OtherDataSetSizeIsRejected) {
   std::string out = resume_from(with_metadata({{"dataset_size", "33"}}));
   EXPECT_NE(out.find("data set of 33 samples"), std::string::npos) << out;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -462,9 +463,35 @@ TEST_F(TrainElastic, CanonicalNodesTrainTheSameStepsAtAnyWorldSizeAndAreKept) {
                  "--canonical-nodes applies to --partition elastic only");
 }
 
+// A skip over 10^12 steps is three ranges: the checkpoint keeps them so (the whole
+// epochs between as [epoch, first, end, epochs]), and a resume skips them all.
+TEST_F(TrainElastic, ASkipOfManyEpochsIsKeptAsRangesAcrossAResume) {
+  auto first =
+      run(2, "8",
+          "--steps 3 --skip-steps 2:1000000000000 --save " + path("span.safetensors"));
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  const SafetensorsFile saved(path("span.safetensors"));
+  EXPECT_EQ(nlohmann::json::parse(saved.metadata().at("skip"))["steps"],
+            nlohmann::json::parse("[[0, 2, 5], [1, 0, 5, 199999999998], "
+                                  "[199999999999, 0, 5]]"));
+  auto rest = run(2, "8",
+                  "--steps 12 --resume " + path("span.safetensors") + " --trace " +
+                      path("span.trace"));
+  ASSERT_EQ(rest.exit_code, 0) << rest.out;
+  EXPECT_TRUE(read_trace(path("span.trace")).empty()) << "every step after 1 is skipped";
+  EXPECT_EQ(read_trace(path("span.trace"), true).size(), 9u * 8u);
+}
+
 TEST_F(TrainElastic, SkipFlagsAreCheckedNamingTheValue) {
   expect_refused(run(2, "8", "--steps 2 --skip-steps 5:5"),
                  "--skip-steps 5:5: expected A:B, global steps with A < B");
+  // A directory or a device is no list of samples (read, it was an empty one).
+  std::filesystem::create_directories(path("folder"));
+  expect_refused(
+      run(2, "8", "--steps 2 --skip-samples " + path("folder")),
+      "--skip-samples " + path("folder") + ": a directory, not a regular file");
+  expect_refused(run(2, "8", "--steps 2 --skip-samples /dev/zero"),
+                 "--skip-samples /dev/zero: a character device, not a regular file");
   expect_refused(run(2, "8", "--steps 2 --skip-samples " + path("missing.txt")),
                  "--skip-samples " + path("missing.txt") + ": cannot be read");
   {

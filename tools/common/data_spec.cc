@@ -4,9 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <vector>
 
 #include "seedloader/datasets/cifar10.h"
@@ -17,6 +15,8 @@
 #include "seedloader/error.h"
 #include "seedloader/mixture_dataset.h"
 #include "seedloader/transforms/spec.h"
+#include "tools/common/input_file.h"
+#include "tools/common/json_depth.h"
 
 namespace seedloader::tools {
 
@@ -47,19 +47,32 @@ std::vector<double> point_weights(const Json& given,
 
 std::unique_ptr<Dataset> open_mixture(const std::string& spec, const std::string& arg,
                                       const std::string& transform) {
-  std::string text = arg;
-  if (arg.empty() || arg[0] != '{') {
-    std::ifstream in(arg);
-    if (!in)
-      throw ConfigError("--data " + spec + ": cannot read the mixture file " + arg);
-    std::ostringstream all;
-    all << in.rdbuf();
-    text = all.str();
+  const bool inline_json = !arg.empty() && arg[0] == '{';
+  const std::string where = "--data " + (inline_json ? std::string("mix:{...}") : spec);
+  const std::string text =
+      inline_json ? arg : read_input_file(where, arg, kMaxJsonFileBytes);
+  MixSpec mix = parse_mix_spec(where, text);
+  std::vector<MixtureSource> sources;
+  for (std::size_t s = 0; s < mix.names.size(); ++s)
+    sources.push_back({mix.names[s], open_dataset(mix.sources[s], transform)});
+  try {
+    return std::make_unique<MixtureDataset>(
+        std::move(sources),
+        MixtureSchedule(mix.names, std::move(mix.points), mix.interpolate),
+        mix.samples_per_epoch);
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + ": " + e.what());
   }
-  const std::string where = "--data " + (arg[0] == '{' ? std::string("mix:{...}") : spec);
+}
+
+}  // namespace
+
+MixSpec parse_mix_spec(const std::string& where, std::string_view text) {
   Json j;
   try {
-    j = Json::parse(text);
+    j = parse_json<Json>(text);
+  } catch (const JsonTooDeep& e) {
+    throw ConfigError(where + ": " + e.what());
   } catch (const Json::exception& e) {
     throw ConfigError(where + ": not JSON: " + e.what());
   }
@@ -67,51 +80,60 @@ std::unique_ptr<Dataset> open_mixture(const std::string& spec, const std::string
       j["sources"].empty() || !j.contains("weights"))
     throw ConfigError(where + ": expected {\"sources\": {name: data spec, ...}, " +
                       "\"weights\": {...} or [[step, {...}], ...]}");
-  std::vector<MixtureSource> sources;
-  std::vector<std::string> names;
+  static const std::vector<std::string> keys = {"sources", "weights", "samples_per_epoch",
+                                                "interpolate"};
+  for (const auto& [key, _] : j.items()) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string known;
+      for (const std::string& k : keys) known += (known.empty() ? "" : ", ") + k;
+      const std::string shown = key.size() > 80 ? key.substr(0, 80) + "..." : key;
+      throw ConfigError(where + ": unknown key '" + shown + "' (a mix: spec has " +
+                        known + ")");
+    }
+  }
+  MixSpec mix;
   for (const auto& [name, source] : j["sources"].items()) {
     if (!source.is_string())
       throw ConfigError(where + ": source '" + name + "' must be a data spec string");
     if (source.get<std::string>().starts_with("mix:"))
       throw ConfigError(where + ": source '" + name +
                         "' is a mixture; a mixture's sources are plain data sets");
-    names.push_back(name);
-    sources.push_back({name, open_dataset(source.get<std::string>(), transform)});
+    mix.names.push_back(name);
+    mix.sources.push_back(source.get<std::string>());
   }
-  std::vector<WeightPoint> points;
   const Json& w = j["weights"];
   if (w.is_object()) {
-    points.push_back({0, point_weights(w, names, where)});
+    mix.points.push_back({0, point_weights(w, mix.names, where)});
   } else if (w.is_array()) {
     for (const Json& p : w) {
       if (!p.is_array() || p.size() != 2 || !p[0].is_number_unsigned())
         throw ConfigError(where + ": a schedule point must be [step, {name: weight}]");
       const auto step = p[0].get<std::uint64_t>();
-      points.push_back(
-          {step, point_weights(p[1], names,
+      mix.points.push_back(
+          {step, point_weights(p[1], mix.names,
                                where + ": the point at step " + std::to_string(step))});
     }
   } else {
     throw ConfigError(where + ": weights must be an object or a list of [step, {...}]");
   }
-  std::optional<std::uint64_t> per_epoch;
-  bool interpolate = false;
   if (j.contains("interpolate")) {
     if (!j["interpolate"].is_boolean())
       throw ConfigError(where + ": interpolate must be true or false");
-    interpolate = j["interpolate"].get<bool>();
+    mix.interpolate = j["interpolate"].get<bool>();
   }
   if (j.contains("samples_per_epoch")) {
-    if (!j["samples_per_epoch"].is_number_unsigned())
-      throw ConfigError(where + ": samples_per_epoch must be a positive integer");
-    per_epoch = j["samples_per_epoch"].get<std::uint64_t>();
+    if (!j["samples_per_epoch"].is_number_unsigned() ||
+        j["samples_per_epoch"].get<std::uint64_t>() == 0)
+      throw ConfigError(where + ": samples_per_epoch must be a positive integer below " +
+                        "2^64");
+    mix.samples_per_epoch = j["samples_per_epoch"].get<std::uint64_t>();
   }
-  return std::make_unique<MixtureDataset>(
-      std::move(sources), MixtureSchedule(names, std::move(points), interpolate),
-      per_epoch);
+  return mix;
 }
 
-}  // namespace
+std::unique_ptr<Dataset> open_dataset_for_order(const std::string& spec) {
+  return open_dataset(spec, kOrderTransform);
+}
 
 std::unique_ptr<Dataset> open_dataset(const std::string& spec,
                                       const std::string& transform) {
@@ -179,8 +201,10 @@ std::string data_spec_help() {
          "$SEEDLOADER_PREFETCH_SHARDS (4) shards ahead; mix:FILE (or mix:{...} inline) "
          "is a mixture of those by weight: {\"sources\": {NAME: SPEC, ...}, "
          "\"weights\": {NAME: W, ...} or [[STEP, {NAME: W, ...}], ...], "
-         "\"samples_per_epoch\": N, \"interpolate\": false} (docs/datasets.md, "
-         "Mixtures)";
+         "\"samples_per_epoch\": N, \"interpolate\": false} and no other key (an "
+         "epoch of ceil(N / G) global batches of G holds at most 2^64 - 1 samples); "
+         "FILE is a regular file of at most 64 MiB, and the JSON nests at most 64 "
+         "deep (docs/datasets.md, Mixtures)";
 }
 
 std::optional<std::uint64_t> parse_byte_size(const std::string& text) {

@@ -9,6 +9,7 @@
 
 #include "seedloader/error.h"
 #include "tools/common/data_spec.h"
+#include "tools/common/input_file.h"
 #include "tools/common/number_checks.h"
 
 namespace seedloader::tools {
@@ -148,11 +149,12 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> parse_skip_steps(
 std::vector<std::uint64_t> read_sample_list(const std::string& flag,
                                             const std::string& path) {
   std::vector<std::uint64_t> out;
-  std::ifstream in(path);
-  if (!in) throw ConfigError(flag + " " + path + ": cannot be read");
-  std::string line;
-  for (std::uint64_t n = 1; std::getline(in, line); ++n) {
-    std::string_view text(line);
+  const std::string all = read_input_file(flag + " " + path, path, kMaxSampleListBytes);
+  std::string_view rest(all);
+  for (std::uint64_t n = 1; !rest.empty(); ++n) {
+    const std::size_t eol = rest.find('\n');
+    std::string_view text = rest.substr(0, eol);
+    rest.remove_prefix(eol == std::string_view::npos ? rest.size() : eol + 1);
     text = text.substr(0, text.find('#'));
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())))
       text.remove_prefix(1);
@@ -163,7 +165,8 @@ std::vector<std::uint64_t> read_sample_list(const std::string& flag,
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
     if (ec != std::errc() || end != text.data() + text.size())
       throw ConfigError(flag + " " + path + ":" + std::to_string(n) + ": '" +
-                        std::string(text) + "' is not a sample index");
+                        std::string(text.substr(0, 40)) +
+                        (text.size() > 40 ? "..." : "") + "' is not a sample index");
     out.push_back(v);
   }
   return out;
@@ -173,14 +176,9 @@ std::vector<StepRange> epoch_step_ranges(
     const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges,
     std::uint64_t per_epoch) {
   std::vector<StepRange> out;
-  if (per_epoch == 0) return out;
-  for (const auto& [a, b] : ranges) {
-    for (std::uint64_t e = a / per_epoch; e <= (b - 1) / per_epoch; ++e) {
-      const std::uint64_t start = e * per_epoch;
-      out.push_back(
-          {e, std::max(a, start) - start, std::min(b, start + per_epoch) - start});
-    }
-  }
+  for (const auto& [a, b] : ranges)
+    for (const StepRange& r : seedloader::epoch_step_ranges(a, b, per_epoch))
+      out.push_back(r);
   return out;
 }
 

@@ -85,11 +85,14 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> parse_skip_steps(
     const std::vector<std::string>& texts);
 // The sample indices listed in the file `path`, one a line (blank lines and text from
 // '#' on ignored), for --skip-samples. Throws ConfigError naming `flag`, the file and
-// the line that is not an index, or a file that cannot be read.
+// the line that is not an index, or a file that cannot be read, is not a regular
+// file (a directory, /dev/zero) or is larger than kMaxSampleListBytes
+// (input_file.h).
 std::vector<std::uint64_t> read_sample_list(const std::string& flag,
                                             const std::string& path);
 // Global steps [a, b) of `ranges`, cut into the epochs of `per_epoch` steps they
-// fall in (LoaderOptions::skip's ranges). None when per_epoch is 0.
+// fall in (LoaderOptions::skip's ranges, at most three per span whatever its
+// length: seedloader::epoch_step_ranges). None when per_epoch is 0.
 std::vector<StepRange> epoch_step_ranges(
     const std::vector<std::pair<std::uint64_t, std::uint64_t>>& ranges,
     std::uint64_t per_epoch);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "seedloader/error.h"
+#include "tools/common/json_depth.h"
 #include "tools/seed_audit/mixture_composition.h"
 
 namespace seedloader::tools {
@@ -37,7 +38,7 @@ std::string mixture_state_json(const MixtureState& s) {
 MixtureState parse_mixture_state(const std::string& where, const std::string& text) {
   MixtureState s;
   try {
-    const Json j = Json::parse(text);
+    const Json j = parse_json<Json>(text);
     s.step = j.at("step").get<std::uint64_t>();
     s.samples_per_epoch = j.at("samples_per_epoch").get<std::uint64_t>();
     s.epoch_first_step = j.at("epoch_first_step").get<std::uint64_t>();

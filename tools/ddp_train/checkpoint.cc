@@ -17,6 +17,7 @@
 
 #include "loader/datasets/safetensors.h"
 #include "seedloader/error.h"
+#include "tools/common/json_depth.h"
 
 namespace seedloader::train {
 namespace {
@@ -300,9 +301,9 @@ SafetensorsFile open_sealed(const std::string& path, const char* format) {
     fail(path, "metadata fails its checksum (edited or corrupted)");
   nlohmann::json sums;
   try {
-    sums = nlohmann::json::parse(meta.at("checksums"));
-  } catch (const std::exception&) {
-    fail(path, "metadata 'checksums' is missing or not JSON");
+    sums = tools::parse_json<nlohmann::json>(meta.at("checksums"));
+  } catch (const std::exception& e) {
+    fail(path, std::string("metadata 'checksums' is missing or not JSON: ") + e.what());
   }
   for (const SafetensorsTensor& t : file.tensors()) {
     if (!sums.contains(t.name) || !sums[t.name].is_string())
@@ -361,26 +362,35 @@ std::string optimizer_file(const std::string& path) { return path + kOptimizerSu
 
 namespace {
 
-// {"steps": [[epoch, first, end], ...], "samples": [...]}
+// {"steps": [[epoch, first, end], ...], "samples": [...]}; a range over several
+// epochs (StepRange::epochs) is [epoch, first, end, epochs].
 std::string skip_json(const SkipList& skip) {
   nlohmann::json steps = nlohmann::json::array();
-  for (const StepRange& r : skip.steps) steps.push_back({r.epoch, r.first, r.end});
+  for (const StepRange& r : skip.steps) {
+    if (r.epochs == 1)
+      steps.push_back({r.epoch, r.first, r.end});
+    else
+      steps.push_back({r.epoch, r.first, r.end, r.epochs});
+  }
   return nlohmann::json{{"steps", steps}, {"samples", skip.samples}}.dump();
 }
 
 SkipList parse_skip(const std::string& path, const std::string& text) {
   SkipList skip;
   try {
-    const nlohmann::json j = nlohmann::json::parse(text);
+    const nlohmann::json j = tools::parse_json<nlohmann::json>(text);
     for (const auto& r : j.at("steps")) {
-      const auto v = r.get<std::array<std::uint64_t, 3>>();
-      if (v[1] >= v[2]) throw std::invalid_argument("an empty range");
-      skip.steps.push_back({v[0], v[1], v[2]});
+      if (!r.is_array() || (r.size() != 3 && r.size() != 4))
+        throw std::invalid_argument("a range that is not 3 or 4 numbers");
+      const auto v = r.get<std::vector<std::uint64_t>>();
+      const std::uint64_t epochs = v.size() == 4 ? v[3] : 1;
+      if (v[1] >= v[2] || epochs == 0) throw std::invalid_argument("an empty range");
+      skip.steps.push_back({v[0], v[1], v[2], epochs});
     }
     skip.samples = j.at("samples").get<std::vector<std::uint64_t>>();
   } catch (const std::exception& e) {
     fail(path,
-         "metadata 'skip' is not {\"steps\": [[epoch, first, end], ...], "
+         "metadata 'skip' is not {\"steps\": [[epoch, first, end(, epochs)], ...], "
          "\"samples\": [...]}: " +
              std::string(e.what()));
   }

@@ -19,6 +19,7 @@
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
 #include "seedloader/ledger.h"
+#include "tools/common/json_depth.h"
 #include "tools/common/mixture_json.h"
 #include "tools/common/progress_bar.h"
 #include "tools/ddp_train/batch_feed.h"
@@ -106,9 +107,10 @@ void check_resume_config(const std::string& path, const CheckpointState& s,
   nlohmann::json saved,
       now = nlohmann::json::parse(resume_config_json(o, w, canonical_nodes));
   try {
-    saved = nlohmann::json::parse(s.config);
-  } catch (const std::exception&) {
-    throw DataError("checkpoint " + path + ": metadata 'config' is not JSON");
+    saved = tools::parse_json<nlohmann::json>(s.config);
+  } catch (const std::exception& e) {
+    throw DataError("checkpoint " + path +
+                    ": metadata 'config' is not JSON: " + e.what());
   }
   if (!saved.is_object())
     throw DataError("checkpoint " + path + ": metadata 'config' is not a JSON object");
@@ -394,7 +396,7 @@ Position Run::resume() {
     // checkpoint names none).
     canonical_nodes_ = 0;
     try {
-      const nlohmann::json saved = nlohmann::json::parse(s.config);
+      const nlohmann::json saved = tools::parse_json<nlohmann::json>(s.config);
       if (saved.is_object() && saved.contains("canonical_nodes") &&
           saved["canonical_nodes"].is_number_unsigned())
         canonical_nodes_ = saved["canonical_nodes"].get<std::uint64_t>();

@@ -1,13 +1,13 @@
 #include "tools/seed_audit/ledger_flags.h"
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "seedloader/error.h"
 #include "seedloader/mixture_dataset.h"
 #include "tools/common/data_spec.h"
 #include "tools/common/enum_option.h"
+#include "tools/common/input_file.h"
+#include "tools/common/json_depth.h"
 #include "tools/common/loader_flags.h"
 #include "tools/common/mixture_json.h"
 #include "tools/common/number_checks.h"
@@ -47,17 +47,23 @@ void add_ledger_flags(CLI::App& app, LedgerFlags& f, const std::string& epoch_he
                          "full (worker streams) or sample (a stream per sample)");
   app.add_option("--skip-steps", f.skip_steps,
                  "The run's declared skips: global steps A to B-1 (A:B; repeatable), "
-                 "a global step being epoch x steps per epoch + the step")
+                 "a global step being epoch x steps per epoch + the step (any span: "
+                 "it is kept as at most three ranges)")
       ->type_name("A:B")
       ->take_all();
   app.add_option("--skip-samples", f.skip_samples,
                  "The run's declared sample skips: a file of sample indices, one a line "
-                 "('#' starts a comment; needs --seeding sample)");
+                 "('#' starts a comment; needs --seeding sample): a regular file of at "
+                 "most " +
+                     std::to_string(tools::kMaxSampleListBytes >> 20) + " MiB");
   app.add_option("--mixture", f.mixture_state,
                  "For a mixture in --data whose run was resumed with other weights: the "
                  "state it saved last (state_dict()['mixture'] as JSON, or ddp-train's "
                  "checkpoint metadata 'mixture'), whose history of weights and counts "
-                 "the order follows");
+                 "the order follows: a regular file of at most " +
+                     std::to_string(tools::kMaxJsonFileBytes >> 20) +
+                     " MiB, its JSON nested at most " +
+                     std::to_string(tools::kMaxJsonDepth) + " deep");
   if (!epoch_help.empty()) {
     app.add_option("--epoch", f.epoch, epoch_help)
         ->check(tools::non_negative_integer())
@@ -81,18 +87,17 @@ LedgerQuery ledger_query(const LedgerFlags& f, std::string& what) {
     q.dataset_size = *f.size;
     what = std::to_string(*f.size) + " samples";
   } else {
-    const std::unique_ptr<Dataset> data = tools::open_dataset(f.data, "");
+    // No transform: the order does not depend on pixels.
+    const std::unique_ptr<Dataset> data = tools::open_dataset_for_order(f.data);
     q.dataset_size = data->size();
     q.shard_sizes = data->shard_sizes();
     if (const auto* mixture = dynamic_cast<const MixtureDataset*>(data.get())) {
       q.mixture = ledger_mixture(*mixture);  // its own order
       if (!f.mixture_state.empty()) {
-        std::ifstream in(f.mixture_state);
-        std::stringstream text;
-        text << in.rdbuf();
-        if (!in) throw ConfigError("--mixture " + f.mixture_state + ": cannot read it");
-        const MixtureState saved =
-            tools::parse_mixture_state("--mixture " + f.mixture_state, text.str());
+        const std::string where = "--mixture " + f.mixture_state;
+        const MixtureState saved = tools::parse_mixture_state(
+            where,
+            tools::read_input_file(where, f.mixture_state, tools::kMaxJsonFileBytes));
         q.mixture = ledger_mixture(resumed_mixture(
             *mixture, saved, f.options.batch_size * f.options.world_size, f.seed));
       }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "seedloader/error.h"
+#include "tools/common/json_depth.h"
 #include "tools/seed_audit/finding_tally.h"
 
 namespace seedloader::audit {
@@ -43,7 +44,7 @@ MixtureExpectation mixture_expectation(const std::string& where, const std::stri
   MixtureExpectation e;
   e.global_batch = global_batch;
   try {
-    const Json j = Json::parse(state);
+    const Json j = tools::parse_json<Json>(state);
     e.history = parse_mixture_history(where, j.at("history"));
     const auto per_epoch = j.at("samples_per_epoch").get<std::uint64_t>();
     e.steps_per_epoch =

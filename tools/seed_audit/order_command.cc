@@ -58,15 +58,23 @@ int run_order(const OrderArgs& a) {
   } else {
     throw ConfigError("give --step K or --steps A:B");
   }
-  const std::vector<LedgerEntry> entries = ledger(q);
+  // Each entry is written as the ledger makes it: memory for the epoch's order, none
+  // for the entries, whatever the number of steps. The file is opened, and the
+  // header printed, at the first entry, after the query's checks passed.
   if (!a.json.empty()) {
     std::ofstream file;
-    if (a.json != "-") {
-      file.open(a.json);
-      if (!file) throw ConfigError("--json " + a.json + ": cannot be written");
-    }
-    std::ostream& out = a.json == "-" ? std::cout : file;
-    for (const LedgerEntry& e : entries) {
+    std::ostream* out = nullptr;
+    const auto open = [&] {
+      if (out != nullptr) return;
+      if (a.json != "-") {
+        file.open(a.json);
+        if (!file) throw ConfigError("--json " + a.json + ": cannot be written");
+      }
+      out = a.json == "-" ? &std::cout : &file;
+    };
+    std::uint64_t written = 0;
+    ledger(q, [&](const LedgerEntry& e) {
+      open();
       nlohmann::json j{{"epoch", e.epoch},   {"step", e.step}, {"rank", e.rank},
                        {"worker", e.worker}, {"slot", e.slot}, {"index", e.index},
                        {"stream", e.stream}};
@@ -78,21 +86,32 @@ int run_order(const OrderArgs& a) {
         j["source_index"] = e.source_index;
         j["source_epoch"] = e.stream_epoch;
       }
-      out << j.dump() << "\n";
-    }
-    if (!out) throw ConfigError("--json " + a.json + ": write failed");
+      *out << j.dump() << "\n";
+      // A full disk or a closed pipe ends the run now, not after every step.
+      if (++written % 65536 == 0 && !*out)
+        throw ConfigError("--json " + a.json + ": write failed");
+    });
+    open();
+    out->flush();
+    if (!*out) throw ConfigError("--json " + a.json + ": write failed");
     return kExitOk;
   }
   const LoaderOptions& o = q.options;
-  std::printf("%s, seed %llu, batch %llu x %llu ranks (%s), %d workers, epoch %llu\n",
-              what.c_str(), static_cast<unsigned long long>(q.seed),
-              static_cast<unsigned long long>(o.batch_size),
-              static_cast<unsigned long long>(o.world_size),
-              tools::enum_name(tools::partition_names(), o.partition).c_str(),
-              o.num_workers, static_cast<unsigned long long>(q.epoch));
-  std::printf("%6s %6s %6s %6s %12s  %-22s %s%s\n", "step", "rank", "worker", "slot",
-              "index", "stream", "fingerprint", q.mixture ? "      source[index]" : "");
-  for (const LedgerEntry& e : entries) {
+  bool headed = false;
+  const auto header = [&] {
+    if (headed) return;
+    headed = true;
+    std::printf("%s, seed %llu, batch %llu x %llu ranks (%s), %d workers, epoch %llu\n",
+                what.c_str(), static_cast<unsigned long long>(q.seed),
+                static_cast<unsigned long long>(o.batch_size),
+                static_cast<unsigned long long>(o.world_size),
+                tools::enum_name(tools::partition_names(), o.partition).c_str(),
+                o.num_workers, static_cast<unsigned long long>(q.epoch));
+    std::printf("%6s %6s %6s %6s %12s  %-22s %s%s\n", "step", "rank", "worker", "slot",
+                "index", "stream", "fingerprint", q.mixture ? "      source[index]" : "");
+  };
+  ledger(q, [&](const LedgerEntry& e) {
+    header();
     char fp[24] = "-";
     if (e.fingerprint)
       std::snprintf(fp, sizeof fp, "%016llx",
@@ -107,7 +126,8 @@ int run_order(const OrderArgs& a) {
                 static_cast<unsigned long long>(e.slot),
                 static_cast<unsigned long long>(e.index), key_text(e.stream).c_str(), fp,
                 where.c_str(), e.skipped ? "  skipped" : "");
-  }
+  });
+  header();
   return kExitOk;
 }
 
@@ -120,7 +140,10 @@ void add_order_command(CLI::App& app, Action& action) {
       "Print the samples of step K (or steps A to B-1) of an epoch, for every rank or\n"
       "one: rank, worker, slot in the batch, index, stream key and, with --seeding\n"
       "sample, its fingerprint (for a mixture, mix:..., also its source and index\n"
-      "there). Computed from the configuration; nothing is read.");
+      "there). Computed from the configuration; nothing is read: --data is opened\n"
+      "for its size and shards alone (imagefolder:, tar: and mix: of them need no\n"
+      "transform), and the entries stream out, any number of steps in the memory of\n"
+      "the epoch's order.");
   add_ledger_flags(*cmd, args->config, "Epoch");
   auto* step = cmd->add_option("--step", args->step, "Step K of the epoch")
                    ->check(tools::non_negative_integer());
@@ -134,7 +157,8 @@ void add_order_command(CLI::App& app, Action& action) {
       "--json", args->json,
       "Write one JSON object per sample (epoch, step, rank, worker, slot, index, "
       "stream, fingerprint, skipped; for a mixture source, source_index, "
-      "source_epoch) to this file; '-' for stdout");
+      "source_epoch) to this file; '-' for stdout. Each line is written as it is "
+      "computed: any number of steps in the memory of the epoch's order");
   cmd->callback([args, &action] {
     require_data(args->config);
     action = [args] { return run_order(*args); };

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "seedloader/error.h"
+#include "tools/common/input_file.h"
+#include "tools/common/json_depth.h"
 #include "tools/common/number_checks.h"
 #include "tools/seed_audit/commands.h"
 #include "tools/seed_audit/expected_order.h"
@@ -68,12 +70,10 @@ int run_trace(const TraceArgs& a) {
   if (!a.mixture.empty()) {
     if (!a.global_batch)
       throw ConfigError("--mixture needs --global-batch G, the run's global batch");
-    std::ifstream in(a.mixture);
-    if (!in) throw ConfigError("--mixture " + a.mixture + ": cannot read it");
-    std::ostringstream text;
-    text << in.rdbuf();
-    options.mixture =
-        mixture_expectation("--mixture " + a.mixture, text.str(), *a.global_batch);
+    const std::string where = "--mixture " + a.mixture;
+    options.mixture = mixture_expectation(
+        where, tools::read_input_file(where, a.mixture, tools::kMaxJsonFileBytes),
+        *a.global_batch);
     options.pad_multiple.reset();  // a mixture's steps are whole: nothing is padded
   }
   Report report = audit_trace_file(a.path, options);
@@ -121,7 +121,11 @@ void add_trace_command(CLI::App& app, Action& action) {
                   "A mixture's state as JSON (Python: state_dict()[\"mixture\"]; "
                   "ddp-train: its checkpoint's metadata \"mixture\"): check that each "
                   "global step drew its sources as the weights of its history say "
-                  "(mixture_composition); needs --global-batch");
+                  "(mixture_composition); needs --global-batch. A regular file of at "
+                  "most " +
+                      std::to_string(tools::kMaxJsonFileBytes >> 20) +
+                      " MiB, its JSON nested at most " +
+                      std::to_string(tools::kMaxJsonDepth) + " deep");
   cmd->add_option(
       "--expect", args->expect,
       "The configuration the run had, as `order` takes it (\"--size N --seed S "
