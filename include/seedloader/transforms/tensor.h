@@ -17,7 +17,7 @@
 
 #include <opencv2/core.hpp>
 
-#include "seedloader/sample_layout.h"
+#include "seedloader/dtype.h"
 
 namespace seedloader {
 
