@@ -1,6 +1,6 @@
 // Seeding modes: how each worker's random stream is made. `full` and `sample` are
-// seedloader's (rng/derive.h); `torch` and `naive` imitate broken or weaker schemes
-// so the audit can be shown and tested against them:
+// seedloader's (seedloader/derive.h); `torch` and `naive` imitate broken or weaker
+// schemes so the audit can be shown and tested against them:
 //   full   worker stream (1, epoch, rank, worker): distinct everywhere
 //   sample a fresh stream per sample (2, epoch, index)
 //   torch  PyTorch's scheme: seed = base_e + worker, where base_e is the epoch's
