@@ -148,8 +148,9 @@ class DataLoader:
     Keyword-only, seedloader's own:
     seed: the base seed of every stream, an int (or numpy integer) in [0, 2**64)
       (None: from `generator`, else drawn once and printed; over several ranks
-      every rank takes rank 0's when a pass starts, through torch.distributed, and
-      a shuffled pass with no process group to agree through is a ConfigError).
+      every rank takes rank 0's when a shuffled pass starts, through
+      torch.distributed, and one with no process group to agree through is a
+      ConfigError).
     order: the built-in shuffle's generator. "numpy" (default): numpy's PCG64
       shuffle stream of the seed. "torch": exactly the order of torch's
       DistributedSampler(shuffle=True, seed=seed) after set_epoch(epoch), i.e.
@@ -254,10 +255,13 @@ class DataLoader:
             # A drawn seed stays one when a framework rebuilds the loader from vars().
             drawn = isinstance(seed, _agreement.DrawnSeed)
             seed = _checks.integer(seed, "seed")
+        elif generator is not None:
+            # As torch draws its loader's: the same on every rank whose generator
+            # was seeded alike (torch.Generator()'s default seed is a constant).
+            drawn, seed = False, _seed_from(generator)
         else:
             drawn = True  # each process draws its own: ranks agree on one (_agreement)
-            seed = (_seed_from(generator) if generator is not None
-                    else _core.draw_base_seed("DataLoader"))
+            seed = _core.draw_base_seed("DataLoader")
         if drawn:
             seed = _agreement.DrawnSeed(seed)
         if not isinstance(dataset, Dataset):
@@ -695,7 +699,11 @@ class DataLoader:
                  "_finished": self._epoch_used and yielded >= num_batches,
                  "samples": yielded * global_batch,
                  "global_batch_size": global_batch,
-                 "base_seed": int(self._seed), "seeding": self.seeding, "order": self.order,
+                 "base_seed": int(self._seed),
+                 # Not yet agreed (no pass over several ranks began): a loaded state
+                 # agrees it when its first pass does.
+                 "base_seed_drawn": isinstance(self._seed, _agreement.DrawnSeed),
+                 "seeding": self.seeding, "order": self.order,
                  "shuffle_block": self.shuffle_block,
                  "canonical_nodes": self.canonical_nodes,
                  "partition": self.partition, "world_size": self.world_size,
@@ -850,10 +858,13 @@ class DataLoader:
         if self._canonical_default:  # first: it may close the engine, or refuse to
             self._set_canonical_nodes(saved_parts)
             self._canonical_fixed = True
-        if state["base_seed"] != self._seed:
+        seed = state["base_seed"]
+        if state["base_seed_drawn"]:
+            seed = _agreement.DrawnSeed(seed)
+        if seed != self._seed:
             self._close_engine()  # rebuilt, and pinned again, for the new seed
-            self._seed = state["base_seed"]
-            self.__dict__["seed"] = self._seed  # past __setattr__'s rule
+        self._seed = self._config["seed"] = seed
+        self.__dict__["seed"] = seed  # past __setattr__'s rule
         if plan is not None:
             self._plan = plan
         if history is not None and (history, known) != (self._mixture_history,
@@ -1744,6 +1755,8 @@ def _checked_state(state):
             dataset["size"], "load_state_dict: dataset['size']"))
     checked["_finished"] = _checks.boolean(state.get("_finished", False),
                                            "load_state_dict: _finished")
+    checked["base_seed_drawn"] = _checks.boolean(state.get("base_seed_drawn", False),
+                                                 "load_state_dict: base_seed_drawn")
     return checked
 
 

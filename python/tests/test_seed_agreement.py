@@ -80,10 +80,26 @@ def test_the_drawn_mark_survives_pickling_and_a_rebuild_from_the_attributes():
             next(iter(other))
     state = loader.state_dict()
     assert type(state["base_seed"]) is int  # a plain int in checkpoints
+    assert state["base_seed_drawn"] is True  # taken before the ranks agreed
     resumed = sl.DataLoader(list(range(20)), batch_size=4, shuffle=True, rank=1,
-                            world_size=2)
-    resumed.load_state_dict(state)  # a seed from a state is every rank's: no refusal
+                            world_size=2, seed=3)
+    resumed.load_state_dict(state)  # the state's seed is still this rank's own draw
+    assert resumed.seed == loader.seed
+    with pytest.raises(sl.ConfigError, match="no seed= was given"):
+        next(iter(resumed))
+    state["base_seed_drawn"] = False  # a state of an agreed (or given) seed
+    resumed.load_state_dict(state)
     assert len(indices(resumed)) == 10 and resumed.seed == loader.seed
+
+
+def test_a_seed_from_a_generator_is_every_ranks_as_torch_draws_it():
+    import torch
+    loaders = [sl.DataLoader(list(range(20)), batch_size=4, shuffle=True, rank=r,
+                             world_size=2, generator=torch.Generator().manual_seed(5))
+               for r in range(2)]
+    assert loaders[0].seed == loaders[1].seed
+    both = indices(loaders[0]) + indices(loaders[1])
+    assert sorted(both) == list(range(20))
 
 
 def _free_port():
@@ -94,18 +110,26 @@ def _free_port():
 
 def _rank_main(rank, port, out, rebuild, workers):
     """One rank: a loader without seed=, iterated for 2 epochs after the process
-    group exists; writes its seed and indices."""
+    group exists (with rank and world size also given when `rebuild`); writes its
+    seed, indices and state. Rank 0 first reads an unshuffled loader alone, as an
+    evaluation preview: its order does not depend on the seed, so it agrees
+    nothing and waits on no other rank."""
     import torch.distributed as dist
     dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, rank=rank,
                             world_size=2)
+    if rank == 0:
+        preview = sl.DataLoader(list(range(30)), batch_size=4)
+        assert next(iter(preview)).tolist() == [0, 2, 4, 6]
+    placement = dict(rank=rank, world_size=2) if rebuild else {}
     loader = sl.DataLoader(list(range(30)), batch_size=4, shuffle=True,
-                           num_workers=workers)
+                           num_workers=workers, **placement)
     if rebuild:  # as Lightning re-instantiates a loader from its attributes
         loader = sl.DataLoader(loader.dataset, batch_size=4, shuffle=True,
-                               num_workers=workers, seed=loader.seed)
+                               num_workers=workers, seed=loader.seed, **placement)
     epochs = [indices(loader) for _ in range(2)]
     with open(os.path.join(out, "rank%d.json" % rank), "w") as f:
-        json.dump({"seed": loader.seed, "epochs": epochs}, f)
+        json.dump({"seed": loader.seed, "epochs": epochs, "state": loader.state_dict()},
+                  f)
     dist.destroy_process_group()
 
 
@@ -127,6 +151,7 @@ def test_two_ranks_without_a_seed_agree_on_rank_0s_and_train_each_sample_once(
         with open(tmp_path / ("rank%d.json" % r)) as f:
             results.append(json.load(f))
     assert results[0]["seed"] == results[1]["seed"]
+    assert not results[0]["state"]["base_seed_drawn"]  # agreed: a state holds it so
     seed = results[0]["seed"]
     for epoch in range(2):
         both = results[0]["epochs"][epoch] + results[1]["epochs"][epoch]
