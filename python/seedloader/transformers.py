@@ -85,6 +85,7 @@ class ResumeCallback(transformers.TrainerCallback):
             return
         (folder, epoch), self._resume = self._resume, None
         loader = _train_loader(train_dataloader)
+        _resumed.discard(loader)  # resumed at an epoch's start, the Trainer skips none
         # Under another epoch set_epoch() dropped the loaded position: the Trainer
         # counted the steps of an epoch otherwise than the batches (transformers
         # before 4.46 counts len(loader) // gradient_accumulation_steps).
@@ -157,6 +158,15 @@ def _skip_first_batches(dataloader, num_batches=0):
     batches the Trainer skips. Any other loader: accelerate's skip_first_batches."""
     if dataloader in _resumed:
         _resumed.discard(dataloader)
+        resumed_at = dataloader.state_dict()["_num_yielded"]
+        if num_batches != resumed_at:
+            raise ConfigError(
+                "ResumeCallback: the Trainer skips %d batches of epoch %d, but the "
+                "loader's saved state resumes after %d: the checkpoint's steps and the "
+                "loader's batches disagree (a gradient_accumulation_steps that does not "
+                "divide len(loader)?); set TrainingArguments(ignore_data_skip=True) to "
+                "start the resumed epoch over" % (num_batches, dataloader.epoch,
+                                                  resumed_at))
         return dataloader
     assert _accelerate_skip is not None  # set before this replaces it
     return _accelerate_skip(dataloader, num_batches)
