@@ -5,7 +5,9 @@
 // metadata are read; mixture_expectation, as trace --mixture and the Python
 // audit read it). Nesting is bounded (tools/common/json_depth.h): a document
 // nested tens of thousands deep is a refusal, never a stack overflow
-// (corpus/mixture_json_fuzzer/regress_deep_nesting).
+// (corpus/mixture_json_fuzzer/regress_deep_nesting), and a count that is a float
+// beyond 2^64 or negative is refused, never converted
+// (corpus/mixture_json_fuzzer/regress_float_count).
 #include <cstdint>
 #include <string>
 

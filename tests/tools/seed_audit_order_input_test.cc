@@ -108,6 +108,38 @@ TEST(SeedAuditOrderInputTest, JsonNestedTensOfThousandsDeepIsRefusedNamingTheInp
   EXPECT_THROW(tools::parse_mixture_state("state", nested(100000)), DataError);
 }
 
+TEST(SeedAuditOrderInputTest, ACountThatIsNoUnsignedIntegerIsRefusedNamingTheState) {
+  const std::string good =
+      R"({"step": 12, "samples_per_epoch": 60, "epoch_first_step": 10, "sources": )"
+      R"({"a": {"size": 13, "epoch": 2, "consumed": 36, "epoch_first_count": 30}}, )"
+      R"("history": [[0, ["a"], [[0, [1.0]]], [], false], [10, ["a"], [[0, [1.0]]], [30], true]]})";
+  EXPECT_NO_THROW(tools::parse_mixture_state("state.json", good));
+  // A float beyond 2^64 (undefined behaviour to convert), a negative count (it
+  // would wrap), a fraction, a string: each where a count is read.
+  for (const std::string& bad : {"1.1e20", "-1", "2.5", "\"36\""}) {
+    for (const std::string& field :
+         {R"("consumed": 36)", R"("step": 12)", R"([10, ["a"])", R"([30])"}) {
+      std::string text = good;
+      const std::size_t at = text.find(field);
+      ASSERT_NE(at, std::string::npos) << field;
+      std::string replaced = field;
+      const std::size_t digits = replaced.find_first_of("0123456789");
+      const std::size_t end = replaced.find_first_not_of("0123456789", digits);
+      replaced.replace(digits, end - digits, bad);
+      text.replace(at, field.size(), replaced);
+      try {
+        tools::parse_mixture_state("state.json", text);
+        ADD_FAILURE() << "accepted: " << text;
+      } catch (const DataError& e) {
+        EXPECT_NE(std::string(e.what()).find("state.json"), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("non-negative integer"), std::string::npos)
+            << e.what();
+      }
+    }
+  }
+}
+
 TEST(SeedAuditOrderInputTest, AnUnknownMixKeyIsRefusedNamingItAndTheKeys) {
   for (const std::string key : {"samples_per_epok", "interpolated"}) {
     const std::string spec =

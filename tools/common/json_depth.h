@@ -4,13 +4,18 @@
 // document after (items(), copies, comparisons) recurses once per level: a
 // document nested tens of thousands deep would overflow the stack (SIGSEGV).
 // None of those formats nests more than a few levels, so parse_json() refuses,
-// as it reads them, arrays and objects nested deeper than kMaxJsonDepth. Header
-// only, so that the audit library uses it without linking tools_common.
+// as it reads them, arrays and objects nested deeper than kMaxJsonDepth.
+// Their counts (steps, sizes, positions) are read with json_unsigned(): nlohmann's
+// get<std::uint64_t>() converts a float such as 1.1e20 outside the type's range
+// (undefined behaviour) and a negative integer by wrapping it.
+// Header only, so that the audit library uses it without linking tools_common.
 // Stateless.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +34,33 @@ class JsonTooDeep : public nlohmann::json::exception {
                 " arrays and objects")
                    .c_str()) {}
 };
+
+// The refusal of a count that is not a non-negative integer below 2^64: a
+// nlohmann::json::exception, like JsonTooDeep.
+class JsonNotUnsigned : public nlohmann::json::exception {
+ public:
+  explicit JsonNotUnsigned(const std::string& value)
+      : nlohmann::json::exception(
+            0, ("expected a non-negative integer below 2^64, found " + value).c_str()) {}
+};
+
+// `v` as an unsigned integer; JsonNotUnsigned for anything else (a float, a
+// negative number, a string).
+template <typename Json>
+std::uint64_t json_unsigned(const Json& v) {
+  if (!v.is_number_unsigned()) throw JsonNotUnsigned(v.dump().substr(0, 40));
+  return v.template get<std::uint64_t>();
+}
+
+// `v`, an array, as unsigned integers; JsonNotUnsigned at the first that is not.
+template <typename Json>
+std::vector<std::uint64_t> json_unsigned_list(const Json& v) {
+  if (!v.is_array()) throw JsonNotUnsigned(v.dump().substr(0, 40));
+  std::vector<std::uint64_t> out;
+  out.reserve(v.size());
+  for (const Json& e : v) out.push_back(json_unsigned(e));
+  return out;
+}
 
 // `text` as Json (nlohmann::json or ordered_json). Throws Json::exception for text
 // that is not JSON, and JsonTooDeep (one too) at the first array or object that

@@ -39,14 +39,14 @@ MixtureState parse_mixture_state(const std::string& where, const std::string& te
   MixtureState s;
   try {
     const Json j = parse_json<Json>(text);
-    s.step = j.at("step").get<std::uint64_t>();
-    s.samples_per_epoch = j.at("samples_per_epoch").get<std::uint64_t>();
-    s.epoch_first_step = j.at("epoch_first_step").get<std::uint64_t>();
+    s.step = json_unsigned(j.at("step"));
+    s.samples_per_epoch = json_unsigned(j.at("samples_per_epoch"));
+    s.epoch_first_step = json_unsigned(j.at("epoch_first_step"));
     for (const auto& [name, info] : j.at("sources").items()) {
       s.names.push_back(name);
-      s.sizes.push_back(info.at("size").get<std::uint64_t>());
-      s.consumed.push_back(info.at("consumed").get<std::uint64_t>());
-      s.epoch_first_counts.push_back(info.at("epoch_first_count").get<std::uint64_t>());
+      s.sizes.push_back(json_unsigned(info.at("size")));
+      s.consumed.push_back(json_unsigned(info.at("consumed")));
+      s.epoch_first_counts.push_back(json_unsigned(info.at("epoch_first_count")));
       if (s.sizes.back() == 0) throw DataError("source '" + name + "' has size 0");
     }
     s.history = audit::parse_mixture_history(where, j.at("history"));

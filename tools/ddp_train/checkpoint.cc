@@ -382,12 +382,12 @@ SkipList parse_skip(const std::string& path, const std::string& text) {
     for (const auto& r : j.at("steps")) {
       if (!r.is_array() || (r.size() != 3 && r.size() != 4))
         throw std::invalid_argument("a range that is not 3 or 4 numbers");
-      const auto v = r.get<std::vector<std::uint64_t>>();
+      const auto v = tools::json_unsigned_list(r);
       const std::uint64_t epochs = v.size() == 4 ? v[3] : 1;
       if (v[1] >= v[2] || epochs == 0) throw std::invalid_argument("an empty range");
       skip.steps.push_back({v[0], v[1], v[2], epochs});
     }
-    skip.samples = j.at("samples").get<std::vector<std::uint64_t>>();
+    skip.samples = tools::json_unsigned_list(j.at("samples"));
   } catch (const std::exception& e) {
     fail(path,
          "metadata 'skip' is not {\"steps\": [[epoch, first, end(, epochs)], ...], "

@@ -20,13 +20,13 @@ std::vector<MixtureSegment> parse_mixture_history(const std::string& where,
       std::vector<WeightPoint> points;
       for (const Json& p : seg.at(2))
         points.push_back(
-            {p.at(0).get<std::uint64_t>(), p.at(1).get<std::vector<double>>()});
+            {tools::json_unsigned(p.at(0)), p.at(1).get<std::vector<double>>()});
       // The fifth element, interpolation, is absent from states written before it.
       const bool interpolate = seg.size() > 4 && seg.at(4).get<bool>();
-      out.push_back({seg.at(0).get<std::uint64_t>(),
+      out.push_back({tools::json_unsigned(seg.at(0)),
                      MixtureSchedule(seg.at(1).get<std::vector<std::string>>(),
                                      std::move(points), interpolate),
-                     seg.at(3).get<std::vector<std::uint64_t>>()});
+                     tools::json_unsigned_list(seg.at(3))});
     }
   } catch (const Json::exception& e) {
     throw DataError(where + ": the mixture history is malformed: " + e.what());
@@ -46,7 +46,7 @@ MixtureExpectation mixture_expectation(const std::string& where, const std::stri
   try {
     const Json j = tools::parse_json<Json>(state);
     e.history = parse_mixture_history(where, j.at("history"));
-    const auto per_epoch = j.at("samples_per_epoch").get<std::uint64_t>();
+    const auto per_epoch = tools::json_unsigned(j.at("samples_per_epoch"));
     e.steps_per_epoch =
         std::max<std::uint64_t>(1, (per_epoch + global_batch - 1) / global_batch);
   } catch (const Json::exception& e2) {
