@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "loader/worker_main.h"
+#include "seedloader/batch_sampler.h"
 #include "seedloader/derive.h"
 #include "seedloader/distributed_sampler.h"
 #include "seedloader/elastic_sampler.h"
@@ -37,10 +38,6 @@ constexpr milliseconds kCollectLimit{5000};
 // How long per-epoch workers get to leave when an epoch is abandoned: they
 // stop between samples once they see the new generation, so this is short.
 constexpr milliseconds kAbandonGrace{100};
-
-std::uint64_t count_batches(std::uint64_t samples, std::uint64_t batch, bool drop_last) {
-  return drop_last ? samples / batch : (samples + batch - 1) / batch;
-}
 
 // The options, validated, with the base seed filled in.
 LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
@@ -262,10 +259,11 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
       layout_(mixer_ ? mixer_->layout() : dataset.layout()),
       base_seed_(*options_.seed),
       sampler_(sampler_for(dataset, options_, base_seed_)),
-      num_batches_(
-          options_.batch_plan
-              ? 0
-              : count_batches(sampler_->size(), options_.batch_size, options_.drop_last)),
+      num_batches_(options_.batch_plan
+                       ? 0
+                       : batches_per_epoch({.samples = sampler_->size(),
+                                            .batch_size = options_.batch_size,
+                                            .drop_last = options_.drop_last})),
       region_layout_(layout_, slot_capacity(sampler_->size(), options_), mode_->rings(),
                      options_.prefetch,
                      options_.num_workers > 0 ? dataset.read_ahead() : 0),

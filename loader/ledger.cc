@@ -102,10 +102,11 @@ LedgerMixture ledger_mixture(const MixtureDataset& mixture) {
 std::uint64_t ledger_steps(const LedgerQuery& query) {
   const LoaderOptions o = rank_options(query, 0);
   if (query.mixture) return mixture_order(query, o).steps_per_epoch();
-  const std::uint64_t samples =
-      make_sampler(query.dataset_size, o, query.seed, query.shard_sizes)->size();
-  return o.drop_last ? samples / o.batch_size
-                     : (samples + o.batch_size - 1) / o.batch_size;
+  return batches_per_epoch(
+      {.samples =
+           make_sampler(query.dataset_size, o, query.seed, query.shard_sizes)->size(),
+       .batch_size = o.batch_size,
+       .drop_last = o.drop_last});
 }
 
 void ledger(const LedgerQuery& q, const std::function<void(const LedgerEntry&)>& emit) {

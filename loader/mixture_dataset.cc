@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "seedloader/batch_sampler.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
 #include "seedloader/loader_options.h"
@@ -261,8 +262,8 @@ MixtureSampler::MixtureSampler(std::vector<std::string> names,
   known_ = std::move(known);
   given_ = known_.size();
   known_.resize(given_ + 3);  // remember()'s slots
-  // ceil(samples_per_epoch / G), and the epoch's samples must count in 64 bits.
-  steps_ = samples_per_epoch / global_ + (samples_per_epoch % global_ != 0 ? 1 : 0);
+  // Whole global batches, and the epoch's samples must count in 64 bits.
+  steps_ = batches_per_epoch({.samples = samples_per_epoch, .batch_size = global_});
   std::uint64_t padded = 0;
   if (__builtin_mul_overflow(steps_, global_, &padded))
     throw ConfigError("a mixture's samples_per_epoch " +

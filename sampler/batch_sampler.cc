@@ -7,12 +7,19 @@
 
 namespace seedloader {
 
+std::uint64_t batches_per_epoch(const EpochBatching& e) {
+  if (e.batch_size == 0) throw ConfigError("batches_per_epoch: batch_size is 0");
+  const std::uint64_t whole = e.samples / e.batch_size;
+  // Not (samples + batch_size - 1) / batch_size, which wraps near 2^64.
+  return whole + (!e.drop_last && e.samples % e.batch_size != 0 ? 1 : 0);
+}
+
 BatchSampler::BatchSampler(std::vector<Index> indices, std::uint64_t batch_size,
                            bool drop_last)
     : indices_(std::move(indices)), batch_size_(batch_size) {
   if (batch_size_ == 0) throw ConfigError("BatchSampler: batch_size is 0");
-  const std::uint64_t n = indices_.size();
-  num_batches_ = drop_last ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+  num_batches_ = batches_per_epoch(
+      {.samples = indices_.size(), .batch_size = batch_size_, .drop_last = drop_last});
 }
 
 BatchSampler::BatchSampler(const std::vector<std::vector<Index>>& batches)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "seedloader/batch_sampler.h"
 #include "seedloader/error.h"
 
 namespace seedloader {
@@ -32,16 +33,13 @@ ElasticSampler::ElasticSampler(std::uint64_t dataset_size, ElasticOptions option
          "): each global batch takes G / C samples of "
          "each of the C parts");
   }
-  if (o.drop_last) {
-    num_batches_ = dataset_size_ / global_;
-    if (num_batches_ == 0) {
-      fail("a data set of " + std::to_string(dataset_size_) +
-           " samples holds no whole global batch of " + std::to_string(global_) +
-           " (batch_size " + std::to_string(o.batch_size) + " x world_size " +
-           std::to_string(o.world_size) + ") with drop_last");
-    }
-  } else {
-    num_batches_ = (dataset_size_ + global_ - 1) / global_;
+  num_batches_ = batches_per_epoch(
+      {.samples = dataset_size_, .batch_size = global_, .drop_last = o.drop_last});
+  if (o.drop_last && num_batches_ == 0) {
+    fail("a data set of " + std::to_string(dataset_size_) +
+         " samples holds no whole global batch of " + std::to_string(global_) +
+         " (batch_size " + std::to_string(o.batch_size) + " x world_size " +
+         std::to_string(o.world_size) + ") with drop_last");
   }
 }
 

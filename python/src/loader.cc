@@ -34,6 +34,7 @@
 #include "python/src/bindings.h"
 #include "python/src/errors.h"
 #include "python/src/python_dataset.h"
+#include "seedloader/batch_sampler.h"
 #include "seedloader/data_loader.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
@@ -666,9 +667,9 @@ void bind_loader(nb::module_& m) {
       [](const LoaderOptions& options, std::uint64_t size) {
         if (options.batch_size == 0) throw ConfigError("batch_size must be at least 1");
         // The sampler the engine would build (its size does not depend on the seed).
-        const std::uint64_t samples = make_sampler(size, options, 0)->size();
-        const std::uint64_t b = options.batch_size;
-        return options.drop_last ? samples / b : (samples + b - 1) / b;
+        return batches_per_epoch({.samples = make_sampler(size, options, 0)->size(),
+                                  .batch_size = options.batch_size,
+                                  .drop_last = options.drop_last});
       },
       nb::arg("options"), nb::arg("size"),
       "Batches per epoch on one rank under the built-in samplers (options: "

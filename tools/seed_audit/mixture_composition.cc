@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "seedloader/batch_sampler.h"
 #include "seedloader/error.h"
 #include "tools/common/json_depth.h"
 #include "tools/seed_audit/finding_tally.h"
@@ -47,8 +48,8 @@ MixtureExpectation mixture_expectation(const std::string& where, const std::stri
     const Json j = tools::parse_json<Json>(state);
     e.history = parse_mixture_history(where, j.at("history"));
     const auto per_epoch = tools::json_unsigned(j.at("samples_per_epoch"));
-    e.steps_per_epoch =
-        std::max<std::uint64_t>(1, (per_epoch + global_batch - 1) / global_batch);
+    e.steps_per_epoch = std::max<std::uint64_t>(
+        1, batches_per_epoch({.samples = per_epoch, .batch_size = global_batch}));
   } catch (const Json::exception& e2) {
     throw DataError(where + ": not a mixture state: " + e2.what());
   }

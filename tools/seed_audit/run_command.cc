@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "seedloader/batch_sampler.h"
 #include "seedloader/data_loader.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
@@ -110,11 +111,10 @@ LoaderOptions leg_options(const RunArgs& a, const Leg& leg, std::uint64_t rank,
 std::uint64_t leg_batches(const LoaderOptions& opt, const Leg& leg, const Dataset& data,
                           std::uint64_t seed) {
   std::unique_ptr<Sampler> own = data.own_order(opt, seed);
-  const std::uint64_t samples =
-      own ? own->size() : make_sampler(data.size(), opt, seed)->size();
-  const std::uint64_t per_epoch = opt.drop_last
-                                      ? samples / opt.batch_size
-                                      : (samples + opt.batch_size - 1) / opt.batch_size;
+  const std::uint64_t per_epoch = batches_per_epoch(
+      {.samples = own ? own->size() : make_sampler(data.size(), opt, seed)->size(),
+       .batch_size = opt.batch_size,
+       .drop_last = opt.drop_last});
   if (leg.stop_batch) return std::min(*leg.stop_batch, per_epoch);
   const std::uint64_t all = per_epoch * leg.epochs;
   return all - std::min(leg.start_batch, per_epoch);
