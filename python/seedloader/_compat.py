@@ -20,7 +20,7 @@ import sys
 import time
 import weakref
 
-from seedloader import _core, _dataset
+from seedloader import _core, _probe
 
 
 def samplers(loader):
@@ -189,7 +189,7 @@ class WorkerProcess:
     def is_alive(self):
         """Whether the process runs, as this process's child (not a zombie, not a
         later process given the same pid)."""
-        state = _dataset.process_state(self.pid)
+        state = _probe.process_state(self.pid)
         return state is not None and state[0] != "Z" and state[1] == os.getpid()
 
     def join(self, timeout=None):

@@ -184,3 +184,18 @@ def describe_exception(exc, budget=_MESSAGE_BYTES):
     if not kept or kept == ["  ...\n"]:
         return text
     return text + head + "".join(reversed(kept)).rstrip("\n")
+
+
+def held_slot_error(error):
+    """The engine's error for a batch whose slot an earlier, still referenced batch
+    holds, in this API's terms; None for any other error."""
+    found = re.match(r"DataLoader: batch (\d+) cannot be loaded: its slot is still held.*"
+                     r"has (\d+) slots", str(error))
+    if found is None:
+        return None
+    return Error("DataLoader: batch %s cannot be loaded: its slot is still held by an "
+                 "earlier batch you keep a reference to, and the slots were pinned for "
+                 "CUDA after the workers started, so the batch cannot be moved aside. The loader has %s slots "
+                 "(prefetch_factor + 1 per worker; in all with num_workers=0): pass "
+                 "pin_memory=False to keep any number of batches, keep fewer, "
+                 ".clone() what you keep, or raise prefetch_factor" % found.groups())

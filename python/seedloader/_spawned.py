@@ -21,7 +21,7 @@ import pickle
 import subprocess
 import sys
 
-from seedloader import _core, _dataset
+from seedloader import _core, _plan_channel
 
 # The LoaderOptions fields the engine's command sets; the rest travel.
 _LOCAL_OPTIONS = ("worker_command", "worker_fds")
@@ -44,7 +44,7 @@ def build_engine_dataset(recipe, replays=None):
     """The engine's data set from its recipe: ("python", dataset, fields, flatten,
     takes_rng) or ("mixture", names, [source recipes], history, samples_per_epoch,
     known points); `replays`: one per Python data set, in order
-    (seedloader._dataset.Replay, or None)."""
+    (seedloader._recording.Replay, or None)."""
     if recipe[0] == "python":
         _, dataset, fields, flatten, takes_rng = recipe
         return _core.PythonDataset(dataset, fields, flatten, takes_rng,
@@ -76,7 +76,7 @@ class Payload:
         """Pickles what a worker needs (`options` as options_state() gives them;
         `has_plan`: the parent's engine draws its batches from a plan, which sizes
         the slots by the batch size alone; `handoff`: the engine's, for the layout
-        pass's workers, _dataset.HandOver.serve); an object that does not pickle
+        pass's workers, _recording.HandOver.serve); an object that does not pickle
         raises its own error with a note naming `what` it belongs to (torch's
         loader raises the same error under spawn)."""
         from multiprocessing import spawn
@@ -91,7 +91,7 @@ class Payload:
             e.add_note("seedloader: workers started by spawn or forkserver receive %s "
                        "pickled; it could not be pickled" % what)
             raise
-        _dataset.rewrite_file(self.fd, data)
+        _plan_channel.rewrite_file(self.fd, data)
 
     def close(self):
         if self.fd >= 0:
