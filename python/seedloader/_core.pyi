@@ -154,9 +154,56 @@ def epoch_order(options: LoaderOptions, size: int, epoch: int) -> Annotated[NDAr
     This rank's sample order in `epoch` under the built-in samplers (options: shuffle, order, seed, rank, world_size, partition, and batch_size and drop_last for the elastic partition), before batching.
     """
 
-def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None, skipped_only: bool = False, mixture: LedgerMixture | None = None, dataset: Dataset | None = None) -> list[tuple[int, int, int, int, int, int, list[int], int | None, bool, int]]:
+class LedgerEntry:
+    """One sample of a step, as seedloader/ledger.h computes it."""
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def step(self) -> int: ...
+
+    @property
+    def rank(self) -> int: ...
+
+    @property
+    def worker(self) -> int:
+        """The worker that fills it when the epoch runs from its first batch."""
+
+    @property
+    def slot(self) -> int:
+        """Its place in the rank's batch."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def stream_epoch(self) -> int:
+        """The epoch its stream is keyed by: epoch, or a mixture source's."""
+
+    @property
+    def source(self) -> int:
+        """A mixture's sample: its source's position in LedgerMixture.names."""
+
+    @property
+    def source_index(self) -> int:
+        """A mixture's sample: its index in its source."""
+
+    @property
+    def stream(self) -> list[int]:
+        """The stream's spawn key (derive.h)."""
+
+    @property
+    def fingerprint(self) -> int | None:
+        """The stream's state before the sample (seeding="sample" only)."""
+
+    @property
+    def skipped(self) -> bool:
+        """Declared skipped: not delivered."""
+
+def ledger(options: LoaderOptions, size: int, epoch: int, first_step: int, end_step: int, rank: int | None = None, skipped_only: bool = False, mixture: LedgerMixture | None = None, dataset: Dataset | None = None) -> list[LedgerEntry]:
     """
-    seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, fingerprint or None, skipped, stream epoch) for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers or a mixture's order (a LedgerMixture); skipped_only: only those declared skipped; dataset: seedloader's own data set the loader reads, whose shards a shard order (order="shards") is made of.
+    seedloader/ledger.h: a LedgerEntry for each sample of steps [first_step, end_step) of `epoch`, every rank or `rank`, under the built-in samplers or a mixture's order (a LedgerMixture); skipped_only: only those declared skipped; dataset: seedloader's own data set the loader reads, whose shards a shard order (order="shards") is made of.
     """
 
 def epoch_step_ranges(first: int, end: int, per_epoch: int) -> list[list[int]]:

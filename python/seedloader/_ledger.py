@@ -50,20 +50,22 @@ def ledger(loader, step, epoch=None, rank=None, skipped_only=False):
         m = loader.dataset
         mixture = _core.LedgerMixture(m.names, m.sizes, loader._mixture_history,
                                       m.samples_per_epoch, loader._mixture_known)
-    keys = ("epoch", "step", "rank", "worker", "slot", "index", "stream", "fingerprint",
-            "skipped")
-    entries = [(dict(zip(keys, entry)), entry[-1]) for entry in _core.ledger(
-        options, len(loader.dataset), epoch,
-        _checks.integer(steps.start, "DataLoader.ledger: step"),
-        _checks.integer(steps.stop, "DataLoader.ledger: step"),
-        None if rank is None else _checks.integer(rank, "DataLoader.ledger: rank"),
-        bool(skipped_only), mixture,
-        loader.dataset if isinstance(loader.dataset, Dataset) else None)]
-    if mixture is not None:
-        for entry, source_epoch in entries:
-            entry["source"], entry["source_index"] = loader.dataset.locate(entry["index"])
-            entry["source_epoch"] = source_epoch
-    return [entry for entry, _ in entries]
+    entries = []
+    for e in _core.ledger(
+            options, len(loader.dataset), epoch,
+            _checks.integer(steps.start, "DataLoader.ledger: step"),
+            _checks.integer(steps.stop, "DataLoader.ledger: step"),
+            None if rank is None else _checks.integer(rank, "DataLoader.ledger: rank"),
+            bool(skipped_only), mixture,
+            loader.dataset if isinstance(loader.dataset, Dataset) else None):
+        entry = {"epoch": e.epoch, "step": e.step, "rank": e.rank, "worker": e.worker,
+                 "slot": e.slot, "index": e.index, "stream": e.stream,
+                 "fingerprint": e.fingerprint, "skipped": e.skipped}
+        if mixture is not None:
+            entry.update(source=loader.dataset.names[e.source],
+                         source_index=e.source_index, source_epoch=e.stream_epoch)
+        entries.append(entry)
+    return entries
 
 
 def skip(loader, steps=(), samples=()):

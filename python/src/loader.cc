@@ -691,6 +691,26 @@ void bind_loader(nb::module_& m) {
       "shuffle, order, seed, rank, world_size, partition, and batch_size and "
       "drop_last for the elastic partition), before batching.");
 
+  nb::class_<LedgerEntry>(m, "LedgerEntry",
+                          "One sample of a step, as seedloader/ledger.h computes it.")
+      .def_ro("epoch", &LedgerEntry::epoch)
+      .def_ro("step", &LedgerEntry::step)
+      .def_ro("rank", &LedgerEntry::rank)
+      .def_ro("worker", &LedgerEntry::worker,
+              "The worker that fills it when the epoch runs from its first batch.")
+      .def_ro("slot", &LedgerEntry::slot, "Its place in the rank's batch.")
+      .def_ro("index", &LedgerEntry::index)
+      .def_ro("stream_epoch", &LedgerEntry::stream_epoch,
+              "The epoch its stream is keyed by: epoch, or a mixture source's.")
+      .def_ro("source", &LedgerEntry::source,
+              "A mixture's sample: its source's position in LedgerMixture.names.")
+      .def_ro("source_index", &LedgerEntry::source_index,
+              "A mixture's sample: its index in its source.")
+      .def_ro("stream", &LedgerEntry::stream, "The stream's spawn key (derive.h).")
+      .def_ro("fingerprint", &LedgerEntry::fingerprint,
+              "The stream's state before the sample (seeding=\"sample\" only).")
+      .def_ro("skipped", &LedgerEntry::skipped, "Declared skipped: not delivered.");
+
   m.def(
       "ledger",
       [](const LoaderOptions& options, std::uint64_t size, std::uint64_t epoch,
@@ -710,21 +730,13 @@ void bind_loader(nb::module_& m) {
         q.end_step = end_step;
         q.rank = rank;
         q.skipped_only = skipped_only;
-        std::vector<std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, int,
-                               std::uint64_t, std::uint64_t, std::vector<std::uint64_t>,
-                               std::optional<std::uint64_t>, bool, std::uint64_t>>
-            out;
-        for (LedgerEntry& e : ledger(q))
-          out.emplace_back(e.epoch, e.step, e.rank, e.worker, e.slot, e.index,
-                           std::move(e.stream), e.fingerprint, e.skipped, e.stream_epoch);
-        return out;
+        return ledger(q);
       },
       nb::arg("options"), nb::arg("size"), nb::arg("epoch"), nb::arg("first_step"),
       nb::arg("end_step"), nb::arg("rank").none() = nb::none(),
       nb::arg("skipped_only") = false, nb::arg("mixture").none() = nb::none(),
       nb::arg("dataset").none() = nb::none(),
-      "seedloader/ledger.h: (epoch, step, rank, worker, slot, index, stream key, "
-      "fingerprint or None, skipped, stream epoch) for each sample of steps "
+      "seedloader/ledger.h: a LedgerEntry for each sample of steps "
       "[first_step, end_step) of `epoch`, every rank or `rank`, under the built-in "
       "samplers or a mixture's order (a LedgerMixture); skipped_only: only those "
       "declared skipped; dataset: seedloader's own data set the loader reads, whose "
