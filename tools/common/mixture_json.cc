@@ -6,7 +6,7 @@
 
 #include "seedloader/error.h"
 #include "tools/common/json_depth.h"
-#include "tools/seed_audit/mixture_composition.h"
+#include "tools/common/mixture_history_json.h"
 
 namespace seedloader::tools {
 
@@ -49,7 +49,7 @@ MixtureState parse_mixture_state(const std::string& where, const std::string& te
       s.epoch_first_counts.push_back(json_unsigned(info.at("epoch_first_count")));
       if (s.sizes.back() == 0) throw DataError("source '" + name + "' has size 0");
     }
-    s.history = audit::parse_mixture_history(where, j.at("history"));
+    s.history = parse_mixture_history(where, j.at("history"));
   } catch (const Json::exception& e) {
     throw DataError(where + ": the mixture state is malformed: " + e.what());
   } catch (const Error& e) {

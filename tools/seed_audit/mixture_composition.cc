@@ -6,37 +6,13 @@
 #include "seedloader/batch_sampler.h"
 #include "seedloader/error.h"
 #include "tools/common/json_depth.h"
+#include "tools/common/mixture_history_json.h"
 #include "tools/seed_audit/finding_tally.h"
 
 namespace seedloader::audit {
 
 using Json = nlohmann::ordered_json;
 using u128 = unsigned __int128;
-
-std::vector<MixtureSegment> parse_mixture_history(const std::string& where,
-                                                  const Json& history) {
-  std::vector<MixtureSegment> out;
-  try {
-    for (const Json& seg : history) {
-      std::vector<WeightPoint> points;
-      for (const Json& p : seg.at(2))
-        points.push_back(
-            {tools::json_unsigned(p.at(0)), p.at(1).get<std::vector<double>>()});
-      // The fifth element, interpolation, is absent from states written before it.
-      const bool interpolate = seg.size() > 4 && seg.at(4).get<bool>();
-      out.push_back({tools::json_unsigned(seg.at(0)),
-                     MixtureSchedule(seg.at(1).get<std::vector<std::string>>(),
-                                     std::move(points), interpolate),
-                     tools::json_unsigned_list(seg.at(3))});
-    }
-  } catch (const Json::exception& e) {
-    throw DataError(where + ": the mixture history is malformed: " + e.what());
-  } catch (const ConfigError& e) {
-    throw DataError(where + ": the mixture history: " + e.what());
-  }
-  if (out.empty()) throw DataError(where + ": the mixture history is empty");
-  return out;
-}
 
 MixtureExpectation mixture_expectation(const std::string& where, const std::string& state,
                                        std::uint64_t global_batch) {
@@ -46,7 +22,7 @@ MixtureExpectation mixture_expectation(const std::string& where, const std::stri
   e.global_batch = global_batch;
   try {
     const Json j = tools::parse_json<Json>(state);
-    e.history = parse_mixture_history(where, j.at("history"));
+    e.history = tools::parse_mixture_history(where, j.at("history"));
     const auto per_epoch = tools::json_unsigned(j.at("samples_per_epoch"));
     e.steps_per_epoch = std::max<std::uint64_t>(
         1, batches_per_epoch({.samples = per_epoch, .batch_size = global_batch}));

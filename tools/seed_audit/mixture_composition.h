@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -27,12 +26,6 @@ struct MixtureExpectation {
   std::uint64_t global_batch = 1;
   std::uint64_t steps_per_epoch = 1;
 };
-
-// A history as JSON: [[FROM_STEP, [NAME, ...], [[STEP, [WEIGHT, ...]], ...],
-// [COUNT, ...], INTERPOLATE], ...] (INTERPOLATE optional: false) (docs/datasets.md,
-// Mixtures). Throws DataError naming `where`.
-std::vector<MixtureSegment> parse_mixture_history(const std::string& where,
-                                                  const nlohmann::ordered_json& history);
 
 // The expectation from a mixture state (state_dict()["mixture"], ddp-train's
 // checkpoint metadata "mixture": its "history" and "samples_per_epoch") and the
