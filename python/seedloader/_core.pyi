@@ -112,6 +112,31 @@ class PassPosition:
         the pids of the workers serving the pass (empty before its first batch, and with no workers)
         """
 
+class PassStart:
+    """What a pass starts with (Batches' start() returns one)."""
+
+    def __init__(self, loader: object, first: int, replay: int, builder: object | None, pad_variable: bool) -> None: ...
+
+    @property
+    def loader(self) -> object:
+        """the Loader the pass runs on"""
+
+    @property
+    def first(self) -> int:
+        """the epoch's batch the pass starts at"""
+
+    @property
+    def replay(self) -> int:
+        """batches loaded and dropped before the first delivered"""
+
+    @property
+    def builder(self) -> object:
+        """what builds each batch (.build(fields, lengths, pad)), or None"""
+
+    @property
+    def pad_variable(self) -> bool:
+        """variable fields come as (padded tensor, lengths)"""
+
 class Batches:
     def __init__(self, start: object, on_error: object) -> None: ...
 

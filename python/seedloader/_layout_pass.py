@@ -141,7 +141,7 @@ def learn_from_batches(loader, datasets, plan, least, merge, mixture=None,
 
         def start(batches):
             replay = loader._begin_epoch(core, first)  # 0: see _layout_pass_can
-            return core, first, replay, _recording.PLACEHOLDER, False
+            return _core.PassStart(core, first, replay, _recording.PLACEHOLDER, False)
 
         passes = _core.Batches(start, loader._raise_batch_error)
         read, errors = [], []

@@ -442,9 +442,8 @@ class DataLoader:
     def _start(self, batches):
         """The first next() of pass `batches`: takes the rank and world size, claims
         its epoch (the resume point, else the next epoch once one has started) and
-        readies the engine; returns (engine, first batch, batches to replay, layout,
-        pad_variable), or None when nothing is left of the epoch. An older
-        pass is replaced either way."""
+        readies the engine; returns its _core.PassStart, or None when nothing is
+        left of the epoch. An older pass is replaced either way."""
         self._agree_seed(self._place(announce=True))
         self._canonical_fixed = True  # C is the run's from its first epoch on
         if self.worker_init_fn is not self._worker_init_fn:
@@ -486,7 +485,7 @@ class DataLoader:
         layout = self._layout
         if self._unbatched and self._collate is None:
             layout = _arguments.Unbatch(layout)
-        return core, first, replay, layout, self.pad_variable
+        return _core.PassStart(core, first, replay, layout, self.pad_variable)
 
     def _agree_seed(self, source):
         """A drawn seed becomes rank 0's on every rank (seedloader._agreement) when

@@ -382,6 +382,18 @@ struct PassPosition {
   std::vector<int> worker_pids;  // the workers serving it, from its first batch on
 };
 
+// What a pass starts with, from the DataLoader's start(): the engine, the epoch's
+// batch it starts at, the batches it loads and drops first (worker streams must
+// advance as they did), and the builder of its batches (None: the fields as
+// they are) with whether variable fields come padded.
+struct PassStart {
+  nb::object loader;  // a Loader
+  std::uint64_t first = 0;
+  std::uint64_t replay = 0;
+  nb::object builder = nb::none();  // .build(fields, lengths, pad) or None
+  bool pad_variable = false;
+};
+
 class Batches {
  public:
   Batches(nb::object start, nb::object on_error)
@@ -496,24 +508,25 @@ class Batches {
   // when it returns None (nothing is left of the epoch). A start that raises
   // ends the pass, as a generator that raised is finished.
   bool begin(nb::handle self) {
-    nb::tuple begun;
+    nb::object started;  // holds what `begun` points to
+    PassStart* begun = nullptr;
     try {
-      nb::object started = start_(self);
+      started = start_(self);
       if (started.is_none()) return false;
-      begun = nb::cast<nb::tuple>(started);
-      if (begun.size() != 5) throw Error("DataLoader: start() must return 5 values");
-      nb::cast<Loader&>(begun[0]);  // a TypeError now rather than at the first batch
+      // A TypeError now rather than at the first batch.
+      begun = &nb::cast<PassStart&>(started);
+      nb::cast<Loader&>(begun->loader);
     } catch (...) {
       done_ = true;
       throw;
     }
-    core_ = begun[0];
+    core_ = begun->loader;
     pass_ = nb::cast<Loader&>(core_).begin_pass();
-    pos_->yielded = nb::cast<std::uint64_t>(begun[1]);
+    pos_->yielded = begun->first;
     pos_->first = pos_->yielded;
-    replay_ = nb::cast<std::uint64_t>(begun[2]);
-    if (!begun[3].is_none()) build_ = begun[3].attr("build");
-    pad_ = nb::bool_(nb::cast<bool>(begun[4]));
+    replay_ = begun->replay;
+    if (!begun->builder.is_none()) build_ = begun->builder.attr("build");
+    pad_ = nb::bool_(begun->pad_variable);
     return true;
   }
 
@@ -582,7 +595,7 @@ class Batches {
     std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
-  nb::object start_;          // () -> (Loader, first, replay, layout, pad) or None
+  nb::object start_;          // (Batches) -> PassStart, or None
   nb::object on_error_;       // (pass) -> raises the pass's error
   nb::object core_;           // the Loader this pass runs on, once started
   nb::object position_;       // its PassPosition
@@ -641,6 +654,26 @@ void bind_loader(nb::module_& m) {
       .def_ro("worker_pids", &PassPosition::worker_pids,
               "the pids of the workers serving the pass (empty before its first batch, "
               "and with no workers)");
+
+  nb::class_<PassStart>(m, "PassStart",
+                        "What a pass starts with (Batches' start() returns one).")
+      .def(
+          "__init__",
+          [](PassStart* s, nb::object loader, std::uint64_t first, std::uint64_t replay,
+             nb::object builder, bool pad_variable) {
+            new (s) PassStart{std::move(loader), first, replay, std::move(builder),
+                              pad_variable};
+          },
+          nb::arg("loader"), nb::arg("first"), nb::arg("replay"),
+          nb::arg("builder").none(), nb::arg("pad_variable"))
+      .def_ro("loader", &PassStart::loader, "the Loader the pass runs on")
+      .def_ro("first", &PassStart::first, "the epoch's batch the pass starts at")
+      .def_ro("replay", &PassStart::replay,
+              "batches loaded and dropped before the first delivered")
+      .def_ro("builder", &PassStart::builder,
+              "what builds each batch (.build(fields, lengths, pad)), or None")
+      .def_ro("pad_variable", &PassStart::pad_variable,
+              "variable fields come as (padded tensor, lengths)");
 
   nb::class_<Batches>(m, "Batches", nb::type_slots(collected_slots<Batches>))
       .def(nb::init<nb::object, nb::object>(), nb::arg("start"), nb::arg("on_error"))
