@@ -77,8 +77,8 @@ def seed_from(generator):
 
 
 def check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
-                           collate_fn, drop_last, timeout, multiprocessing_context,
-                           prefetch_factor, persistent_workers, pin_memory_device):
+                          collate_fn, drop_last, timeout, multiprocessing_context,
+                          prefetch_factor, persistent_workers, pin_memory_device):
     """PyTorch's argument rules, as ConfigError (a ValueError, as torch raises)."""
     if batch_size is not None and (isinstance(batch_size, bool) or
                                    not isinstance(batch_size, int) or batch_size < 1):

@@ -110,8 +110,8 @@ def sample_dataset(loader):
             dataset = _dataset.SampleSeeded(dataset)
         if loader._layout is None:
             loader._layout = loader._learn_layout(engine_dataset=dataset, plan=plan)
-        loader._recipe = ("python", dataset, [f.as_tuple() for f in loader._layout.fields],
-                        _samples.Flatten(loader._layout), _dataset.takes_rng(dataset))
+        loader._recipe = _spawned.PythonRecipe.of(dataset, loader._layout,
+                                                  _dataset.takes_rng(dataset))
         dataset = _spawned.build_engine_dataset(loader._recipe, take_replay(loader))
     return dataset, plan
 
@@ -165,13 +165,13 @@ def mixture_dataset(loader):
                     "%s, %r gives %s" % (
                         first, _recording.describe_fields(loader._layout), name,
                         _recording.describe_fields(layouts[name])))
-    recipes = {name: ("python", read[name], _fields_of(layouts[name]),
-                      _samples.Flatten(layouts[name]), _dataset.takes_rng(read[name]))
+    recipes = {name: _spawned.PythonRecipe.of(read[name], layouts[name],
+                                              _dataset.takes_rng(read[name]))
                for name in python}
     if len(python) == len(m.names):
-        loader._recipe = ("mixture", m.names, [recipes[n] for n in m.names],
-                        loader._mixture_history, m.samples_per_epoch,
-                        loader._mixture_known)
+        loader._recipe = _spawned.MixtureRecipe(
+            m.names, [recipes[n] for n in m.names], loader._mixture_history,
+            m.samples_per_epoch, loader._mixture_known)
         return _spawned.build_engine_dataset(loader._recipe, take_replay(loader))
     loader._recipe = None  # seedloader's own sources: the workers are forked
     return _core.MixtureDataset(
@@ -198,8 +198,8 @@ def collated_dataset(loader):
             batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2,
             batches, loader._publish,
             lambda files, read: _recording.collated_of_batches(files[0], read, budget))
-    loader._recipe = ("python", batches, [f.as_tuple() for f in loader._layout.fields],
-                    loader._layout, True)
+    loader._recipe = _spawned.PythonRecipe(
+        batches, [f.as_tuple() for f in loader._layout.fields], loader._layout, True)
     dataset = _spawned.build_engine_dataset(loader._recipe, take_replay(loader))
     return dataset, loader._publish
 

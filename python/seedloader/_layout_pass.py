@@ -1,9 +1,10 @@
 """The layout of a Python data set's samples, learned when the first pass
 starts: by the layout pass (the pass's first batches read in the pass's own
 workers through recorders, the workers then handed over to the pass), else by a
-probe (seedloader._dataset). Functions of the loader they are bound to.
+probe (seedloader._probe). Functions of the loader they are bound to.
 """
 import array
+import dataclasses
 import itertools
 import os
 
@@ -29,12 +30,13 @@ def learn_mixture_layout(loader, sources):
         [sources[n] for n in names], None, _dataset.PROBE_SAMPLES,
         lambda files, read: _recording.layout_of_mixture_batches(
             files, read, m.locate, names, paths, budget),
-        (m.names, loader._mixture_history, m.samples_per_epoch, loader._mixture_known),
+        _spawned.MixtureRecipe(m.names, [], loader._mixture_history, m.samples_per_epoch,
+                               loader._mixture_known),
         ["source %r sample" % n for n in names]) or {}
 
 
 def learn_layout(loader, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES,
-                  engine_dataset=None, plan=None, merge=None):
+                 engine_dataset=None, plan=None, merge=None):
     """The layout of `dataset`'s items (the dataset's samples by default) from
     learn([(index, item)]), on the first `count` items; or, where
     _learn_from_batches can, from the pass's first batches (at least `count`
@@ -83,10 +85,10 @@ def layout_pass_can(loader):
 
 
 def learn_from_batches(loader, datasets, plan, least, merge, mixture=None,
-                        noun="sample"):
+                       noun="sample"):
     """The layout of Python data sets' samples (`datasets`: the engine's one, or
-    `mixture`'s sources as the recipe (names, history, samples_per_epoch,
-    known) makes a MixtureDataset of them), learned by the layout pass: an
+    the sources of `mixture`, a _spawned.MixtureRecipe whose sources are the
+    recorders'), learned by the layout pass: an
     engine with the loader's options (MixUp and CutMix aside), plan and
     worker_init, its batches of a one-byte placeholder, runs the pass's first
     batches (every worker's first, and at least `least` items), each
@@ -119,10 +121,10 @@ def learn_from_batches(loader, datasets, plan, least, merge, mixture=None,
         options.seed = loader._seed
         # The placeholder has no image to mix; mixing never moves a sample's stream.
         options.mixup_alpha = options.cutmix_alpha = 0.0
-        recipes = [("python", r, [f.as_tuple() for f in _recording.PLACEHOLDER.fields],
-                    _samples.Flatten(_recording.PLACEHOLDER), True) for r in recorders]
+        recipes = [_spawned.PythonRecipe.of(r, _recording.PLACEHOLDER, True)
+                   for r in recorders]
         recipe = recipes[0] if mixture is None else \
-            ("mixture", mixture[0], recipes) + tuple(mixture[1:])
+            dataclasses.replace(mixture, sources=recipes)
         init = _recording.RecordingInit(recorders, loader._worker_init())
         handoff = handover.serve if handover is not None else None
         if loader.num_workers and loader._start_method in ("spawn", "forkserver"):

@@ -15,13 +15,14 @@ worker on the parent's shared memory, whose file the engine passes
 worker. The dataset is pickled when the workers start, as torch's loader does:
 each epoch without persistent_workers, once with them."""
 
+import dataclasses
 import io
 import os
 import pickle
 import subprocess
 import sys
 
-from seedloader import _core, _plan_channel
+from seedloader import _core, _plan_channel, _samples
 
 # The LoaderOptions fields the engine's command sets; the rest travel.
 _LOCAL_OPTIONS = ("worker_command", "worker_fds")
@@ -40,28 +41,56 @@ def options_from(state):
     return options
 
 
+@dataclasses.dataclass
+class PythonRecipe:
+    """A Python data set as the engine reads it (_core.PythonDataset): what it
+    reads (an adapter of seedloader._dataset, or the user's data set), the
+    fields of the slot (as Field.as_tuple() gives them), what makes a sample's
+    leaves of them (_samples.Flatten, or a collate_fn's layout) and whether its
+    reads take the sample's generator."""
+    dataset: object
+    fields: list
+    flatten: object
+    takes_rng: bool
+
+    @classmethod
+    def of(cls, dataset, layout, takes_rng):
+        """The recipe of `dataset` whose samples have `layout`."""
+        return cls(dataset, [f.as_tuple() for f in layout.fields], _samples.Flatten(layout),
+                   takes_rng)
+
+
+@dataclasses.dataclass
+class MixtureRecipe:
+    """A Mixture of Python data sets as the engine reads it (_core.MixtureDataset):
+    its sources' names and recipes (PythonRecipe, in order), the schedule
+    history, samples_per_epoch and the counts a resume starts from."""
+    names: list
+    sources: list
+    history: list
+    samples_per_epoch: int
+    known: list
+
+
 def build_engine_dataset(recipe, replays=None):
-    """The engine's data set from its recipe: ("python", dataset, fields, flatten,
-    takes_rng) or ("mixture", names, [source recipes], history, samples_per_epoch,
-    known points); `replays`: one per Python data set, in order
-    (seedloader._recording.Replay, or None)."""
-    if recipe[0] == "python":
-        _, dataset, fields, flatten, takes_rng = recipe
-        return _core.PythonDataset(dataset, fields, flatten, takes_rng,
-                                   replays[0] if replays else None)
-    _, names, sources, history, samples_per_epoch, known = recipe
-    replays = replays or [None] * len(sources)
-    return _core.MixtureDataset(names, [build_engine_dataset(s, [r])
-                                        for s, r in zip(sources, replays)],
-                                history, samples_per_epoch, known)
+    """The engine's data set from its recipe (PythonRecipe or MixtureRecipe);
+    `replays`: one per Python data set, in order (seedloader._recording.Replay,
+    or None)."""
+    if isinstance(recipe, PythonRecipe):
+        return _core.PythonDataset(recipe.dataset, recipe.fields, recipe.flatten,
+                                   recipe.takes_rng, replays[0] if replays else None)
+    replays = replays or [None] * len(recipe.sources)
+    return _core.MixtureDataset(recipe.names, [build_engine_dataset(s, [r])
+                                               for s, r in zip(recipe.sources, replays)],
+                                recipe.history, recipe.samples_per_epoch, recipe.known)
 
 
 def with_datasets(recipe, datasets):
     """`recipe` with its Python data sets, in order, replaced by `datasets`."""
-    if recipe[0] == "python":
-        return (recipe[0], datasets[0]) + tuple(recipe[2:])
-    return recipe[:2] + ([with_datasets(s, [d]) for s, d in zip(recipe[2], datasets)],) + \
-        tuple(recipe[3:])
+    if isinstance(recipe, PythonRecipe):
+        return dataclasses.replace(recipe, dataset=datasets[0])
+    return dataclasses.replace(recipe, sources=[
+        with_datasets(s, [d]) for s, d in zip(recipe.sources, datasets)])
 
 
 class Payload:
