@@ -16,9 +16,13 @@ bash scripts/python_env.sh --frameworks
 # package itself and the examples that use it.
 MYPYPATH=python "$venv/bin/python" -m mypy --no-incremental --ignore-missing-imports \
   python/seedloader examples/python
-# The C++ loader's batches, for the equivalence test (built by the default preset).
+# The C++ loader's batches, for the equivalence test, and seed-audit, whose order
+# of a saved mixture state is checked against the loader's (built by the default
+# preset).
 dump=$PWD/build/default/tests/python/batch_dump
 [[ -x $dump ]] && export SEEDLOADER_BATCH_DUMP=$dump
+audit=$PWD/build/default/tools/seed-audit
+[[ -x $audit ]] && export SEEDLOADER_SEED_AUDIT=$audit
 # From outside the source tree, so `import seedloader` is the installed package.
 cd python/tests
 # --durations: the 20 slowest, so that growth shows.

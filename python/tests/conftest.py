@@ -23,3 +23,20 @@ def read_trace():
         with open(path) as f:
             return [json.loads(line) for line in f]
     return read
+
+
+@pytest.fixture
+def cross_check_program():
+    """cross_check_program(variable, what) -> the program whose path the environment
+    variable holds (scripts/python_test.sh sets it after the C++ build); without
+    it the test skips, or fails under SEEDLOADER_REQUIRE_CROSS_CHECKS=1 (CI)."""
+    def find(variable, what):
+        path = os.environ.get(variable)
+        if not path:
+            if os.environ.get("SEEDLOADER_REQUIRE_CROSS_CHECKS") == "1":
+                pytest.fail("%s is not set and SEEDLOADER_REQUIRE_CROSS_CHECKS=1 asks for "
+                            "every cross-check" % variable)
+            pytest.skip("%s (%s) not given; scripts/python_test.sh sets it after the C++ "
+                        "build" % (variable, what))
+        return path
+    return find

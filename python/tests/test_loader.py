@@ -25,14 +25,8 @@ def collect(loader, field):
     ("sample", 3, True, False, 1, 2),
 ])
 def test_batches_equal_the_cpp_loaders_byte_for_byte(seeding, workers, shuffle, drop_last,
-                                                     rank, world):
-    dump = os.environ.get("SEEDLOADER_BATCH_DUMP")
-    if not dump:
-        if os.environ.get("SEEDLOADER_REQUIRE_CROSS_CHECKS") == "1":
-            pytest.fail("SEEDLOADER_BATCH_DUMP is not set and SEEDLOADER_REQUIRE_CROSS_CHECKS=1 "
-                        "asks for every cross-check")
-        pytest.skip("SEEDLOADER_BATCH_DUMP (tests/python/batch_dump) not given; "
-                    "scripts/python_test.sh sets it after the C++ build")
+                                                     rank, world, cross_check_program):
+    dump = cross_check_program("SEEDLOADER_BATCH_DUMP", "tests/python/batch_dump")
     n, h, w, c, spec, batch, seed, epochs = 50, 24, 20, 3, "rrc:16,hflip,normalize:imagenet", 4, 77, 2
     args = [dump, str(n), str(h), str(w), str(c), spec, str(batch), str(workers), str(seed),
             seeding, str(int(shuffle)), str(int(drop_last)), str(rank), str(world), str(epochs)]

@@ -1,11 +1,13 @@
 """seedloader.Mixture: the same global batches at any world size and worker count;
 each sample's draws keyed by (source, source epoch, index), whatever the weights;
 new weights at a resume, at another world size, with a source added, repeat and
-skip nothing of any source; what a Mixture cannot do is refused by name."""
+skip nothing of any source; seed-audit order, given a saved state, names the samples
+the resumed loader reads; what a Mixture cannot do is refused by name."""
 import json
 import os
 import pickle
 import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -257,6 +259,73 @@ def test_the_audit_checks_a_mixture_within_each_sources_epochs(tmp_path):
     assert "resume_duplicate" in kinds, report
     example = kinds["resume_duplicate"]["examples"][0]
     assert example["source"] in sizes and "source_epoch" in example
+
+
+def test_seed_audit_order_reads_a_saved_state_to_the_samples_the_resumed_loader_reads(
+        tmp_path, cross_check_program):
+    program = cross_check_program("SEEDLOADER_SEED_AUDIT", "build/default/tools/seed-audit")
+    world, weights = 2, {"small": 3, "large": 1}
+    spec = json.dumps({"sources": {"small": "synthetic:13", "large": "synthetic:50"},
+                       "weights": weights, "samples_per_epoch": 60})
+
+    def order(epoch, steps, state=None):
+        """seed-audit order's samples by (epoch, step, rank): source, index and the
+        first uniform of the stream its source epoch keys."""
+        args = [program, "order", "--data", "mix:" + spec, "--seed", str(SEED),
+                "--batch-size", str(G // world), "--world-size", str(world),
+                "--partition", "elastic", "--seeding", "sample", "--workers", "1",
+                "--epoch", str(epoch), "--steps", steps, "--json", "-"]
+        if state is not None:
+            path = tmp_path / ("state_%d.json" % state["step"])
+            path.write_text(json.dumps(state))
+            args += ["--mixture", str(path)]
+        done = subprocess.run(args, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        out = {}
+        entries = [json.loads(line) for line in done.stdout.splitlines()]
+        for e in sorted(entries, key=lambda e: (e["step"], e["rank"], e["slot"])):
+            out.setdefault((e["epoch"], e["step"], e["rank"]), []).append(
+                (e["source"], e["source_index"],
+                 stream_uniform(e["source"], e["source_epoch"], e["source_index"])))
+        return out
+
+    # Epoch 0 whole and 3 steps of epoch 1 under the staged weights, then a resume
+    # with new ones: a new segment from the saved step 8.
+    before = [loader(mixture(), world, r, 1) for r in range(world)]
+    for epoch, steps in ((0, 5), (1, 3)):
+        for dl in before:
+            dl.set_epoch(epoch)
+        its = [iter(dl) for dl in before]
+        for _ in range(steps):
+            for it in its:
+                next(it)
+    saved = before[0].state_dict()
+    assert saved["mixture"]["step"] == 8
+    after = [loader(mixture(weights), world, r, 1) for r in range(world)]
+    for dl in after:
+        dl.load_state_dict(saved)
+    names = ("small", "large")
+    read, later = {}, None
+    for epoch in (1, 2):
+        for rank, dl in enumerate(after):
+            if epoch == 2:
+                dl.set_epoch(2)
+            first = 3 if epoch == 1 else 0
+            for k, batch in enumerate(dl, start=first):
+                read[(epoch, k, rank)] = [(names[tag], index, u) for tag, index, u in rows(batch)]
+        if epoch == 1:
+            later = after[0].state_dict()["mixture"]  # saved by the resumed run
+    assert sorted(read) == [(e, k, r) for e, ks in ((1, range(3, 5)), (2, range(5)))
+                            for k in ks for r in range(world)]
+    # What the loader read: the source, the index and the stream of each sample of
+    # steps 3 and 4 of epoch 1 and all of epoch 2, from the state the first run saved.
+    assert {**order(1, "3:5", saved["mixture"]), **order(2, "0:5", saved["mixture"])} == read
+    # And from the resumed run's own state, whose history holds both segments.
+    assert [h[0] for h in later["history"]] == [0, 8]
+    assert order(2, "0:5", later) == {key: v for key, v in read.items() if key[0] == 2}
+    # Without the state the new weights count from step 0: other samples.
+    unsaved = order(1, "3:5")
+    assert all(unsaved[key] != read[key] for key in unsaved)
 
 
 def test_interpolated_weights_ramp_step_by_step_and_survive_a_resume():
