@@ -523,7 +523,7 @@ void Engine::adopt_workers() {
     for (int w = 0; w < workers(); ++w) {
       launch.worker = w;
       launch.first_task = ring_.tasks_issued(w);
-      options_.worker_adopt(w, launch.arguments(), fds);
+      options_.worker_adopt(w, launch, fds);
     }
   } catch (...) {
     stop_workers(kKillNow);  // a worker never told would wait for ever

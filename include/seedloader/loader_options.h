@@ -18,6 +18,8 @@
 
 namespace seedloader {
 
+struct WorkerLaunch;  // data_loader.h
+
 // Which stream a dataset's get() draws from.
 enum class SeedScope {
   kWorker,  // worker stream (1, epoch, rank, worker), consumed sample after sample
@@ -156,13 +158,12 @@ struct LoaderOptions {
   // Set: the first start of workers adopts these processes (children of this
   // process that another engine released, forked by the thread that iterates
   // this one) as workers 0..n-1 instead of starting new ones, and
-  // worker_adopt(w, launch arguments, descriptors) tells worker w its
-  // WorkerLaunch as a worker program gets it, with the descriptors it names
-  // (the shared memory's files), which the callee passes to the worker. Later
-  // starts fork as usual.
+  // worker_adopt(w, launch, descriptors) tells worker w its WorkerLaunch
+  // (data_loader.h), with the descriptors it names (the shared memory's files,
+  // region first), which the callee passes to the worker. Later starts fork as
+  // usual.
   std::vector<pid_t> adopt_workers;
-  std::function<void(int worker, const std::vector<std::string>& arguments,
-                     const std::vector<int>& fds)>
+  std::function<void(int worker, const WorkerLaunch& launch, const std::vector<int>& fds)>
       worker_adopt;
   // Runs in each worker after its stream is seeded: (worker id, rank), once
   // per fork (so once per epoch without persistent_workers; never when

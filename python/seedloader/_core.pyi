@@ -112,6 +112,40 @@ class PassPosition:
         the pids of the workers serving the pass (empty before its first batch, and with no workers)
         """
 
+class WorkerLaunch:
+    """
+    What a worker program serves (seedloader/data_loader.h): its worker, the shared memory's files as this process holds them, the digest it must match.
+    """
+
+    @staticmethod
+    def parse(arguments: Sequence[str]) -> WorkerLaunch:
+        """
+        From the arguments a worker program is started with; ConfigError names one that is missing, extra or not a number.
+        """
+
+    def arguments(self) -> list[str]:
+        """As a worker program's arguments."""
+
+    @property
+    def worker(self) -> int: ...
+
+    @property
+    def region_fd(self) -> int:
+        """the shared region's memory file, as this process holds it"""
+
+    @region_fd.setter
+    def region_fd(self, arg: int, /) -> None: ...
+
+    @property
+    def spares_fd(self) -> int:
+        """the spare blocks' memory file as this process holds it, or -1"""
+
+    @spares_fd.setter
+    def spares_fd(self, arg: int, /) -> None: ...
+
+    @property
+    def digest(self) -> int: ...
+
 class PassStart:
     """What a pass starts with (Batches' start() returns one)."""
 
@@ -464,9 +498,9 @@ class Loader:
 
     def worker_pids(self) -> list[int]: ...
 
-    def serve_worker(self, arguments: Sequence[str]) -> None:
+    def serve_worker(self, launch: WorkerLaunch) -> None:
         """
-        In a worker program (LoaderOptions.worker_command): serves the worker its arguments name, on the parent's shared memory; never returns.
+        In a worker program (LoaderOptions.worker_command): serves the worker `launch` names, on the parent's shared memory; never returns.
         """
 
     def shared_memory(self) -> tuple[int, int]:

@@ -155,11 +155,13 @@ class HandOver:
             return
         if not message:
             return
-        arguments = pickle.loads(message)
+        launch = _core.WorkerLaunch.parse(pickle.loads(message))
         recipe_fd, fds = fds[0], iter(fds[1:])
-        for at in (4, 6):  # region_fd and spares_fd, as this process received them
-            if int(arguments[at]) >= 0:
-                arguments[at] = str(next(fds))
+        # The shared memory's files as this process received them, in adopt()'s order.
+        if launch.region_fd >= 0:
+            launch.region_fd = next(fds)
+        if launch.spares_fd >= 0:
+            launch.spares_fd = next(fds)
         template, options, fmt, has_plan = pickle.loads(
             os.pread(recipe_fd, os.fstat(recipe_fd).st_size, 0))
         recorders = self.recorders
@@ -168,7 +170,7 @@ class HandOver:
             _spawned.build_engine_dataset(recipe, [Replay(r.cache) for r in recorders]),
             _spawned.options_from(options), RestoreGlobalStates(recorders[0].initial),
             fmt, _spawned.no_plan if has_plan else None)
-        loader.serve_worker(arguments)
+        loader.serve_worker(launch)
 
     def ready(self, recipe, options, fmt, has_plan):
         """Whether the pass can adopt the released workers (self.pids): every
@@ -186,11 +188,12 @@ class HandOver:
         _plan_channel.rewrite_file(self.recipe_fd, data)
         return True
 
-    def adopt(self, worker, arguments, fds):
-        """The engine's worker_adopt: tells worker `worker` what to serve; a worker
+    def adopt(self, worker, launch, fds):
+        """The engine's worker_adopt: tells worker `worker` what to serve (its
+        _core.WorkerLaunch; `fds`: the shared memory's files it names); a worker
         that cannot be told (it died) is a WorkerError naming it."""
         try:
-            socket.send_fds(self.pairs[worker][0], [pickle.dumps(list(arguments))],
+            socket.send_fds(self.pairs[worker][0], [pickle.dumps(launch.arguments())],
                             [self.recipe_fd] + list(fds))
         except OSError as e:
             self.close()

@@ -172,4 +172,4 @@ def main():
         import torch  # noqa: F401  (seeded and given worker info as in a fork)
     loader = _core.Loader(build_engine_dataset(recipe), options_from(options), worker_init,
                           fmt, no_plan if has_plan else None, handoff=handoff)
-    loader.serve_worker(launch)
+    loader.serve_worker(_core.WorkerLaunch.parse(launch))

@@ -139,7 +139,7 @@ class Loader {
   // sets (worker_init_fn runs in each worker after the engine's own set-up),
   // batch_plan, which batch_plan (None, or epoch -> [[index]]) sets, and the
   // hand-over's callables: handoff (worker -> never returns) runs in a worker
-  // that release_workers() handed over; adopt, (pids, (worker, launch arguments,
+  // that release_workers() handed over; adopt, (pids, (worker, WorkerLaunch,
   // descriptors) -> None), makes the first start adopt those processes.
   Loader(nb::object dataset, LoaderOptions options, nb::object worker_init_fn,
          const std::string& format, nb::object batch_plan, nb::object handoff,
@@ -185,11 +185,11 @@ class Loader {
       auto [pids, tell] = nb::cast<std::pair<std::vector<long>, nb::object>>(adopt_);
       o.adopt_workers.assign(pids.begin(), pids.end());
       // Called by start(), which holds the GIL; the Loader owns the callable.
-      o.worker_adopt = [fn = tell.ptr()](int worker, const std::vector<std::string>& args,
+      o.worker_adopt = [fn = tell.ptr()](int worker, const WorkerLaunch& launch,
                                          const std::vector<int>& fds) {
         nb::gil_scoped_acquire gil;
         const nb::handle tell(fn);
-        tell(worker, nb::cast(args), nb::cast(fds));
+        tell(worker, nb::cast(launch), nb::cast(fds));
       };
     }
     loader_ = std::make_unique<DataLoader>(ds, std::move(o));
@@ -655,6 +655,21 @@ void bind_loader(nb::module_& m) {
               "the pids of the workers serving the pass (empty before its first batch, "
               "and with no workers)");
 
+  nb::class_<WorkerLaunch>(
+      m, "WorkerLaunch",
+      "What a worker program serves (seedloader/data_loader.h): its worker, the "
+      "shared memory's files as this process holds them, the digest it must match.")
+      .def_static("parse", &WorkerLaunch::parse, nb::arg("arguments"),
+                  "From the arguments a worker program is started with; ConfigError "
+                  "names one that is missing, extra or not a number.")
+      .def("arguments", &WorkerLaunch::arguments, "As a worker program's arguments.")
+      .def_ro("worker", &WorkerLaunch::worker)
+      .def_rw("region_fd", &WorkerLaunch::region_fd,
+              "the shared region's memory file, as this process holds it")
+      .def_rw("spares_fd", &WorkerLaunch::spares_fd,
+              "the spare blocks' memory file as this process holds it, or -1")
+      .def_ro("digest", &WorkerLaunch::digest);
+
   nb::class_<PassStart>(m, "PassStart",
                         "What a pass starts with (Batches' start() returns one).")
       .def(
@@ -910,12 +925,10 @@ void bind_loader(nb::module_& m) {
       .def("worker_pids", [](Loader& l) { return pid_list(l.loader().worker_pids()); })
       .def(
           "serve_worker",
-          [](Loader& l, const std::vector<std::string>& arguments) {
-            l.serve_worker(WorkerLaunch::parse(arguments));
-          },
-          nb::arg("arguments"),
+          [](Loader& l, const WorkerLaunch& launch) { l.serve_worker(launch); },
+          nb::arg("launch"),
           "In a worker program (LoaderOptions.worker_command): serves the worker "
-          "its arguments name, on the parent's shared memory; never returns.")
+          "`launch` names, on the parent's shared memory; never returns.")
       .def("shared_memory", &Loader::shared_memory,
            "(address, bytes) of the shared region holding every slot");
 }

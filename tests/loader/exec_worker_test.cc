@@ -142,10 +142,10 @@ TEST(ExecWorkerTest, HandedOverWorkersServeTheLoaderThatAdoptsThem) {
     o.timeout = std::chrono::seconds(30);  // a worker that never came is a TimeoutError
     o.adopt_workers = pids;
     std::vector<int> told;
-    o.worker_adopt = [&](int w, const std::vector<std::string>& args,
-                         const std::vector<int>& fds) {
+    o.worker_adopt = [&](int w, const WorkerLaunch& launch, const std::vector<int>& fds) {
+      EXPECT_EQ(launch.worker, w);
       std::string line;
-      for (const std::string& a : args) line += a + ' ';
+      for (const std::string& a : launch.arguments()) line += a + ' ';
       line.back() = '\n';
       ASSERT_EQ(write(pipes[w][1], line.data(), line.size()),
                 static_cast<ssize_t>(line.size()));
@@ -185,7 +185,7 @@ TEST(ExecWorkerTest, WorkersToAdoptGoWithALoaderThatNeverStarted) {
   {
     LoaderOptions o = options(5, false, false);
     o.adopt_workers = pids;
-    o.worker_adopt = [](int, const std::vector<std::string>&, const std::vector<int>&) {};
+    o.worker_adopt = [](int, const WorkerLaunch&, const std::vector<int>&) {};
     DataLoader never_started(dataset, o);
   }
   for (pid_t pid : pids) {
