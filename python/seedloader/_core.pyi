@@ -203,6 +203,11 @@ BUSY: str = ...
 def draw_base_seed(who: str) -> int:
     """A base seed drawn from the OS and announced on stderr."""
 
+def batches_per_epoch(samples: int, batch_size: int, drop_last: bool) -> int:
+    """
+    Batches of `batch_size` that `samples` samples make (batch_sampler.h): the last one short, or dropped with drop_last.
+    """
+
 def epoch_batches(options: LoaderOptions, size: int) -> int:
     """
     Batches per epoch on one rank under the built-in samplers (options: batch_size, drop_last, rank, world_size, partition).

@@ -314,8 +314,8 @@ class DataLoader:
         if self._batch_sampler is not None:
             return len(self._batch_sampler)
         if self._sampler is not None:
-            n = len(self._sampler)
-            return n // self._batch_size if self.drop_last else -(-n // self._batch_size)
+            return _core.batches_per_epoch(len(self._sampler), self._batch_size,
+                                           self.drop_last)
         self._place()
         return _core.epoch_batches(self._order_options(), len(self.dataset))
 

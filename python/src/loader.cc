@@ -711,6 +711,16 @@ void bind_loader(nb::module_& m) {
   m.def("draw_base_seed", &draw_base_seed, nb::arg("who"),
         "A base seed drawn from the OS and announced on stderr.");
   m.def(
+      "batches_per_epoch",
+      [](std::uint64_t samples, std::uint64_t batch_size, bool drop_last) {
+        if (batch_size == 0) throw ConfigError("batch_size must be at least 1");
+        return batches_per_epoch(
+            {.samples = samples, .batch_size = batch_size, .drop_last = drop_last});
+      },
+      nb::arg("samples"), nb::arg("batch_size"), nb::arg("drop_last"),
+      "Batches of `batch_size` that `samples` samples make (batch_sampler.h): the "
+      "last one short, or dropped with drop_last.");
+  m.def(
       "epoch_batches",
       [](const LoaderOptions& options, std::uint64_t size) {
         if (options.batch_size == 0) throw ConfigError("batch_size must be at least 1");
