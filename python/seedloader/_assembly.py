@@ -47,7 +47,7 @@ def build_engine(loader):
         dataset, plan = mixture_dataset(loader), None
     else:
         dataset, plan = sample_dataset(loader)
-    loader._options.seed = loader._seed
+    loader._options.seed = loader.seed
     worker_init = worker_start(loader)
     loader._options.worker_command, loader._options.worker_fds = [], []
     spawned = (loader._start_method in ("spawn", "forkserver") and loader.num_workers > 0
@@ -188,7 +188,7 @@ def collated_dataset(loader):
     samples = (_dataset.MixtureSamples(loader.dataset) if loader._mixture_history is not None
                else _dataset.Samples(loader.dataset))
     batches = _dataset.CollatedBatches(
-        samples, loader._collate, loader._channel, loader._seed,
+        samples, loader._collate, loader._channel, loader.seed,
         loader.seeding == "sample", max(len(loader), 1))
     loader._collated_size = len(batches)
     publish(loader, loader._epoch)

@@ -71,9 +71,9 @@ def learn_layout(loader, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES,
             samples, paths, budget, unbatched)
     with_rng = _dataset.takes_rng(dataset)
     if loader.num_workers > 0:
-        return _probe.learn_in_child(dataset, with_rng, loader._seed, loader._epoch,
+        return _probe.learn_in_child(dataset, with_rng, loader.seed, loader._epoch,
                                        learn, loader.timeout, count)
-    return _probe.learn_in_process(dataset, with_rng, loader._seed, loader._epoch, learn,
+    return _probe.learn_in_process(dataset, with_rng, loader.seed, loader._epoch, learn,
                                      count)
 
 
@@ -118,7 +118,7 @@ def learn_from_batches(loader, datasets, plan, least, merge, mixture=None,
             handover = _recording.HandOver(loader.num_workers, recorders)
         options = _spawned.options_from(_spawned.options_state(loader._options))
         options.prefetch, options.persistent_workers = 1, False
-        options.seed = loader._seed
+        options.seed = loader.seed
         # The placeholder has no image to mix; mixing never moves a sample's stream.
         options.mixup_alpha = options.cutmix_alpha = 0.0
         recipes = [_spawned.PythonRecipe.of(r, _recording.PLACEHOLDER, True)

@@ -253,11 +253,13 @@ class DataLoader:
         self._channel = None     # collate_fn: the epoch's batches, to the workers
         self._collated = None    # collate_fn: (epoch, [[index]]) the engine runs
         self._collated_size = 0  # collate_fn: the most batches an epoch may have
-        self._seed = seed  # a DrawnSeed until the ranks agree on it
-        # An attribute, not a property: a framework that rebuilds a loader from
-        # vars() and the __init__ signature must get the same seed on every rank.
-        self.seed = self._seed  # the base seed every stream derives from
-        config.update(seed=self._seed, generator=None)  # the seed drawn, on every copy
+        # The base seed every stream derives from, kept here alone (a DrawnSeed
+        # until the ranks agree on it). An attribute, not a property: a framework
+        # that rebuilds a loader from vars() and the __init__ signature must get
+        # the same seed on every rank.
+        self.seed = seed
+        del config["seed"]  # a pickle takes self.seed, drawn or agreed
+        config.update(generator=None)
         self._config = config
         self._options = _arguments.loader_options(
             num_workers=num_workers,
@@ -265,7 +267,7 @@ class DataLoader:
             # variable still holds while the next is fetched.
             prefetch=(2 if prefetch_factor is None else prefetch_factor) + 1,
             shuffle=bool(shuffle), order=order, shuffle_block=self.shuffle_block,
-            seed=self._seed, drop_last=drop_last,
+            seed=self.seed, drop_last=drop_last,
             persistent_workers=persistent_workers, rank=self.rank,
             world_size=self.world_size, partition=partition, seeding=seeding,
             canonical_nodes=self.canonical_nodes, nodes=self._node_count(self.world_size),
@@ -330,7 +332,7 @@ class DataLoader:
         """A pickled loader is its configuration and position: unpickled, it is a new
         loader (no workers yet) with the same arguments, the same base seed on every
         copy, and state_dict() loaded, as torch.multiprocessing.spawn needs."""
-        return {"config": self._config, "state": self.state_dict()}
+        return {"config": dict(self._config, seed=self.seed), "state": self.state_dict()}
 
     def __setstate__(self, pickled):
         self.__init__(**pickled["config"])
@@ -490,14 +492,17 @@ class DataLoader:
     def _agree_seed(self, source):
         """A drawn seed becomes rank 0's on every rank (seedloader._agreement) when
         this pass runs over several; the engine is rebuilt if it changed."""
-        seed = _agreement.agreed_seed(self._seed, self.rank, self.world_size, source,
+        seed = _agreement.agreed_seed(self.seed, self.rank, self.world_size, source,
                                       self._order_depends_on_seed())
-        if seed is self._seed:
-            return
-        if seed != self._seed:
-            self._close_engine()  # rebuilt, and pinned again, for the new seed
-        self._seed = self._config["seed"] = seed
-        self.__dict__["seed"] = seed  # past __setattr__'s rule
+        if seed is not self.seed:
+            self._set_seed(seed)
+
+    def _set_seed(self, seed):
+        """Makes `seed` the base seed (an agreed one, a loaded state's); an engine
+        built for another is rebuilt, and pinned again, when the next pass starts."""
+        if seed != self.seed:
+            self._close_engine()
+        self.__dict__["seed"] = seed  # the loader's own change: past __setattr__'s rule
 
     def _order_depends_on_seed(self):
         """Whether the epoch's order is drawn from the base seed (not a user's
@@ -589,11 +594,11 @@ class DataLoader:
                               "whole), not %r" % (self.world_size, self.partition))
         m = self.dataset
         key = (self._mixture_history, self._mixture_known, self.rank, self.world_size,
-               self._batch_size, self._seed)
+               self._batch_size, self.seed)
         if self._mixture_cache is None or self._mixture_cache[0] != key:
             self._mixture_cache = (key, _core.MixtureOrder(
                 m.names, m.sizes, self._mixture_history, m.samples_per_epoch,
-                self._batch_size, self.world_size, self.rank, self._seed,
+                self._batch_size, self.world_size, self.rank, self.seed,
                 self._mixture_known))
         return self._mixture_cache[1]
 
@@ -626,7 +631,7 @@ class DataLoader:
     def _order_options(self):
         """The options that decide the built-in samplers' order and batch count."""
         return _arguments.loader_options(shuffle=self._shuffle, order=self.order,
-                               shuffle_block=self.shuffle_block, seed=self._seed,
+                               shuffle_block=self.shuffle_block, seed=self.seed,
                                rank=self.rank, world_size=self.world_size,
                                partition=self.partition, batch_size=self._batch_size or 1,
                                drop_last=self.drop_last,

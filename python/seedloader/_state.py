@@ -27,10 +27,10 @@ def state_dict(loader):
              "_finished": loader._epoch_used and yielded >= num_batches,
              "samples": yielded * global_batch,
              "global_batch_size": global_batch,
-             "base_seed": int(loader._seed),
+             "base_seed": int(loader.seed),
              # Not yet agreed (no pass over several ranks began): a loaded state
              # agrees it when its first pass does.
-             "base_seed_drawn": isinstance(loader._seed, _agreement.DrawnSeed),
+             "base_seed_drawn": isinstance(loader.seed, _agreement.DrawnSeed),
              "seeding": loader.seeding, "order": loader.order,
              "shuffle_block": loader.shuffle_block,
              "canonical_nodes": loader.canonical_nodes,
@@ -175,10 +175,7 @@ def load_state_dict(loader, state):
     seed = state["base_seed"]
     if state["base_seed_drawn"]:
         seed = _agreement.DrawnSeed(seed)
-    if seed != loader._seed:
-        loader._close_engine()  # rebuilt, and pinned again, for the new seed
-    loader._seed = loader._config["seed"] = seed
-    loader.__dict__["seed"] = seed  # past __setattr__'s rule
+    loader._set_seed(seed)
     if plan is not None:
         loader._plan = plan
     if history is not None and (history, known) != (loader._mixture_history,
