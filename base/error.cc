@@ -259,4 +259,7 @@ std::string redact_credentials(std::string_view text) {
   return shown;
 }
 
+// Out of line: the one place its type information lives.
+DatasetException::~DatasetException() = default;
+
 }  // namespace seedloader

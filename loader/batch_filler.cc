@@ -91,6 +91,10 @@ FillResult fill_batch(const FillContext& ctx, std::byte* slot, std::uint64_t epo
       result.outcome = FillResult::Outcome::kFailed;
       result.error_index = static_cast<std::int64_t>(index);
       result.message = e.what();
+      if (const auto* raised = dynamic_cast<const DatasetException*>(&e)) {
+        result.exception_type = raised->type();
+        result.original = raised->original();
+      }
       if (ctx.on_bad_sample == BadSample::kSkip && dynamic_cast<const DataError*>(&e)) {
         result.message += " (and so did the " +
                           std::to_string(std::min(near.count - 1, kMaxReplacements)) +

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
 
 #include "loader/batch_mixer.h"
@@ -44,6 +45,9 @@ struct FillResult {
   std::uint64_t skipped = 0;
   std::int64_t error_index = -1;  // kFailed: the sample, -1 when not one sample
   std::string message;            // kFailed: what get() threw
+  // kFailed: what get() threw was a DatasetException: its type() and original().
+  std::string exception_type;
+  std::exception_ptr original;
 };
 
 // What a fill watches to learn that its task was abandoned: the shared

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <new>
 #include <string>
 #include <utility>
@@ -141,6 +142,9 @@ class Engine::Mode {
   // The process that fills worker w's slots, and how messages name it.
   virtual pid_t pid(int w) const = 0;
   virtual std::string who(int w) const = 0;
+  // The exception the last failed batch's get() raised, where it was raised in
+  // this process (WorkerFailure::original); null otherwise. Hands it over.
+  virtual std::exception_ptr take_original() noexcept = 0;
 
  protected:
   Engine& e_;
@@ -167,10 +171,8 @@ class Engine::InThreadMode final : public Engine::Mode {
                               CancelWatch::never());
     h.skipped = r.skipped;
     if (r.outcome == FillResult::Outcome::kFailed) {
-      h.error_index = r.error_index;
-      std::size_t n = std::min(r.message.size(), kErrorTextBytes - 1);
-      r.message.copy(h.error, n);
-      h.error[n] = '\0';
+      write_error(h, r.error_index, ErrorStage::kGet, r.message, r.exception_type);
+      original_ = std::move(r.original);
     }
     return r.outcome == FillResult::Outcome::kDone ? kReady : kError;
   }
@@ -186,9 +188,13 @@ class Engine::InThreadMode final : public Engine::Mode {
 
   pid_t pid(int) const override { return getpid(); }
   std::string who(int) const override { return "in-thread loader (num_workers=0)"; }
+  std::exception_ptr take_original() noexcept override {
+    return std::exchange(original_, {});
+  }
 
  private:
-  std::optional<Rng> rng_;  // the one stream, reseeded every epoch
+  std::optional<Rng> rng_;       // the one stream, reseeded every epoch
+  std::exception_ptr original_;  // the last failed get()'s, until taken
 };
 
 // num_workers > 0: forked workers fill the slots; tasks and results cross the
@@ -242,6 +248,8 @@ class Engine::ForkedMode final : public Engine::Mode {
   std::string who(int w) const override {
     return "worker " + std::to_string(w) + " (pid " + std::to_string(pid(w)) + ")";
   }
+  // An exception raised in a worker stays there; its type came in the slot.
+  std::exception_ptr take_original() noexcept override { return nullptr; }
 };
 
 std::unique_ptr<Engine::Mode> Engine::make_mode(Engine& engine) {
@@ -731,6 +739,7 @@ void Engine::pump() noexcept {
     h.error_index = -1;
     h.error_stage = ErrorStage::kGet;
     h.error[0] = '\0';
+    h.error_type[0] = '\0';
     slots_[s].batch = static_cast<std::int64_t>(next_issue_);
     slots_[s].generation = generation_;
     ring_.issued(s);
@@ -800,16 +809,17 @@ std::uint32_t Engine::await(int slot, std::uint64_t k) {
       stop_workers(kKillNow);
       throw WorkerError(dead->describe() + " while loading batch " + std::to_string(k) +
                             " of epoch " + std::to_string(epoch_),
-                        f);
+                        f, ErrorCode::kWorkerDied);
     }
     if (timed && std::chrono::steady_clock::now() >= deadline) {
       const pid_t pid = pool_.pid(w);
       active_ = false;
       stop_workers(kKillNow);
       throw TimeoutError("worker " + std::to_string(w) + " (pid " + std::to_string(pid) +
-                         ") did not deliver batch " + std::to_string(k) + " of epoch " +
-                         std::to_string(epoch_) + " within " +
-                         std::to_string(options_.timeout.count()) + " ms");
+                             ") did not deliver batch " + std::to_string(k) +
+                             " of epoch " + std::to_string(epoch_) + " within " +
+                             std::to_string(options_.timeout.count()) + " ms",
+                         options_.timeout);
     }
   }
 }
@@ -822,15 +832,17 @@ void Engine::throw_failed(int slot, std::uint64_t k) {
   f.pid = mode_->pid(w);
   f.batch = static_cast<long long>(k);
   f.index = h.error_index;
+  f.exception_type = h.error_type;
+  f.original = mode_->take_original();
   const std::string where = mode_->who(w);
-  std::string what = h.error_stage == ErrorStage::kWorkerInit
-                         ? where + ": " + h.error
-                         : where + " failed on sample " + std::to_string(h.error_index) +
-                               " of batch " + std::to_string(k) + ": " + h.error;
+  const bool init = h.error_stage == ErrorStage::kWorkerInit;
+  std::string what = init ? where + ": " + h.error
+                          : where + " failed on sample " + std::to_string(h.error_index) +
+                                " of batch " + std::to_string(k) + ": " + h.error;
   // The slot is back in main's hands; free it for the next epoch.
   slots_[slot].batch = -1;
   mode_->take_back(h);
-  if (h.error_stage == ErrorStage::kGet) {
+  if (!init) {
     // A dataset's exception: the worker lives on and serves its next task, so
     // the epoch goes on past this batch if the consumer asks for the next one.
     f.recoverable = true;
@@ -838,7 +850,8 @@ void Engine::throw_failed(int slot, std::uint64_t k) {
   } else {
     abandon_epoch();
   }
-  throw WorkerError(what, f);
+  throw WorkerError(what, std::move(f),
+                    init ? ErrorCode::kWorkerInitFailed : ErrorCode::kBatchFailed);
 }
 
 Batch Engine::fetch(std::uint64_t k) {
@@ -856,13 +869,15 @@ Batch Engine::fetch(std::uint64_t k) {
     pump();
   }
   if (!issued()) {
-    throw Error("DataLoader: batch " + std::to_string(k) +
-                " cannot be loaded: its slot is still held by an earlier batch, and "
-                "the shared region is pinned (shared_memory() was taken), so the batch "
-                "cannot be moved aside. The loader has " +
-                std::to_string(region_layout_.num_slots()) +
-                " slots (num_workers x prefetch); release Batch objects sooner or "
-                "raise prefetch");
+    throw SlotHeldError(
+        "DataLoader: batch " + std::to_string(k) +
+            " cannot be loaded: its slot is still held by an earlier batch, and "
+            "the shared region is pinned (shared_memory() was taken), so the batch "
+            "cannot be moved aside. The loader has " +
+            std::to_string(region_layout_.num_slots()) +
+            " slots (num_workers x prefetch); release Batch objects sooner or "
+            "raise prefetch",
+        k, region_layout_.num_slots());
   }
   SlotHeader& h = header(s);
   const std::uint32_t st = mode_->complete(s, k);

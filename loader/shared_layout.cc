@@ -24,6 +24,15 @@ std::size_t checked_mul(std::size_t a, std::size_t b, const char* what) {
 }
 }  // namespace
 
+void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
+                 std::string_view message, std::string_view type) {
+  h.error_index = index;
+  h.error_stage = stage;
+  h.error[message.copy(h.error, kErrorTextBytes - 1)] = '\0';
+  if (type.size() >= kErrorTypeBytes) type = {};
+  h.error_type[type.copy(h.error_type, type.size())] = '\0';
+}
+
 SlotGeometry::SlotGeometry(const SampleLayout& layout, std::uint64_t batch)
     : batch_size(batch), num_fields(layout.num_fields()) {
   std::size_t at = 0;

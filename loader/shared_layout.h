@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "loader/slot_state.h"
@@ -60,6 +61,7 @@ struct alignas(64) ReadAhead {
 };
 
 inline constexpr std::size_t kErrorTextBytes = 1024;
+inline constexpr std::size_t kErrorTypeBytes = 256;
 
 // Where a kError result came from. It lives in shared memory, so the
 // underlying type is fixed: the header's layout does not depend on it.
@@ -85,8 +87,16 @@ struct alignas(64) SlotHeader {
   std::int64_t error_index;     // kError: the sample index, -1 when none
   ErrorStage error_stage;       // kError: what failed
   char error[kErrorTextBytes];  // kError: NUL-terminated message
+  // kError: the type of the data set's own exception (DatasetException), NUL
+  // terminated; empty when get() threw none.
+  char error_type[kErrorTypeBytes];
 };
 static_assert(sizeof(SlotHeader) % 64 == 0, "slot headers are whole cache lines");
+
+// Writes a kError result's fields into `h`: `message` cut to fit; `type` whole, or
+// left out when it does not fit (a cut name could name another type).
+void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
+                 std::string_view message, std::string_view type = {});
 
 // Offsets inside one slot's data; the same for every slot.
 struct SlotGeometry {

@@ -8,7 +8,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <string>
 #include <vector>
@@ -30,15 +29,6 @@ std::uint64_t now_ns() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::steady_clock::now().time_since_epoch())
           .count());
-}
-
-void write_error(SlotHeader& h, std::int64_t index, ErrorStage stage,
-                 const std::string& message) {
-  h.error_index = index;
-  h.error_stage = stage;
-  std::size_t n = std::min(message.size(), kErrorTextBytes - 1);
-  std::memcpy(h.error, message.data(), n);
-  h.error[n] = '\0';
 }
 
 // Appends the ReadAhead block's indices of epoch generation `generation` to
@@ -152,7 +142,7 @@ void announce_reads(const WorkerConfig& c, const SlotRing& ring, std::uint64_t t
         publish(h.state, kCancelled);
         break;
       case FillResult::Outcome::kFailed:
-        write_error(h, r.error_index, ErrorStage::kGet, r.message);
+        write_error(h, r.error_index, ErrorStage::kGet, r.message, r.exception_type);
         publish(h.state, kError);
         break;
     }

@@ -63,7 +63,7 @@ E iterate_until_error(DataLoader& loader) {
     return e;
   }
   ADD_FAILURE() << "the epoch finished without an error";
-  return E("none", {});
+  return E("none", {}, ErrorCode::kWorkerDied);
 }
 
 TEST_F(FaultTest, KilledWorkerIsReportedWithItsSignalAndOthersAreReaped) {
@@ -142,6 +142,8 @@ TEST_F(FaultTest, WorkerCallingExitIsReportedWithItsCode) {
   });
   DataLoader loader(ds, options(2));
   WorkerError e = iterate_until_error<WorkerError>(loader);
+  EXPECT_EQ(e.code(), ErrorCode::kWorkerDied);
+  EXPECT_FALSE(e.failure().recoverable);
   EXPECT_EQ(e.failure().exit_code, 3);
   EXPECT_EQ(e.failure().worker, 1);
   const std::string expected =
@@ -162,6 +164,8 @@ TEST_F(FaultTest, StalledWorkerIsATimeoutErrorNamingIt) {
     FAIL() << "a stalled worker went unnoticed";
   } catch (const TimeoutError& e) {
     EXPECT_LT(seconds_since(t0), 3.0);
+    EXPECT_EQ(e.code(), ErrorCode::kTimedOut);
+    EXPECT_EQ(e.waited(), std::chrono::milliseconds(300));
     EXPECT_NE(std::string(e.what()).find("worker 0 (pid"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("batch 2"), std::string::npos) << e.what();
   }

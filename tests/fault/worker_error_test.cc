@@ -1,11 +1,13 @@
 // Faults 4 and 5: exceptions inside a worker (from get() or from worker_init)
 // reach the consumer as WorkerError with worker id, sample index and the
 // original message, without a deadlock, and the loader stays usable.
+#include <exception>
 #include <new>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "loader/shared_layout.h"
 #include "loader/shared_region.h"
 #include "seedloader/data_loader.h"
 #include "tests/fault/fault_fixture.h"
@@ -24,6 +26,29 @@ LoaderOptions batches_of_four(int workers) {
   o.num_workers = workers;
   o.seed = 3;
   return o;
+}
+
+// The samples an epoch of `ds` delivers with `workers` workers under
+// BadSample::kSkip.
+std::uint64_t samples_when_skipping(const Dataset& ds, int workers) {
+  LoaderOptions o = batches_of_four(workers);
+  o.on_bad_sample = BadSample::kSkip;
+  DataLoader loader(ds, o);
+  std::uint64_t samples = 0;
+  for (const Batch& b : loader) samples += b.size();
+  return samples;
+}
+
+// The WorkerError an epoch of `ds` with `workers` workers ends with.
+WorkerError epoch_error(const Dataset& ds, int workers) {
+  DataLoader loader(ds, batches_of_four(workers));
+  try {
+    for (const Batch& b : loader) (void)b;
+  } catch (const WorkerError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "the epoch ended without an error; " << workers << " workers";
+  return WorkerError("none", {}, ErrorCode::kBatchFailed);
 }
 
 class GetThrowsTest : public FaultTest, public ::testing::WithParamInterface<bool> {};
@@ -46,7 +71,9 @@ TEST_P(GetThrowsTest, ExceptionIsRethrownWithIndexAndMessageAndNextEpochWorks) {
     for (const Batch& b : loader) (void)b;
     FAIL() << "the exception was lost";
   } catch (const WorkerError& e) {
-    EXPECT_EQ(e.failure().worker, 1);  // batch 3 -> worker 1
+    EXPECT_EQ(e.code(), ErrorCode::kBatchFailed);
+    EXPECT_EQ(e.failure().exception_type, "");  // a C++ DataError: none of its own
+    EXPECT_EQ(e.failure().worker, 1);           // batch 3 -> worker 1
     EXPECT_EQ(e.failure().index, 13);
     EXPECT_EQ(e.failure().batch, 3);
     const std::string what = e.what();
@@ -81,12 +108,7 @@ TEST_F(FaultTest, OutOfMemoryInGetIsADataErrorNamingDatasetAndSample) {
                 std::string::npos)
           << what;
     }
-    LoaderOptions o = batches_of_four(workers);
-    o.on_bad_sample = BadSample::kSkip;
-    DataLoader skipping(ds, o);
-    std::uint64_t samples = 0;
-    for (const Batch& b : skipping) samples += b.size();
-    EXPECT_EQ(samples, 40u) << workers << " workers";
+    EXPECT_EQ(samples_when_skipping(ds, workers), 40u) << workers << " workers";
   }
 }
 
@@ -104,6 +126,7 @@ TEST_F(FaultTest, WorkerInitFailureIsReportedOnTheFirstBatch) {
     auto it = loader.begin();
     FAIL() << "worker_init's failure was lost";
   } catch (const WorkerError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kWorkerInitFailed);
     EXPECT_EQ(e.failure().worker, 0);
     EXPECT_EQ(e.failure().batch, 0);
     const std::string what = e.what();
@@ -161,6 +184,60 @@ TEST_F(FaultTest, AStartedIteratorGoesOnAfterAFailedFirstBatch) {
     std::vector<std::uint64_t> seen;
     for (++it; !(it == loader.end()); ++it) seen.push_back(it->number());
     EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2})) << workers << " workers";
+  }
+}
+
+// What a Python dataset's exception crosses the loader as: its type travels with
+// the error from a worker and from the consumer's own thread alike, the exception
+// itself only from the consumer's thread (a worker's stays in the worker).
+TEST_F(FaultTest, ADatasetsOwnExceptionIsReportedWithItsTypeAndInThreadItself) {
+  HookedDataset ds(40, [](std::uint64_t i) {
+    if (i == 13) {
+      throw_as_dataset_exception(
+          Error("HookedDataset[13]: KeyError: 13"), "mymodule.Missing",
+          std::make_exception_ptr(std::out_of_range("the original")));
+    }
+  });
+  for (int workers : {0, 2}) {
+    const WorkerError e = epoch_error(ds, workers);
+    EXPECT_EQ(e.code(), ErrorCode::kBatchFailed);
+    EXPECT_TRUE(e.failure().recoverable);
+    EXPECT_EQ(e.failure().index, 13);
+    EXPECT_EQ(e.failure().exception_type, "mymodule.Missing") << workers << " workers";
+    EXPECT_NE(std::string(e.what()).find("KeyError: 13"), std::string::npos) << e.what();
+    if (workers == 0) {
+      ASSERT_TRUE(e.failure().original);
+      EXPECT_THROW(std::rethrow_exception(e.failure().original), std::out_of_range);
+    } else {
+      EXPECT_FALSE(e.failure().original);
+    }
+  }
+}
+
+// Marked as a dataset's own exception, a DataError is still bad input that
+// on_bad_sample=kSkip replaces.
+TEST_F(FaultTest, AMarkedDataErrorIsStillSkipped) {
+  HookedDataset ds(40, [](std::uint64_t i) {
+    if (i == 13)
+      throw_as_dataset_exception(DataError("bad record 13"), "DataError", nullptr);
+  });
+  for (int workers : {0, 2})
+    EXPECT_EQ(samples_when_skipping(ds, workers), 40u) << workers << " workers";
+}
+
+// A type name that does not fit the slot's field whole is left out, never cut (a
+// cut name could be another type's): the error comes without one.
+TEST_F(FaultTest, ATypeNameTooLongForTheSlotIsLeftOutNotCut) {
+  for (const std::size_t length : {kErrorTypeBytes - 1, kErrorTypeBytes}) {
+    const std::string name(length, 'T');
+    HookedDataset ds(40, [&name](std::uint64_t i) {
+      if (i == 2) throw_as_dataset_exception(Error("bad"), name, nullptr);
+    });
+    for (int workers : {0, 2}) {
+      EXPECT_EQ(epoch_error(ds, workers).failure().exception_type,
+                length < kErrorTypeBytes ? name : "")
+          << length << " characters, " << workers << " workers";
+    }
   }
 }
 

@@ -356,7 +356,10 @@ TEST(DataLoaderTest, HoldingMoreBatchesThanSlotsOfARegionPinnedLateIsAClearError
   try {
     ++it;
     FAIL() << "expected an error for a third held batch";
-  } catch (const Error& e) {
+  } catch (const SlotHeldError& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kSlotHeld);
+    EXPECT_EQ(e.batch(), 2u);
+    EXPECT_EQ(e.slots(), 2);
     EXPECT_NE(std::string(e.what()).find("still held"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("2 slots"), std::string::npos) << e.what();
   }
