@@ -28,17 +28,6 @@ from seedloader._errors import ConfigError
 PROBE_SAMPLES = 8
 
 
-# The exception a Python dataset raised in this process (num_workers=0), set by
-# the engine's PythonDataset, taken by the loader to chain it.
-in_process_error = None
-
-
-def take_in_process_error():
-    global in_process_error
-    error, in_process_error = in_process_error, None
-    return error
-
-
 def name_of(dataset):
     """How errors name a dataset: a wrapper's name is its dataset's."""
     return getattr(dataset, "_seedloader_name", type(dataset).__qualname__)

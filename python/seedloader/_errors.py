@@ -8,14 +8,22 @@
     WorkerError   a worker failed: .worker, .pid, .signal or .exit_code, .batch,
                   .index (None where unknown) and the original message; also a
                   RuntimeError, as torch raises for a dead worker. When a
-                  dataset's __getitem__ raised, the error is also an instance of
-                  that exception's type (as_dataset_error), as torch re-raises it.
-    TimeoutError  a batch did not arrive within `timeout`; also a TimeoutError
-                  and, as torch raises for a timeout, a RuntimeError
+                  dataset's __getitem__ raised, .exception_type names that
+                  exception's type and the error is also an instance of it
+                  (as_dataset_error), as torch re-raises it.
+    TimeoutError  a batch did not arrive within `timeout` (.timeout, seconds);
+                  also a TimeoutError and, as torch raises for a timeout, a
+                  RuntimeError
     CommError     a collective did not complete
+
+The engine's errors come with the facts the package acts on as attributes (set by
+python/src/errors.cc), never as text to parse. `.code` says what happened:
+"batch_failed" (a sample's __getitem__ raised: the pass goes on),
+"worker_init_failed", "worker_died", "timed_out", "slot_held" (a seedloader.Error
+whose .batch cannot be loaded while a kept batch holds its slot, of .slots);
+None for any other error.
 """
 import builtins
-import re
 import signal as _signal
 import sys
 import traceback
@@ -23,6 +31,8 @@ import traceback
 
 class Error(Exception):
     """Base of every seedloader error."""
+
+    code = None  # what happened, where the engine says (see the module's text)
 
 
 class ConfigError(Error, ValueError):
@@ -37,12 +47,11 @@ class TimeoutError(Error, builtins.TimeoutError, RuntimeError):  # noqa: A001
     """A batch did not arrive in time; names the worker. The engine's message ends
     with PyTorch's words for it, which logs and tests look for."""
 
-    def __init__(self, message=""):
-        waited = re.search(r" within (\d+) ms$", str(message))
-        if waited:
-            message = "%s (DataLoader timed out after %g seconds)" % (
-                message, int(waited.group(1)) / 1000)
+    def __init__(self, message="", timeout=None):
+        if timeout is not None:
+            message = "%s (DataLoader timed out after %g seconds)" % (message, timeout)
         super().__init__(message)
+        self.timeout = timeout  # seconds waited, where the engine says
 
 
 class CommError(Error):
@@ -53,11 +62,9 @@ class WorkerError(Error, RuntimeError):
     """A worker failed; what is known of it is in the attributes (None: unknown)."""
 
     def __init__(self, message, worker=None, pid=None, signal=None, exit_code=None,
-                 batch=None, index=None):
+                 batch=None, index=None, exception_type=None):
         # PyTorch's words for a worker's end, which logs and tests look for.
-        if "(DataLoader worker (pid" in message:
-            pass  # a WorkerError made again from one (as_dataset_error)
-        elif pid is not None and signal is not None:
+        if pid is not None and signal is not None:
             message = "%s (DataLoader worker (pid %d) is killed by signal: %s.)" % (
                 message, pid, _signal.strsignal(signal) or signal)
         elif pid is not None and exit_code is not None:
@@ -70,6 +77,7 @@ class WorkerError(Error, RuntimeError):
         self.exit_code = exit_code
         self.batch = batch
         self.index = index
+        self.exception_type = exception_type  # type_name() of a dataset's exception
 
 
 def is_dataset_error(error):
@@ -82,10 +90,6 @@ def is_dataset_error(error):
 # The engine carries a worker's message in a 1024-byte field of the slot.
 _MESSAGE_BYTES = 1000
 
-# "... failed on sample I of batch B: <dataset>[I]: <type>: message (at ...)", the
-# engine's words around a dataset's exception as describe_exception wrote it.
-_DATASET_FAILURE = re.compile(r"failed on sample (\d+) of batch \d+: .*?\[\1\]: "
-                              r"([A-Za-z_][\w.]*)(?::| \(at |$)")
 _combined: dict = {}  # exception type -> its WorkerError subclass
 
 
@@ -119,18 +123,15 @@ def _find_type(name):
     return None
 
 
-def as_dataset_error(error, kind_name=None):
+def as_dataset_error(error):
     """A WorkerError for a sample whose __getitem__ raised, as an instance of both
-    WorkerError (its fields kept) and the dataset's exception type, as torch's
-    loader re-raises a worker's exception as its own type (`except KeyError:` and
-    `except seedloader.WorkerError:` both catch it); None when the type cannot
-    be found or made so (a constructor that takes more than a message). The type
-    is named by `kind_name` (as type_name gives it), else read from the message."""
-    if kind_name is None:
-        found = _DATASET_FAILURE.search(str(error))
-        kind_name = found and found.group(2)
-    kind = kind_name and _find_type(kind_name)
-    if kind is None:
+    WorkerError (its fields kept) and the dataset's exception type, named by its
+    exception_type, as torch's loader re-raises a worker's exception as its own
+    type (`except KeyError:` and `except seedloader.WorkerError:` both catch it);
+    None when it names none, or the type cannot be found or made so (a
+    constructor that takes more than a message)."""
+    kind = error.exception_type and _find_type(error.exception_type)
+    if not kind:
         return None
     if kind not in _combined:
         try:
@@ -144,11 +145,14 @@ def as_dataset_error(error, kind_name=None):
     if combined is None:
         return None
     try:
-        return combined(str(error), worker=error.worker, pid=error.pid,
-                        signal=error.signal, exit_code=error.exit_code,
-                        batch=error.batch, index=error.index)
+        own = combined(str(error), worker=error.worker, pid=error.pid,
+                       signal=error.signal, exit_code=error.exit_code,
+                       batch=error.batch, index=error.index,
+                       exception_type=error.exception_type)
     except TypeError:
         return None
+    own.code = error.code
+    return own
 
 
 def describe_exception(exc, budget=_MESSAGE_BYTES):
@@ -188,14 +192,16 @@ def describe_exception(exc, budget=_MESSAGE_BYTES):
 
 def held_slot_error(error):
     """The engine's error for a batch whose slot an earlier, still referenced batch
-    holds, in this API's terms; None for any other error."""
-    found = re.match(r"DataLoader: batch (\d+) cannot be loaded: its slot is still held.*"
-                     r"has (\d+) slots", str(error))
-    if found is None:
+    holds (code "slot_held"), in this API's terms, its code, batch and slots kept;
+    None for any other error."""
+    if error.code != "slot_held":
         return None
-    return Error("DataLoader: batch %s cannot be loaded: its slot is still held by an "
+    held = Error("DataLoader: batch %d cannot be loaded: its slot is still held by an "
                  "earlier batch you keep a reference to, and the slots were pinned for "
-                 "CUDA after the workers started, so the batch cannot be moved aside. The loader has %s slots "
+                 "CUDA after the workers started, so the batch cannot be moved aside. The loader has %d slots "
                  "(prefetch_factor + 1 per worker; in all with num_workers=0): pass "
                  "pin_memory=False to keep any number of batches, keep fewer, "
-                 ".clone() what you keep, or raise prefetch_factor" % found.groups())
+                 ".clone() what you keep, or raise prefetch_factor"
+                 % (error.batch, error.slots))
+    held.code, held.batch, held.slots = error.code, error.batch, error.slots
+    return held

@@ -570,20 +570,17 @@ class DataLoader:
         """Raises the error the pass `batches` met, in this API's terms: a held slot
         as what to do about it; a dataset's exception as a WorkerError that is also
         of that exception's type, and with num_workers=0 chained to the exception
-        itself and its traceback."""
+        itself and its traceback (the binding sets it as the error's __cause__)."""
         try:
             batches.rethrow()
         except Error as e:
             held = _errors.held_slot_error(e)
             if held is not None:
                 raise held from None
-            cause = _dataset.take_in_process_error()
             own = _errors.as_dataset_error(e) if isinstance(e, WorkerError) else None
             if own is not None:
-                raise own from cause
-            if cause is None:
-                raise
-            raise e from cause
+                raise own from e.__cause__
+            raise
 
     def _mixture_order(self):
         """The Mixture's order for this rank (_core.MixtureOrder), kept while the

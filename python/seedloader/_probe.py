@@ -44,8 +44,9 @@ def _read_probe(dataset, with_rng, seed, epoch, seed_globals, count, report=None
             if samples:
                 break
             error = WorkerError("%s[%d]: %s" % (type(dataset).__name__, index,
-                                                describe_exception(e)), index=index)
-            raise as_dataset_error(error, type_name(type(e))) or error from e
+                                                describe_exception(e)), index=index,
+                                exception_type=type_name(type(e)))
+            raise as_dataset_error(error) or error from e
         if report is not None:
             report(samples)
     if not samples:
@@ -129,8 +130,8 @@ def learn_in_child(dataset, with_rng, seed, epoch, learn, timeout, count=_datase
     error = WorkerError("%s in the probe process (pid %d) reading the first samples to "
                         "learn the layout: %s\n\nOriginal traceback:\n%s"
                         % (name, pid, message, remote_traceback), worker=-1, pid=pid,
-                        index=index)
-    raise as_dataset_error(error, name) or error
+                        index=index, exception_type=name)
+    raise as_dataset_error(error) or error
 
 
 def read_messages(data):

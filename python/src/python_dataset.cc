@@ -4,6 +4,7 @@
 #include <nanobind/stl/string.h>
 
 #include <cstring>
+#include <exception>
 
 #include "python/src/arrays.h"
 #include "python/src/errors.h"
@@ -70,8 +71,6 @@ void PythonDataset::seed_globals_if_new(const Rng& rng) const {
 
 void PythonDataset::get(std::uint64_t index, Rng& rng, SampleWriter& out) const {
   nb::gil_scoped_acquire gil;
-  std::string failure;
-  bool data_error = false;
   try {
     seed_globals_if_new(rng);
     if (!replay_.is_none()) {
@@ -97,17 +96,17 @@ void PythonDataset::get(std::uint64_t index, Rng& rng, SampleWriter& out) const 
     after_last_ = rng;
     return;
   } catch (nb::python_error& e) {
-    data_error = e.matches(data_error_type());
-    failure = describe_python_error(e);
-    if (g_worker < 0) {
-      // In the caller's own process (num_workers = 0): keep the exception, with
-      // its traceback, for the loader to chain to the error it raises.
-      nb::module_::import_("seedloader._dataset").attr("in_process_error") = e.value();
-    }
+    const std::string what =
+        describe_ + "[" + std::to_string(index) + "]: " + describe_python_error(e);
+    // The exception's type goes with the error, for the loader to raise it again;
+    // in the caller's own process (num_workers = 0) the exception itself too, with
+    // its traceback, for the loader to chain to the error it raises.
+    std::string type = python_type_name(e);
+    std::exception_ptr original = g_worker < 0 ? std::current_exception() : nullptr;
+    if (e.matches(data_error_type()))
+      throw_as_dataset_exception(DataError(what), std::move(type), std::move(original));
+    throw_as_dataset_exception(Error(what), std::move(type), std::move(original));
   }
-  const std::string what = describe_ + "[" + std::to_string(index) + "]: " + failure;
-  if (data_error) throw DataError(what);
-  throw Error(what);
 }
 
 void PythonDataset::write_fields(nb::handle sample, std::uint64_t index,

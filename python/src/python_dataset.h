@@ -18,7 +18,10 @@
 // every other field's array fills its row exactly. A seedloader.DataError
 // raised by __getitem__ is a DataError (skippable with on_bad_sample="skip");
 // any other exception fails the batch with the exception's type, message and
-// innermost frame.
+// innermost frame. Either is thrown as a DatasetException (seedloader/error.h)
+// naming the exception's type, and in the caller's own process (num_workers=0)
+// holding the exception itself: the binding raises the WorkerError as that type
+// too, chained to it (python/src/errors.h).
 // A replay (seedloader._dataset.Replay), when given, is asked first, with the
 // Generator at the stream's state: a sample it returns (one the layout pass read
 // from exactly that state) is the sample, and the Generator's state as it leaves

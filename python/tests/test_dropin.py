@@ -422,8 +422,9 @@ def test_a_worker_killed_while_the_layout_is_learned_is_a_worker_error_not_a_cra
 
         def __getitem__(self, i):
             os.kill(os.getpid(), 9)
-    with pytest.raises(sl.WorkerError, match="killed by signal 9"):
+    with pytest.raises(sl.WorkerError, match="killed by signal 9") as info:
         next(iter(sl.DataLoader(Crashes(), batch_size=2, num_workers=1, seed=1)))
+    assert info.value.code == "worker_died" and info.value.signal == 9
 
 
 class MeetAtABarrier(tud.Dataset):
@@ -802,9 +803,10 @@ def test_a_timeout_while_the_layout_is_learned_is_raised_not_learned_around():
     loader = sl.DataLoader(StallsFromSample4(), batch_size=2, num_workers=2, timeout=1,
                            seed=1)
     started = time.monotonic()
-    with pytest.raises(sl.TimeoutError, match="DataLoader timed out after 1 seconds"):
+    with pytest.raises(sl.TimeoutError, match="DataLoader timed out after 1 seconds") as info:
         next(iter(loader))
     assert time.monotonic() - started < 20
+    assert info.value.timeout == 1 and info.value.code == "timed_out"
 
 
 class ReusesItsBuffer(tud.Dataset):
@@ -1099,6 +1101,30 @@ def test_in_process_a_datasets_exception_is_chained_with_its_traceback():
     cause = info.value.__cause__
     assert isinstance(cause, KeyError) and cause.__traceback__ is not None
     assert info.value.index == 2
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_datasets_exception_keeps_its_type_past_a_message_cut_short(workers):
+    # The engine keeps a worker's message to 1024 bytes: a dataset whose name
+    # fills them leaves no type in the text, and the type crosses beside it.
+    Long = type("D" * 1100, (tud.Dataset,), {"__len__": lambda self: 4,
+                                             "__getitem__": lambda self, i: {}[i]})
+    with pytest.raises(KeyError) as info:
+        list(sl.DataLoader(Long(), batch_size=2, num_workers=workers, seed=1))
+    assert isinstance(info.value, sl.WorkerError) and "KeyError" not in str(info.value)
+    assert info.value.exception_type == "KeyError" and info.value.code == "batch_failed"
+    assert info.value.index == 0 and info.value.batch == 0
+    assert isinstance(info.value.__cause__, KeyError) == (workers == 0)
+
+
+def test_a_failed_worker_init_fn_is_a_worker_error_saying_so():
+    def init(worker):
+        raise OSError("cannot open the index")
+    with pytest.raises(sl.WorkerError, match="worker_init failed: OSError: cannot open") as info:
+        next(iter(sl.DataLoader(Tuples(), batch_size=2, num_workers=2, seed=1,
+                                worker_init_fn=init)))
+    assert info.value.code == "worker_init_failed" and info.value.exception_type is None
+    assert not isinstance(info.value, OSError)
 
 
 def test_a_cpp_transform_refuses_a_float_image_and_takes_a_strided_one():

@@ -277,10 +277,11 @@ def test_a_region_pinned_after_its_workers_started_refuses_naming_the_fix():
     held = [next(it)]
     loader._loader.shared_memory()  # what pinning the region for CUDA does first
     with pytest.raises(sl.Error, match=r"slots were pinned for CUDA after the workers started.*4 slots.*"
-                                       r"pin_memory=False to keep any number"):
+                                       r"pin_memory=False to keep any number") as info:
         for b in it:
             held.append(b)
     assert len(held) == 4
+    assert (info.value.code, info.value.batch, info.value.slots) == ("slot_held", 4, 4)
 
 
 # --- torch's smaller rules -------------------------------------------------------------
@@ -298,6 +299,8 @@ def test_a_dataset_exception_is_raised_as_its_own_type_and_as_a_worker_error():
         with pytest.raises(KeyError, match="sample 5 is gone") as caught:
             list(sl.DataLoader(Missing(), batch_size=2, num_workers=workers, seed=1))
         assert isinstance(caught.value, sl.WorkerError) and caught.value.index == 5
+        assert caught.value.exception_type == "KeyError"
+        assert caught.value.code == "batch_failed"
         assert isinstance(caught.value, RuntimeError)
         assert "Original traceback" in str(caught.value)
     assert issubclass(sl.TimeoutError, RuntimeError)
