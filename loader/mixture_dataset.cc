@@ -213,7 +213,8 @@ MixtureSampler::MixtureSampler(std::vector<std::string> names,
       batch_size_(batch_size),
       global_(0),
       rank_(rank),
-      seed_(seed) {
+      seed_(seed),
+      samples_per_epoch_(samples_per_epoch) {
   if (batch_size == 0 || world_size == 0 || rank >= world_size)
     throw ConfigError(
         "a mixture's order needs batch_size and world_size > 0 and rank < " +
@@ -456,114 +457,6 @@ EpochOrder MixtureSampler::partners(std::uint64_t epoch) const {
 
 std::vector<Index> MixtureSampler::indices(std::uint64_t epoch) const {
   return order(epoch).indices;
-}
-
-MixtureState mixture_state(const MixtureDataset& mixture, std::uint64_t global_batch,
-                           std::uint64_t seed, std::uint64_t epoch_first_step,
-                           std::uint64_t step) {
-  return mixture_state(mixture, MixtureSampler(mixture, global_batch, 1, 0, seed),
-                       epoch_first_step, step);
-}
-
-MixtureState mixture_state(const MixtureDataset& mixture, const MixtureSampler& order,
-                           std::uint64_t epoch_first_step, std::uint64_t step) {
-  MixtureState s;
-  s.step = step;
-  s.epoch_first_step = epoch_first_step;
-  s.samples_per_epoch = mixture.samples_per_epoch();
-  for (const MixtureSource& source : mixture.sources()) {
-    s.names.push_back(source.name);
-    s.sizes.push_back(source.dataset->size());
-  }
-  s.epoch_first_counts = order.consumed_at(epoch_first_step);
-  s.consumed = order.consumed_at(step);
-  s.history = mixture.history();
-  return s;
-}
-
-MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState& saved,
-                               std::uint64_t global_batch, std::uint64_t seed) {
-  if (saved.samples_per_epoch != mixture.samples_per_epoch())
-    throw ConfigError("the state was saved with samples_per_epoch " +
-                      std::to_string(saved.samples_per_epoch) + ", this mixture has " +
-                      std::to_string(mixture.samples_per_epoch()));
-  const auto& sources = mixture.sources();
-  std::vector<std::string> names;
-  for (const MixtureSource& m : sources) names.push_back(m.name);
-  auto saved_at = [&](const std::string& name) -> std::optional<std::size_t> {
-    const auto it = std::find(saved.names.begin(), saved.names.end(), name);
-    if (it == saved.names.end()) return std::nullopt;
-    return static_cast<std::size_t>(it - saved.names.begin());
-  };
-  for (std::size_t t = 0; t < saved.names.size(); ++t) {
-    const auto it = std::find(names.begin(), names.end(), saved.names[t]);
-    if (it == names.end())
-      throw ConfigError(
-          "the state's source '" + saved.names[t] +
-          "' is not in this mixture; keep it with a weight of 0 to pause it");
-    const std::uint64_t now =
-        sources[static_cast<std::size_t>(it - names.begin())].dataset->size();
-    if (now != saved.sizes[t])
-      throw ConfigError("the mixture's source '" + saved.names[t] + "' had " +
-                        std::to_string(saved.sizes[t]) +
-                        " samples when the state was saved, it has " +
-                        std::to_string(now) + " now");
-  }
-  auto counts = [&](const std::vector<std::uint64_t>& given) {
-    std::vector<std::uint64_t> out;
-    for (const std::string& name : names) {
-      const auto t = saved_at(name);
-      out.push_back(t ? given[*t] : 0);
-    }
-    return out;
-  };
-  std::vector<MixtureSegment> history = saved.history;
-  if (history.empty()) throw ConfigError("the state's mixture history is empty");
-  // The saved counts must be the saved history's own, from the epoch's first step:
-  // at most an epoch's steps from there, whatever the step (a position no epoch
-  // has is refused first).
-  const MixtureSampler saved_order(saved.names, saved.sizes, history,
-                                   saved.samples_per_epoch, global_batch, 1, 0, seed,
-                                   {{saved.epoch_first_step, saved.epoch_first_counts}});
-  saved_order.check_position(saved.epoch_first_step, saved.step);
-  const std::vector<std::uint64_t> reached = saved_order.consumed_at(saved.step);
-  if (reached != saved.consumed)
-    throw ConfigError("the state's mixture counts at step " + std::to_string(saved.step) +
-                      " are not those its history gives there: the state does not "
-                      "belong together");
-  if (!history.back().schedule.same_as(mixture.schedule())) {
-    if (saved.step < history.back().from_step)
-      throw ConfigError("the state's step " + std::to_string(saved.step) +
-                        " is before its last schedule's first, " +
-                        std::to_string(history.back().from_step));
-    if (saved.step == history.back().from_step) history.pop_back();
-    history.push_back({saved.step, mixture.schedule(), counts(saved.consumed)});
-  }
-  std::vector<MixturePoint> known = {
-      {saved.epoch_first_step, counts(saved.epoch_first_counts)},
-      {saved.step, counts(saved.consumed)}};
-  MixtureDataset out(sources, std::move(history), mixture.samples_per_epoch(),
-                     std::move(known));
-  MixtureSampler(out, global_batch, 1, 0, seed).consumed_at(saved.step);  // checks them
-  return out;
-}
-
-std::uint64_t moved_index(const MixtureState& saved, const MixtureDataset& mixture,
-                          std::uint64_t index) {
-  std::uint64_t local = index;
-  for (std::size_t s = 0; s < saved.names.size(); ++s) {
-    if (local >= saved.sizes[s]) {
-      local -= saved.sizes[s];
-      continue;
-    }
-    for (std::size_t t = 0; t < mixture.sources().size(); ++t)
-      if (mixture.sources()[t].name == saved.names[s]) return mixture.offset(t) + local;
-    throw ConfigError("sample " + std::to_string(index) +
-                      " of the saved mixture is in source '" + saved.names[s] +
-                      "', which this mixture does not hold");
-  }
-  throw ConfigError("sample " + std::to_string(index) + " is past the saved mixture's " +
-                    std::to_string(index - local) + " samples");
 }
 
 }  // namespace seedloader

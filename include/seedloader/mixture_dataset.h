@@ -124,7 +124,9 @@ class MixtureSampler;
 
 // A mixture loader's position as a saved state holds it: the global step, the
 // first step of its epoch, each source's count at both, the sources' sizes and the
-// history of schedules the step was reached under.
+// history of schedules the step was reached under. As JSON (state_dict()["mixture"],
+// ddp-train's checkpoint metadata "mixture"): mixture_state_json.h. The save and the
+// resume below are loader/mixture_state.cc.
 struct MixtureState {
   std::uint64_t step = 0;
   std::uint64_t epoch_first_step = 0;
@@ -140,30 +142,48 @@ struct MixtureState {
 MixtureState mixture_state(const MixtureDataset& mixture, std::uint64_t global_batch,
                            std::uint64_t seed, std::uint64_t epoch_first_step,
                            std::uint64_t step);
-// The same through `order` (a MixtureSampler of `mixture` with that G and seed),
-// which goes on from the step it last computed: a run that saves again and again
-// keeps one.
-MixtureState mixture_state(const MixtureDataset& mixture, const MixtureSampler& order,
-                           std::uint64_t epoch_first_step, std::uint64_t step);
+// The same through `order` (whose shape is the mixture's: its sources, sizes,
+// history and samples_per_epoch), which goes on from the step it last computed: a
+// run that saves again and again keeps one.
+MixtureState mixture_state(const MixtureSampler& order, std::uint64_t epoch_first_step,
+                           std::uint64_t step);
 
-// `mixture` (as built for this run: its sources, its weights) continuing from
-// `saved`: the saved history, and, when the weights differ from the saved last
-// schedule's, a new segment from the saved step with each source's saved count
-// (0 for a source new here), with the saved counts as known points. So the saved
-// steps keep their composition and every source continues from its own
-// position. Throws ConfigError naming both values for another samples_per_epoch,
-// a saved source missing or of another size, a position no epoch has
+// What a mixture continuing from a saved state is built with: its history and the
+// counts the state gives (MixtureDataset's and MixtureSampler's `known`).
+struct MixtureResume {
+  std::vector<MixtureSegment> history;
+  std::vector<MixturePoint> known;
+};
+
+// The mixture `order` computes (this run's: its sources, sizes, weights — its last
+// schedule —, samples_per_epoch and global batch) continuing from `saved`: the
+// saved history, and, when the weights differ from the saved last schedule's, a
+// new segment from the saved step with each source's saved count (0 for a source
+// new here), with the saved counts as known points. So the saved steps keep their
+// composition and every source continues from its own position. Throws
+// ConfigError naming both values for another samples_per_epoch, a saved source
+// missing or of another size, a position no epoch has
 // (MixtureSampler::check_position: checked first, so a resume costs at most an
-// epoch's steps at any step), and as MixtureSampler does for counts that are not
-// the history's (checked here, with G and `seed`).
+// epoch's steps at any step), an epoch_first_step that is not `epoch`'s first
+// step (when the state names its epoch), counts that are not the saved history's
+// at the saved step, and as MixtureSampler does for a history that does not
+// belong together (checked here, with the order's G).
+MixtureResume resumed_history(const MixtureSampler& order, const MixtureState& saved,
+                              std::optional<std::uint64_t> epoch = std::nullopt);
+
+// `mixture` (as built for this run) continuing from `saved` (resumed_history, with
+// global batch G and base seed `seed`), as a data set.
 MixtureDataset resumed_mixture(const MixtureDataset& mixture, const MixtureState& saved,
                                std::uint64_t global_batch, std::uint64_t seed);
 
 // Index `index` of the mixture `saved` was taken of (its sources' names and sizes,
-// in its order) as an index of `mixture`: the same source's same sample, wherever
-// that source sits now (a resume may add sources). Throws ConfigError for an index
-// past the saved sources or a source `mixture` does not hold.
+// in its order) as an index of `mixture`, or of the mixture `order` computes: the
+// same source's same sample, wherever that source sits now (a resume may add
+// sources). Throws ConfigError for an index past the saved sources or a source the
+// mixture does not hold.
 std::uint64_t moved_index(const MixtureState& saved, const MixtureDataset& mixture,
+                          std::uint64_t index);
+std::uint64_t moved_index(const MixtureState& saved, const MixtureSampler& order,
                           std::uint64_t index);
 
 // ConfigError unless `history` is a mixture's over sources `names` (see
@@ -208,6 +228,18 @@ class MixtureSampler : public Sampler {
   // The whole of global step `step` (every rank's samples, in order); their
   // `source` numbers the mixture's sources.
   std::vector<MixtureSample> global_batch(std::uint64_t step) const;
+  // The mixture's shape, as given: its sources (the last schedule's, in order),
+  // their sizes, its history, its epoch's samples; and batch_size x world_size.
+  const std::vector<std::string>& names() const {
+    return history_.back().schedule.sources();
+  }
+  const std::vector<std::uint64_t>& sizes() const { return sizes_; }
+  const std::vector<MixtureSegment>& history() const { return history_; }
+  std::uint64_t samples_per_epoch() const { return samples_per_epoch_; }
+  std::uint64_t global_batch_size() const { return global_; }
+  std::uint64_t seed() const { return seed_; }
+  // Source s's first index. REQUIRES: s < names().size().
+  std::uint64_t offset(std::size_t s) const { return offsets_[s]; }
   // Each of the mixture's sources' samples in the steps before `step`.
   std::vector<std::uint64_t> consumed_at(std::uint64_t step) const;
   // ConfigError unless (epoch_first_step, step) is a position a loader saves: an
@@ -247,6 +279,7 @@ class MixtureSampler : public Sampler {
   std::uint64_t global_;
   std::uint64_t rank_;
   std::uint64_t seed_;
+  std::uint64_t samples_per_epoch_;
   std::uint64_t steps_;
 };
 

@@ -3,7 +3,7 @@
 // allocated a few steps, as open_dataset would, with no data set opened) and as a
 // mixture state (parse_mixture_state, as --mixture and ddp-train's checkpoint
 // metadata are read; mixture_expectation, as trace --mixture and the Python
-// audit read it). Nesting is bounded (tools/common/json_depth.h): a document
+// audit read it). Nesting is bounded (base/json_depth.h): a document
 // nested tens of thousands deep is a refusal, never a stack overflow
 // (corpus/mixture_json_fuzzer/regress_deep_nesting), and a count that is a float
 // beyond 2^64 or negative is refused, never converted
@@ -13,8 +13,8 @@
 
 #include "seedloader/error.h"
 #include "seedloader/mixture.h"
+#include "seedloader/mixture_state_json.h"
 #include "tools/common/data_spec.h"
-#include "tools/common/mixture_json.h"
 #include "tools/seed_audit/mixture_composition.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -28,8 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
   }
   try {
-    const MixtureState state = tools::parse_mixture_state("fuzz", text);
-    (void)tools::mixture_state_json(state);
+    const MixtureState state = parse_mixture_state("fuzz", text);
+    (void)mixture_state_json(state);
   } catch (const Error&) {
   }
   try {

@@ -17,16 +17,16 @@
 #include <string>
 #include <vector>
 
+#include "base/json_depth.h"
 #include "seedloader/error.h"
 #include "seedloader/ledger.h"
+#include "seedloader/mixture_state_json.h"
 #include "tests/common/run_command.h"
 #include "tests/common/temp_dir.h"
 #include "tests/datasets/tar_writer.h"
 #include "tools/common/data_spec.h"
 #include "tools/common/input_file.h"
-#include "tools/common/json_depth.h"
 #include "tools/common/loader_flags.h"
-#include "tools/common/mixture_json.h"
 
 namespace seedloader {
 namespace {
@@ -102,10 +102,9 @@ TEST(SeedAuditOrderInputTest, JsonNestedTensOfThousandsDeepIsRefusedNamingTheInp
   }
   // Ordinary nesting still parses, to the bound and no further.
   using Json = nlohmann::json;
-  EXPECT_NO_THROW(tools::parse_json<Json>(nested(tools::kMaxJsonDepth)));
-  EXPECT_THROW(tools::parse_json<Json>(nested(tools::kMaxJsonDepth + 1)),
-               Json::exception);
-  EXPECT_THROW(tools::parse_mixture_state("state", nested(100000)), DataError);
+  EXPECT_NO_THROW(parse_json<Json>(nested(kMaxJsonDepth)));
+  EXPECT_THROW(parse_json<Json>(nested(kMaxJsonDepth + 1)), Json::exception);
+  EXPECT_THROW(parse_mixture_state("state", nested(100000)), DataError);
 }
 
 TEST(SeedAuditOrderInputTest, ACountThatIsNoUnsignedIntegerIsRefusedNamingTheState) {
@@ -113,7 +112,7 @@ TEST(SeedAuditOrderInputTest, ACountThatIsNoUnsignedIntegerIsRefusedNamingTheSta
       R"({"step": 12, "samples_per_epoch": 60, "epoch_first_step": 10, "sources": )"
       R"({"a": {"size": 13, "epoch": 2, "consumed": 36, "epoch_first_count": 30}}, )"
       R"("history": [[0, ["a"], [[0, [1.0]]], [], false], [10, ["a"], [[0, [1.0]]], [30], true]]})";
-  EXPECT_NO_THROW(tools::parse_mixture_state("state.json", good));
+  EXPECT_NO_THROW(parse_mixture_state("state.json", good));
   // A float beyond 2^64 (undefined behaviour to convert), a negative count (it
   // would wrap), a fraction, a string: each where a count is read.
   for (const std::string& bad : {"1.1e20", "-1", "2.5", "\"36\""}) {
@@ -128,7 +127,7 @@ TEST(SeedAuditOrderInputTest, ACountThatIsNoUnsignedIntegerIsRefusedNamingTheSta
       replaced.replace(digits, end - digits, bad);
       text.replace(at, field.size(), replaced);
       try {
-        tools::parse_mixture_state("state.json", text);
+        parse_mixture_state("state.json", text);
         ADD_FAILURE() << "accepted: " << text;
       } catch (const DataError& e) {
         EXPECT_NE(std::string(e.what()).find("state.json"), std::string::npos)

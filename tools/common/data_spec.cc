@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "base/json_depth.h"
 #include "seedloader/datasets/cifar10.h"
 #include "seedloader/datasets/image_folder.h"
 #include "seedloader/datasets/mnist.h"
@@ -16,7 +17,6 @@
 #include "seedloader/mixture_dataset.h"
 #include "seedloader/transforms/spec.h"
 #include "tools/common/input_file.h"
-#include "tools/common/json_depth.h"
 
 namespace seedloader::tools {
 

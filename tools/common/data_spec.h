@@ -14,7 +14,7 @@
 //    "interpolate": false}                   (optional: linear ramps between points)
 // the sources in the file's order, each with the same transform chain; no other
 // key. A mix: file is at most kMaxJsonFileBytes (input_file.h), a regular file,
-// and its JSON (inline too) nests at most kMaxJsonDepth deep (json_depth.h).
+// and its JSON (inline too) nests at most kMaxJsonDepth deep (base/json_depth.h).
 #pragma once
 
 #include <cstdint>

@@ -15,9 +15,9 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/json_depth.h"
 #include "loader/datasets/safetensors.h"
 #include "seedloader/error.h"
-#include "tools/common/json_depth.h"
 
 namespace seedloader::train {
 namespace {
@@ -301,7 +301,7 @@ SafetensorsFile open_sealed(const std::string& path, const char* format) {
     fail(path, "metadata fails its checksum (edited or corrupted)");
   nlohmann::json sums;
   try {
-    sums = tools::parse_json<nlohmann::json>(meta.at("checksums"));
+    sums = parse_json<nlohmann::json>(meta.at("checksums"));
   } catch (const std::exception& e) {
     fail(path, std::string("metadata 'checksums' is missing or not JSON: ") + e.what());
   }
@@ -378,16 +378,16 @@ std::string skip_json(const SkipList& skip) {
 SkipList parse_skip(const std::string& path, const std::string& text) {
   SkipList skip;
   try {
-    const nlohmann::json j = tools::parse_json<nlohmann::json>(text);
+    const nlohmann::json j = parse_json<nlohmann::json>(text);
     for (const auto& r : j.at("steps")) {
       if (!r.is_array() || (r.size() != 3 && r.size() != 4))
         throw std::invalid_argument("a range that is not 3 or 4 numbers");
-      const auto v = tools::json_unsigned_list(r);
+      const auto v = json_unsigned_list(r);
       const std::uint64_t epochs = v.size() == 4 ? v[3] : 1;
       if (v[1] >= v[2] || epochs == 0) throw std::invalid_argument("an empty range");
       skip.steps.push_back({v[0], v[1], v[2], epochs});
     }
-    skip.samples = tools::json_unsigned_list(j.at("samples"));
+    skip.samples = json_unsigned_list(j.at("samples"));
   } catch (const std::exception& e) {
     fail(path,
          "metadata 'skip' is not {\"steps\": [[epoch, first, end(, epochs)], ...], "

@@ -14,13 +14,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "base/json_depth.h"
 #include "seedloader/data_loader.h"
 #include "seedloader/ddp/mpi_communicator.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
 #include "seedloader/ledger.h"
-#include "tools/common/json_depth.h"
-#include "tools/common/mixture_json.h"
+#include "seedloader/mixture_state_json.h"
 #include "tools/common/progress_bar.h"
 #include "tools/ddp_train/batch_feed.h"
 #include "tools/ddp_train/checkpoint.h"
@@ -107,7 +107,7 @@ void check_resume_config(const std::string& path, const CheckpointState& s,
   nlohmann::json saved,
       now = nlohmann::json::parse(resume_config_json(o, w, canonical_nodes));
   try {
-    saved = tools::parse_json<nlohmann::json>(s.config);
+    saved = parse_json<nlohmann::json>(s.config);
   } catch (const std::exception& e) {
     throw DataError("checkpoint " + path +
                     ": metadata 'config' is not JSON: " + e.what());
@@ -396,7 +396,7 @@ Position Run::resume() {
     // checkpoint names none).
     canonical_nodes_ = 0;
     try {
-      const nlohmann::json saved = tools::parse_json<nlohmann::json>(s.config);
+      const nlohmann::json saved = parse_json<nlohmann::json>(s.config);
       if (saved.is_object() && saved.contains("canonical_nodes") &&
           saved["canonical_nodes"].is_number_unsigned())
         canonical_nodes_ = saved["canonical_nodes"].get<std::uint64_t>();
@@ -409,7 +409,7 @@ Position Run::resume() {
                       canonical_nodes_, mixture != nullptr);
   if (mixture != nullptr) {
     // The saved steps keep their weights; this run's apply from the saved step.
-    const MixtureState saved = tools::parse_mixture_state(
+    const MixtureState saved = parse_mixture_state(
         "checkpoint " + o_.resume + ": metadata 'mixture'", s.mixture);
     try {
       data_ = std::make_unique<MixtureDataset>(resumed_mixture(
@@ -696,8 +696,8 @@ void Run::save(Position next) {
           *mixture, global_batch_size(o_, static_cast<std::uint64_t>(mpi_.size())), 1, 0,
           seed_);
     const std::uint64_t first = next.epoch * num_batches_;
-    s.mixture = tools::mixture_state_json(
-        mixture_state(*mixture, *mixture_order_, first, first + next.batch));
+    s.mixture =
+        mixture_state_json(mixture_state(*mixture_order_, first, first + next.batch));
   }
   if (mpi_.rank() == 0) save_checkpoint(o_.save, model_->stages(), s);
   mpi_.barrier();

@@ -2,14 +2,14 @@
 
 #include <memory>
 
+#include "base/json_depth.h"
 #include "seedloader/error.h"
 #include "seedloader/mixture_dataset.h"
+#include "seedloader/mixture_state_json.h"
 #include "tools/common/data_spec.h"
 #include "tools/common/enum_option.h"
 #include "tools/common/input_file.h"
-#include "tools/common/json_depth.h"
 #include "tools/common/loader_flags.h"
-#include "tools/common/mixture_json.h"
 #include "tools/common/number_checks.h"
 
 namespace seedloader::audit {
@@ -62,8 +62,8 @@ void add_ledger_flags(CLI::App& app, LedgerFlags& f, const std::string& epoch_he
                  "checkpoint metadata 'mixture'), whose history of weights and counts "
                  "the order follows: a regular file of at most " +
                      std::to_string(tools::kMaxJsonFileBytes >> 20) +
-                     " MiB, its JSON nested at most " +
-                     std::to_string(tools::kMaxJsonDepth) + " deep");
+                     " MiB, its JSON nested at most " + std::to_string(kMaxJsonDepth) +
+                     " deep");
   if (!epoch_help.empty()) {
     app.add_option("--epoch", f.epoch, epoch_help)
         ->check(tools::non_negative_integer())
@@ -95,7 +95,7 @@ LedgerQuery ledger_query(const LedgerFlags& f, std::string& what) {
       q.mixture = ledger_mixture(*mixture);  // its own order
       if (!f.mixture_state.empty()) {
         const std::string where = "--mixture " + f.mixture_state;
-        const MixtureState saved = tools::parse_mixture_state(
+        const MixtureState saved = parse_mixture_state(
             where,
             tools::read_input_file(where, f.mixture_state, tools::kMaxJsonFileBytes));
         q.mixture = ledger_mixture(resumed_mixture(

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/json_depth.h"
+#include "sampler/mixture_history_json.h"
 #include "seedloader/batch_sampler.h"
 #include "seedloader/error.h"
-#include "tools/common/json_depth.h"
-#include "tools/common/mixture_history_json.h"
 #include "tools/seed_audit/finding_tally.h"
 
 namespace seedloader::audit {
@@ -21,9 +21,9 @@ MixtureExpectation mixture_expectation(const std::string& where, const std::stri
   MixtureExpectation e;
   e.global_batch = global_batch;
   try {
-    const Json j = tools::parse_json<Json>(state);
-    e.history = tools::parse_mixture_history(where, j.at("history"));
-    const auto per_epoch = tools::json_unsigned(j.at("samples_per_epoch"));
+    const Json j = parse_json<Json>(state);
+    e.history = parse_mixture_history(where, j.at("history"));
+    const auto per_epoch = json_unsigned(j.at("samples_per_epoch"));
     e.steps_per_epoch = std::max<std::uint64_t>(
         1, batches_per_epoch({.samples = per_epoch, .batch_size = global_batch}));
   } catch (const Json::exception& e2) {

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "base/json_depth.h"
 #include "seedloader/error.h"
 #include "tools/common/input_file.h"
-#include "tools/common/json_depth.h"
 #include "tools/common/number_checks.h"
 #include "tools/seed_audit/commands.h"
 #include "tools/seed_audit/expected_order.h"
@@ -124,8 +124,8 @@ void add_trace_command(CLI::App& app, Action& action) {
                   "(mixture_composition); needs --global-batch. A regular file of at "
                   "most " +
                       std::to_string(tools::kMaxJsonFileBytes >> 20) +
-                      " MiB, its JSON nested at most " +
-                      std::to_string(tools::kMaxJsonDepth) + " deep");
+                      " MiB, its JSON nested at most " + std::to_string(kMaxJsonDepth) +
+                      " deep");
   cmd->add_option(
       "--expect", args->expect,
       "The configuration the run had, as `order` takes it (\"--size N --seed S "

@@ -1,14 +1,13 @@
-#include "tools/common/mixture_json.h"
+#include "seedloader/mixture_state_json.h"
 
 #include <nlohmann/json.hpp>
-#include <utility>
 #include <vector>
 
+#include "base/json_depth.h"
+#include "sampler/mixture_history_json.h"
 #include "seedloader/error.h"
-#include "tools/common/json_depth.h"
-#include "tools/common/mixture_history_json.h"
 
-namespace seedloader::tools {
+namespace seedloader {
 
 using Json = nlohmann::ordered_json;  // the sources keep the mixture's order
 
@@ -19,19 +18,11 @@ std::string mixture_state_json(const MixtureState& s) {
                            {"epoch", s.consumed[i] / s.sizes[i]},
                            {"consumed", s.consumed[i]},
                            {"epoch_first_count", s.epoch_first_counts[i]}};
-  Json history = Json::array();
-  for (const MixtureSegment& seg : s.history) {
-    Json points = Json::array();
-    for (const WeightPoint& p : seg.schedule.given_points())
-      points.push_back({p.step, p.weights});
-    history.push_back({seg.from_step, seg.schedule.sources(), points, seg.consumed,
-                       seg.schedule.interpolated()});
-  }
   return Json{{"step", s.step},
               {"samples_per_epoch", s.samples_per_epoch},
               {"epoch_first_step", s.epoch_first_step},
               {"sources", sources},
-              {"history", history}}
+              {"history", mixture_history_json(s.history)}}
       .dump();
 }
 
@@ -47,15 +38,15 @@ MixtureState parse_mixture_state(const std::string& where, const std::string& te
       s.sizes.push_back(json_unsigned(info.at("size")));
       s.consumed.push_back(json_unsigned(info.at("consumed")));
       s.epoch_first_counts.push_back(json_unsigned(info.at("epoch_first_count")));
-      if (s.sizes.back() == 0) throw DataError("source '" + name + "' has size 0");
+      if (s.sizes.back() == 0)
+        throw DataError(where + ": the mixture state's source '" + name + "' has size 0");
     }
+    // Its refusals name `where` themselves.
     s.history = parse_mixture_history(where, j.at("history"));
   } catch (const Json::exception& e) {
     throw DataError(where + ": the mixture state is malformed: " + e.what());
-  } catch (const Error& e) {
-    throw DataError(where + ": the mixture state: " + e.what());
   }
   return s;
 }
 
-}  // namespace seedloader::tools
+}  // namespace seedloader

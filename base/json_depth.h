@@ -1,5 +1,6 @@
-// JSON that users and files hand the tools and the Python package (a mix: spec, a
-// mixture state, a checkpoint's metadata), parsed with a bound on its nesting.
+// JSON that users and files hand the library, the tools and the Python package (a
+// mix: spec, a mixture state, a checkpoint's metadata), parsed with a bound on its
+// nesting.
 // nlohmann's parser reads any depth without recursing, but what is done with the
 // document after (items(), copies, comparisons) recurses once per level: a
 // document nested tens of thousands deep would overflow the stack (SIGSEGV).
@@ -8,8 +9,9 @@
 // Their counts (steps, sizes, positions) are read with json_unsigned(): nlohmann's
 // get<std::uint64_t>() converts a float such as 1.1e20 outside the type's range
 // (undefined behaviour) and a negative integer by wrapping it.
-// Header only, so that the audit library uses it without linking tools_common.
-// Stateless.
+// Header only, in base so that every module may read JSON through it (the loader's
+// mixture state, the audit, the tools); base itself links no JSON library, so
+// what includes this links nlohmann_json. Stateless.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace seedloader::tools {
+namespace seedloader {
 
 inline constexpr int kMaxJsonDepth = 64;
 
@@ -78,4 +80,4 @@ Json parse_json(std::string_view text) {
   return Json::parse(text, bound);
 }
 
-}  // namespace seedloader::tools
+}  // namespace seedloader
