@@ -514,6 +514,20 @@ class Loader:
 def check_mixture_schedule(names: Sequence[str], points: Sequence[tuple[int, Sequence[float]]], interpolate: bool = False) -> None:
     """ConfigError unless (names, [(step, weights)]) is a valid schedule."""
 
+class MixtureState:
+    """
+    A mixture loader's saved position (mixture_dataset.h): state_dict()['mixture'].
+    """
+
+    @staticmethod
+    def parse(text: str, where: str) -> MixtureState:
+        """
+        The state from its JSON (mixture_state_json.h); ConfigError naming `where` and what is wrong: not JSON, nested too deep, a field missing or of another type, a count that is not an unsigned integer, a bad history.
+        """
+
+    def json(self) -> str:
+        """The state as JSON, state_dict()['mixture']'s."""
+
 class MixtureOrder:
     """A mixture's order for one rank (mixture_dataset.h)."""
 
@@ -534,6 +548,21 @@ class MixtureOrder:
 
     def global_batch(self, step: int) -> list[tuple[int, int, int]]:
         """[(source, source epoch, index)] of global step `step`."""
+
+    def state(self, epoch_first_step: int, step: int) -> MixtureState:
+        """
+        The saved position of a loader over this order's mixture whose epoch began at global step `epoch_first_step` and that has taken the steps before `step`.
+        """
+
+    def resumed(self, saved: MixtureState, epoch: int | None = None) -> tuple[list[tuple[int, list[str], list[tuple[int, list[float]]], list[int], bool]], list[tuple[int, list[int]]]]:
+        """
+        (history, known) of this order's mixture continuing from `saved` (resumed_history): ConfigError for a state another mixture saved (a source gone or resized, another samples_per_epoch), a position no epoch has or not `epoch`'s, counts its history does not give.
+        """
+
+    def moved_index(self, saved: MixtureState, index: int) -> int:
+        """
+        Index `index` of the mixture `saved` was taken of as an index of this order's: the same source's sample.
+        """
 
 class LedgerMixture:
     """A mixture's shape, whose order the ledger computes (ledger.h)."""

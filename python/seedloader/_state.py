@@ -2,9 +2,14 @@
 (load_state_dict): what a state records, how a loaded one is checked (every
 field before anything changes, so a refused state leaves the loader as it was),
 and, over a Mixture, the schedule history and source counts a resume goes on
-with. Functions of the loader they are bound to (DataLoader.state_dict,
+with (the saved section is written, read and checked by the engine's own
+mixture state, _core.MixtureState, as ddp-train and seed-audit read it).
+Functions of the loader they are bound to (DataLoader.state_dict,
 DataLoader.load_state_dict).
 """
+import json
+import numbers
+import operator
 import reprlib
 
 from seedloader import _agreement, _arguments, _checks, _core
@@ -52,22 +57,10 @@ def mixture_state(loader, num_batches, yielded):
     """state["mixture"]: the global step of the position, each source's epoch and
     consumed count there (and its count at the epoch's first step, from which a
     resume computes the epoch without going through the steps before it), and
-    the history of schedules it was reached under."""
-    m = loader.dataset
+    the history of schedules it was reached under; as the engine writes it
+    (seedloader/mixture_state_json.h), a dict of JSON's types."""
     first = loader._epoch * num_batches
-    order = loader._mixture_order()
-    at_first = order.consumed_at(first)
-    consumed = order.consumed_at(first + yielded)
-    return {"step": first + yielded, "samples_per_epoch": m.samples_per_epoch,
-            "epoch_first_step": first,
-            "sources": {name: {"size": size, "epoch": count // size,
-                               "consumed": count, "epoch_first_count": start}
-                        for name, size, count, start
-                        in zip(m.names, m.sizes, consumed, at_first)},
-            "history": [[from_step, list(names), [[s, list(w)] for s, w in points],
-                         list(counts), interpolate]
-                        for from_step, names, points, counts, interpolate
-                        in loader._mixture_history]}
+    return json.loads(loader._mixture_order().state(first, first + yielded).json())
 
 
 def consumed(loader):
@@ -137,17 +130,24 @@ def load_state_dict(loader, state):
         if saved != mine[key]:
             raise ConfigError("load_state_dict: the state was saved with %s=%r, this "
                               "loader has %r" % (key, saved, mine[key]))
-    history = None
+    history = saved_mixture = None
     if mixture:  # after the global batch is known to be the same
-        history, known = _loaded_mixture_history(loader, state)
+        saved_mixture = _saved_mixture(state["mixture"])
+        try:
+            history, known = loader._mixture_order().resumed(saved_mixture, epoch)
+        except ConfigError as e:
+            raise ConfigError("load_state_dict: %s" % e) from None
     yielded = _resumed_batches(state, mine["global_batch_size"], len(loader),
                                loader.partition == "elastic")
     # Everything is checked before anything changes: a refused state leaves
     # the loader as it was.
     skips = _state_skips(state.get("skip", {}))
     if mixture and skips[1]:  # indices of the saved mixture: a source added moves them
-        skips = (skips[0], {_moved_index(state["mixture"]["sources"], loader.dataset, i)
-                            for i in skips[1]})
+        try:
+            skips = (skips[0], {loader._mixture_order().moved_index(saved_mixture, i)
+                                for i in skips[1]})
+        except ConfigError as e:
+            raise ConfigError("load_state_dict: the state's skipped %s" % e) from None
     outside = [i for i in skips[1] if i >= len(loader.dataset)]
     if outside:
         raise ConfigError("load_state_dict: the state skips sample %d, outside the "
@@ -190,113 +190,29 @@ def load_state_dict(loader, state):
     loader._yielded = yielded
 
 
-def _moved_index(saved_sources, mixture, index):
-    """Index `index` of the mixture a state was saved from ({name: {"size", ...}}
-    in its order) as an index of `mixture`: the same source's sample."""
-    local = index
-    for name, saved in saved_sources.items():
-        size = _checks.integer(saved["size"], "load_state_dict: mixture size")
-        if local < size:
-            if name not in mixture.names:
-                raise ConfigError("load_state_dict: skipped sample %d is in source %r, "
-                                  "which this Mixture does not hold" % (index, name))
-            return mixture.offsets[mixture.names.index(name)] + local
-        local -= size
-    raise ConfigError("load_state_dict: skipped sample %d is past the saved Mixture's %d "
-                      "samples" % (index, index - local))
-
-
-def _loaded_mixture_history(loader, state):
-    """(history, known counts) a loader over a Mixture goes on with from `state`: the
-    state's history, and, when the loader's weights are not the state's last, a
-    new segment from the saved step with each source's saved count (0 for a source
-    new here); the counts at the saved step and at its epoch's first. A
-    ConfigError for a state of another kind, a source gone or resized, or another
-    samples_per_epoch."""
-    saved = state.get("mixture")
-    if loader._mixture_history is None:
-        raise ConfigError("load_state_dict: the state is a Mixture's; this loader reads "
-                          "%s" % type(loader.dataset).__name__)
-    if not isinstance(saved, dict):
-        raise ConfigError("load_state_dict: this loader reads a Mixture; the state has "
-                          "no mixture section")
-    m = loader.dataset
+def _saved_mixture(saved):
+    """A state's "mixture" section (as state_dict() writes it) read by the engine
+    (_core.MixtureState.parse, which names what is wrong); numpy integers and
+    floats are taken as the ints and floats they are."""
     what = "load_state_dict: mixture"
-    if not _nested_within(saved, _MAX_STATE_DEPTH):
+    if not _nested_within(saved, _MAX_STATE_DEPTH):  # before json.dumps recurses
         raise ConfigError("%s is malformed: nested deeper than %d lists and dicts (a "
                           "Mixture's state nests 6)" % (what, _MAX_STATE_DEPTH))
     try:
-        step = _checks.integer(saved["step"], what + " step")
-        per_epoch = _checks.integer(saved["samples_per_epoch"], what + " samples_per_epoch")
-        first = _checks.integer(saved["epoch_first_step"], what + " epoch_first_step")
-        sources = {name: (_checks.integer(info["size"], what + " size"),
-                          _checks.integer(info["consumed"], what + " consumed"),
-                          _checks.integer(info["epoch_first_count"],
-                                          what + " epoch_first_count"))
-                   for name, info in saved["sources"].items()}
-        # A segment's fifth element, interpolation, is absent from older states.
-        history = [(_checks.integer(seg[0], what + " history"), [str(n) for n in seg[1]],
-                    [(_checks.integer(s, what + " history"), [float(x) for x in w])
-                     for s, w in seg[2]],
-                    [_checks.integer(c, what + " history") for c in seg[3]],
-                    bool(seg[4]) if len(seg) > 4 else False)
-                   for seg in saved["history"]]
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise ConfigError("%s is malformed (%s: %s)" % (what, type(e).__name__,
-                                                        reprlib.repr(e.args[0]) if
-                                                        isinstance(e, KeyError) else e)
-                          ) from None
-    if per_epoch != m.samples_per_epoch:
-        raise ConfigError("load_state_dict: the state was saved with samples_per_epoch=%d, "
-                          "this Mixture has %d" % (per_epoch, m.samples_per_epoch))
-    for name, (size, _, _) in sources.items():
-        if name not in m.names:
-            raise ConfigError("load_state_dict: the state's source %r is not in this "
-                              "Mixture; keep it with a weight of 0 to pause it" % name)
-        now = m.sizes[m.names.index(name)]
-        if size != now:
-            raise ConfigError("load_state_dict: the Mixture's source %r had %d samples when "
-                              "the state was saved, it has %d now" % (name, size, now))
-    if not history:
-        raise ConfigError("%s history is empty" % what)
-    # The saved counts must be the saved history's own, from the epoch's first step:
-    # at most an epoch's steps from there, once the position is one an epoch has.
-    saved_names = list(sources)
-    saved_order = _core.MixtureOrder(
-        saved_names, [sources[n][0] for n in saved_names], history, per_epoch,
-        loader._batch_size, loader.world_size, loader.rank, state["base_seed"],
-        [(first, [sources[n][2] for n in saved_names])])
-    try:
-        saved_order.check_position(first, step)
-    except ConfigError as e:
-        raise ConfigError("load_state_dict: %s" % e) from None
-    if first != state["epoch"] * saved_order.steps_per_epoch:
-        raise ConfigError("load_state_dict: the state's mixture epoch begins at step %d, "
-                          "but its epoch %d of %d steps begins at step %d"
-                          % (first, state["epoch"], saved_order.steps_per_epoch,
-                             state["epoch"] * saved_order.steps_per_epoch))
-    at_step = saved_order.consumed_at(step)
-    if at_step != [sources[n][1] for n in saved_names]:
-        raise ConfigError("load_state_dict: the state's mixture counts at step %d are %s, "
-                          "but its history gives %s there: the state does not belong "
-                          "together" % (step, [sources[n][1] for n in saved_names], at_step))
-    points = [(s, list(w)) for s, w in m.points]
-    if (history[-1][1], history[-1][2], history[-1][4]) != (m.names, points,
-                                                             m.interpolate):
-        counts = [sources[name][1] if name in sources else 0 for name in m.names]
-        if step < history[-1][0]:
-            raise ConfigError("load_state_dict: the state's step %d is before its last "
-                              "schedule's first, %d" % (step, history[-1][0]))
-        if step == history[-1][0]:
-            history.pop()
-        history.append((step, list(m.names), points, counts, m.interpolate))
-    # The whole history checked now, not at the next iteration.
-    known = [(at, [sources[name][field] if name in sources else 0 for name in m.names])
-             for at, field in ((first, 2), (step, 1))]
-    _core.MixtureOrder(m.names, m.sizes, history, m.samples_per_epoch,
-                       loader._batch_size, loader.world_size, loader.rank,
-                       state["base_seed"], known).consumed_at(step)
-    return history, known
+        text = json.dumps(saved, default=_json_number, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise ConfigError("%s is malformed: %s" % (what, e)) from None
+    return _core.MixtureState.parse(text, "load_state_dict")
+
+
+def _json_number(value):
+    """`value`, a number json does not know (a numpy integer or float), as an int
+    or float; a TypeError for anything else."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return operator.index(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError("%s is not JSON" % reprlib.repr(value))
 
 
 # A Mixture's state nests 6 deep (its history's weights), a skip list 3; a crafted

@@ -1,10 +1,12 @@
 // Mixtures (seedloader/mixture_dataset.h): MixtureDataset, a data set to the
 // engine over seedloader datasets, and MixtureOrder, the order of a mixture from
 // its shape alone, for what the Python loader computes without an engine (len(),
-// the sampler it shows, state_dict()). A history crosses as a list of
-// (from_step, source names, [(step, [weight per source])], consumed counts,
-// interpolate).
+// the sampler it shows, state_dict() and load_state_dict(): the saved state,
+// MixtureState, is written, read and checked here, in C++, as ddp-train and
+// seed-audit do). A history crosses as a list of (from_step, source names,
+// [(step, [weight per source])], consumed counts, interpolate).
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -20,6 +22,7 @@
 #include "seedloader/error.h"
 #include "seedloader/ledger.h"
 #include "seedloader/mixture_dataset.h"
+#include "seedloader/mixture_state_json.h"
 
 namespace nb = nanobind;
 
@@ -38,6 +41,12 @@ std::vector<MixturePoint> points_from(const Known& known) {
   return out;
 }
 
+Known known_of(const std::vector<MixturePoint>& points) {
+  Known out;
+  for (const MixturePoint& p : points) out.emplace_back(p.step, p.consumed);
+  return out;
+}
+
 std::vector<MixtureSegment> history_from(const std::vector<Segment>& segments) {
   std::vector<MixtureSegment> out;
   for (const auto& [from, names, points, consumed, interpolate] : segments) {
@@ -45,6 +54,19 @@ std::vector<MixtureSegment> history_from(const std::vector<Segment>& segments) {
     for (const auto& [step, w] : points) weights.push_back({step, w});
     out.push_back(
         {from, MixtureSchedule(names, std::move(weights), interpolate), consumed});
+  }
+  return out;
+}
+
+// `history` as it crosses (the points as given).
+std::vector<Segment> segments_of(const std::vector<MixtureSegment>& history) {
+  std::vector<Segment> out;
+  for (const MixtureSegment& seg : history) {
+    Points points;
+    for (const WeightPoint& p : seg.schedule.given_points())
+      points.emplace_back(p.step, p.weights);
+    out.emplace_back(seg.from_step, seg.schedule.sources(), std::move(points),
+                     seg.consumed, seg.schedule.interpolated());
   }
   return out;
 }
@@ -69,6 +91,26 @@ void bind_mixture(nb::module_& m) {
       },
       nb::arg("names"), nb::arg("points"), nb::arg("interpolate") = false,
       "ConfigError unless (names, [(step, weights)]) is a valid schedule.");
+
+  nb::class_<MixtureState>(
+      m, "MixtureState",
+      "A mixture loader's saved position (mixture_dataset.h): state_dict()['mixture'].")
+      .def_static(
+          "parse",
+          [](const std::string& text, const std::string& where) {
+            try {
+              return parse_mixture_state(where, text);
+            } catch (const DataError& e) {
+              // A state handed to load_state_dict() is configuration, refused as
+              // its every other field is.
+              throw ConfigError(e.what());
+            }
+          },
+          nb::arg("text"), nb::arg("where"),
+          "The state from its JSON (mixture_state_json.h); ConfigError naming `where` "
+          "and what is wrong: not JSON, nested too deep, a field missing or of "
+          "another type, a count that is not an unsigned integer, a bad history.")
+      .def("json", &mixture_state_json, "The state as JSON, state_dict()['mixture']'s.");
 
   nb::class_<MixtureSampler>(m, "MixtureOrder",
                              "A mixture's order for one rank (mixture_dataset.h).")
@@ -109,7 +151,35 @@ void bind_mixture(nb::module_& m) {
               out.emplace_back(m.source, m.epoch, m.index);
             return out;
           },
-          nb::arg("step"), "[(source, source epoch, index)] of global step `step`.");
+          nb::arg("step"), "[(source, source epoch, index)] of global step `step`.")
+      .def(
+          "state",
+          [](const MixtureSampler& s, std::uint64_t epoch_first_step,
+             std::uint64_t step) { return mixture_state(s, epoch_first_step, step); },
+          nb::arg("epoch_first_step"), nb::arg("step"),
+          "The saved position of a loader over this order's mixture whose epoch began "
+          "at global step `epoch_first_step` and that has taken the steps before "
+          "`step`.")
+      .def(
+          "resumed",
+          [](const MixtureSampler& s, const MixtureState& saved,
+             std::optional<std::uint64_t> epoch) {
+            MixtureResume r = resumed_history(s, saved, epoch);
+            return std::make_pair(segments_of(r.history), known_of(r.known));
+          },
+          nb::arg("saved"), nb::arg("epoch").none() = nb::none(),
+          "(history, known) of this order's mixture continuing from `saved` "
+          "(resumed_history): ConfigError for a state another mixture saved (a "
+          "source gone or resized, another samples_per_epoch), a position no epoch "
+          "has or not `epoch`'s, counts its history does not give.")
+      .def(
+          "moved_index",
+          [](const MixtureSampler& s, const MixtureState& saved, std::uint64_t index) {
+            return moved_index(saved, s, index);
+          },
+          nb::arg("saved"), nb::arg("index"),
+          "Index `index` of the mixture `saved` was taken of as an index of this "
+          "order's: the same source's sample.");
 
   nb::class_<LedgerMixture>(
       m, "LedgerMixture",

@@ -61,7 +61,12 @@ def test_a_mixture_state_nested_deep_is_a_config_error_naming_it():
             loader.load_state_dict(crafted)
     # A shallow malformed value is still named.
     crafted = dict(state, mixture=dict(state["mixture"], history=[[[1, 2]]]))
-    with pytest.raises(sl.ConfigError, match="mixture history must be an int"):
+    with pytest.raises(sl.ConfigError, match="mixture history's row 0 is not "):
+        loader.load_state_dict(crafted)
+    crafted = dict(state, mixture=dict(state["mixture"], history=[[[1, 2], [], [], []]]))
+    with pytest.raises(sl.ConfigError, match="mixture history is malformed: expected a "
+                                             r"non-negative integer below 2\^64, found "
+                                             r"\[1,2\]"):
         loader.load_state_dict(crafted)
     # The skip list too.
     for skip in ({"steps": [_nested_list(100000)]}, {"samples": _nested_list(100000)}):

@@ -185,8 +185,15 @@ def test_what_a_mixture_cannot_do_is_refused_by_name():
     with pytest.raises(sl.ConfigError, match="'small' had 13 samples .* it has 14 now"):
         loader(resized).load_state_dict(state)
     gone = sl.Mixture({"large": Source(50, 1)}, {"large": 1}, samples_per_epoch=60)
-    with pytest.raises(sl.ConfigError, match="source 'small' is not in this Mixture"):
+    with pytest.raises(sl.ConfigError, match="source 'small' is not in this mixture"):
         loader(gone).load_state_dict(state)
+    longer = sl.Mixture({"small": Source(13, 0), "large": Source(50, 1)}, STAGED,
+                        samples_per_epoch=72)
+    with pytest.raises(sl.ConfigError, match="samples_per_epoch 60, this mixture has 72"):
+        loader(longer).load_state_dict(state)
+    with pytest.raises(sl.ConfigError, match="skipped sample 63 is past the saved "
+                                             "mixture's 63 samples"):
+        loader(mixture()).load_state_dict(dict(state, skip={"samples": [63]}))
     with pytest.raises(sl.ConfigError, match="the state is a Mixture's"):
         sl.DataLoader(Source(63, 0), batch_size=12, seed=SEED).load_state_dict(state)
     # Counts the saved history does not give at the saved step, even with new weights
@@ -202,6 +209,30 @@ def test_what_a_mixture_cannot_do_is_refused_by_name():
     plain = sl.DataLoader(Source(63, 0), batch_size=12, seed=SEED).state_dict()
     with pytest.raises(sl.ConfigError, match="no mixture section"):
         loader(mixture()).load_state_dict(plain)
+
+
+def test_a_state_holding_numpy_numbers_resumes_as_one_of_python_numbers():
+    # The section crosses to the engine as JSON: numpy integers and floats (a
+    # state assembled from arrays) are the numbers they hold; a float count is not.
+    dl = loader(mixture(), 1, 0, 0)
+    it = iter(dl)
+    next(it), next(it)
+    state = dl.state_dict()
+    saved = state["mixture"]
+    numpy_state = dict(state, mixture=dict(
+        saved, step=np.uint64(saved["step"]),
+        sources={name: {key: np.int64(value) for key, value in info.items()}
+                 for name, info in saved["sources"].items()},
+        history=[[np.int64(seg[0]), seg[1], [[s, list(np.float32(w) for w in ws)]
+                                             for s, ws in seg[2]], seg[3], seg[4]]
+                 for seg in saved["history"]]))
+    plain, numpy = loader(mixture()), loader(mixture())
+    plain.load_state_dict(state)
+    numpy.load_state_dict(numpy_state)
+    assert numpy.state_dict()["mixture"] == saved
+    assert [rows(b) for b in numpy] == [rows(b) for b in plain]
+    with pytest.raises(sl.ConfigError, match="non-negative integer below 2\\^64, found 2.0"):
+        loader(mixture()).load_state_dict(dict(state, mixture=dict(saved, step=2.0)))
 
 
 def test_a_resume_at_a_far_epoch_continues_it_exactly_from_the_saved_counts():
