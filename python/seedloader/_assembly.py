@@ -36,20 +36,16 @@ def build_engine(loader):
         loader._built_for = len(loader.dataset)
     loader._channel = None
     if loader._collate is not None:
-        # One item per batch, in the order the published batches give (set
-        # first: the layout pass runs with these options).
-        loader._options.batch_size, loader._options.shuffle = 1, False
-        loader._options.drop_last = False
-        loader._options.partition = _core.Partition.strided
-        dataset, plan = collated_dataset(loader)
+        # One item per batch, in the order the published batches give.
+        options = loader._engine_options(batch_size=1, shuffle=False, drop_last=False,
+                                         partition="strided")
+        dataset, plan = collated_dataset(loader, options)
     elif loader._mixture_history is not None:
-        loader._options.batch_size = loader._batch_size  # first: the layout pass's too
-        dataset, plan = mixture_dataset(loader), None
+        options = loader._engine_options()
+        dataset, plan = mixture_dataset(loader, options), None
     else:
-        dataset, plan = sample_dataset(loader)
-    loader._options.seed = loader.seed
+        dataset, plan, options = sample_dataset(loader)
     worker_init = worker_start(loader)
-    loader._options.worker_command, loader._options.worker_fds = [], []
     spawned = (loader._start_method in ("spawn", "forkserver") and loader.num_workers > 0
                and loader._recipe is not None)
     if (loader._start_method in ("spawn", "forkserver") and loader.num_workers > 0 and
@@ -63,7 +59,7 @@ def build_engine(loader):
         # Written before the engine exists: a recipe that does not pickle
         # leaves no engine behind whose workers would read an empty one.
         payload = _spawned.Payload()
-        spawn_args = (loader._recipe, _spawned.options_state(loader._options),
+        spawn_args = (loader._recipe, _spawned.options_state(options),
                       worker_init, loader._format, plan is not None,
                       "the dataset, its layout and worker_init_fn")
         try:
@@ -72,15 +68,15 @@ def build_engine(loader):
             payload.close()
             raise
         loader._payload, loader._spawn_args = payload, spawn_args
-        loader._options.worker_command = _spawned.command(payload.fd)
-        loader._options.worker_fds = [payload.fd] + (
+        options.worker_command = _spawned.command(payload.fd)
+        options.worker_fds = [payload.fd] + (
             [loader._channel._fd] if loader._channel is not None else [])
     adopt, handover = None, loader._handover
     if handover is not None and loader._recipe is not None and handover.ready(
-            loader._recipe, _spawned.options_state(loader._options), loader._format,
+            loader._recipe, _spawned.options_state(options), loader._format,
             plan is not None):
         adopt = (handover.pids, handover.adopt)  # the layout pass's workers go on
-    loader._loader = _core.Loader(dataset, loader._options, worker_init, loader._format, plan,
+    loader._loader = _core.Loader(dataset, options, worker_init, loader._format, plan,
                               adopt=adopt)
     if adopt is not None:
         loader._handover = None  # the engine owns them now
@@ -91,8 +87,9 @@ def build_engine(loader):
 
 
 def sample_dataset(loader):
-    """(the engine's dataset, its batch plan or None), the batch size set: a C++
-    dataset as it is, a Python one with its layout; a user's sampler drawn."""
+    """(the engine's dataset, its batch plan or None, its options): a C++ dataset
+    as it is, a Python one with its layout; a user's sampler drawn, its largest
+    batch the engine's batch size."""
     dataset, plan = loader.dataset, None
     loader._recipe = None  # seedloader's own data set: its workers are forked
     capacity = loader._batch_size
@@ -101,7 +98,7 @@ def sample_dataset(loader):
         drawn = draw_plan(loader, loader._epoch)
         capacity = max([getattr(loader._batch_sampler, "batch_size", None) or 1] +
                        [len(b) for b in drawn] + [loader._batch_size or 1])
-    loader._options.batch_size = capacity
+    options = loader._engine_options(batch_size=capacity)
     if not isinstance(dataset, Dataset):
         if plan is not None:  # its items may be keys, in any epoch
             loader._channel = _plan_channel.PlanChannel()
@@ -109,11 +106,12 @@ def sample_dataset(loader):
         if loader.num_workers == 0 and loader.seeding == "sample":
             dataset = _dataset.SampleSeeded(dataset)
         if loader._layout is None:
-            loader._layout = loader._learn_layout(engine_dataset=dataset, plan=plan)
+            loader._layout = loader._learn_layout(engine_dataset=dataset, plan=plan,
+                                                  options=options)
         loader._recipe = _spawned.PythonRecipe.of(dataset, loader._layout,
                                                   _dataset.takes_rng(dataset))
         dataset = _spawned.build_engine_dataset(loader._recipe, take_replay(loader))
-    return dataset, plan
+    return dataset, plan, options
 
 
 def take_replay(loader):
@@ -124,12 +122,13 @@ def take_replay(loader):
     return replays
 
 
-def mixture_dataset(loader):
+def mixture_dataset(loader, options):
     """The engine's MixtureDataset over the sources: seedloader's own as they are,
     Python ones each with its layout (learned, or declared by `fields`), which
     must be one; the batches are built from the first's. Beside seedloader's own
     sources a Python source's samples are dicts of their fields: its layout is
-    theirs, and the batches are built as theirs are."""
+    theirs, and the batches are built as theirs are. `options`: the engine's,
+    which a layout pass runs with."""
     m = loader.dataset
     native = next((m.sources[n] for n in m.names if isinstance(m.sources[n], Dataset)),
                   None)
@@ -148,7 +147,7 @@ def mixture_dataset(loader):
         if loader._layout is None:
             # Learned once, each source's by the layout pass from its samples in
             # the first batches, or by the probe where it has none there.
-            learned = loader._learn_mixture_layout(read)
+            learned = loader._learn_mixture_layout(read, options)
             for name in python:
                 if name not in layouts:
                     layouts[name] = learned.get(name) or \
@@ -180,10 +179,11 @@ def mixture_dataset(loader):
         loader._mixture_history, m.samples_per_epoch, loader._mixture_known)
 
 
-def collated_dataset(loader):
+def collated_dataset(loader, options):
     """(the engine's dataset, its batch plan) under a collate_fn: one item per
     batch (seedloader._dataset.CollatedBatches), the epoch's batches drawn here
-    and published to the workers."""
+    and published to the workers; `options`: the engine's, which a layout pass
+    runs with."""
     loader._channel = _plan_channel.PlanChannel()
     samples = (_dataset.MixtureSamples(loader.dataset) if loader._mixture_history is not None
                else _dataset.Samples(loader.dataset))
@@ -197,7 +197,8 @@ def collated_dataset(loader):
         loader._layout = loader._learn_layout(
             batches, lambda outputs: _samples.Collated.learn(outputs, budget), 2,
             batches, loader._publish,
-            lambda files, read: _recording.collated_of_batches(files[0], read, budget))
+            lambda files, read: _recording.collated_of_batches(files[0], read, budget),
+            options)
     loader._recipe = _spawned.PythonRecipe(
         batches, [f.as_tuple() for f in loader._layout.fields], loader._layout, True)
     dataset = _spawned.build_engine_dataset(loader._recipe, take_replay(loader))

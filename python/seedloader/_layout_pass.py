@@ -17,17 +17,18 @@ from seedloader._errors import ConfigError
 _FAILED_BATCHES = 64
 
 
-def learn_mixture_layout(loader, sources):
+def learn_mixture_layout(loader, sources, options):
     """{name: layout} of a Mixture's Python sources drawn in the layout pass's
     first batches (`sources`: {name: the data set its engine reads}; the
-    Mixture has no other); empty when the pass cannot run, or has no batch."""
+    Mixture has no other; `options`: the engine's); empty when the pass cannot
+    run, or has no batch."""
     m = loader.dataset
     if len(m) == 0 or not layout_pass_can(loader):
         return {}
     paths, budget = loader._variable
     names = list(sources)
-    return learn_from_batches(loader, 
-        [sources[n] for n in names], None, _dataset.PROBE_SAMPLES,
+    return learn_from_batches(
+        loader, options, [sources[n] for n in names], None, _dataset.PROBE_SAMPLES,
         lambda files, read: _recording.layout_of_mixture_batches(
             files, read, m.locate, names, paths, budget),
         _spawned.MixtureRecipe(m.names, [], loader._mixture_history, m.samples_per_epoch,
@@ -36,13 +37,13 @@ def learn_mixture_layout(loader, sources):
 
 
 def learn_layout(loader, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES,
-                 engine_dataset=None, plan=None, merge=None):
+                 engine_dataset=None, plan=None, merge=None, options=None):
     """The layout of `dataset`'s items (the dataset's samples by default) from
     learn([(index, item)]), on the first `count` items; or, where
     _learn_from_batches can, from the pass's first batches (at least `count`
-    items) of `engine_dataset` with the engine's `plan`, merge(memory files,
-    batches read) making the layout of what their recorders wrote (by
-    default the samples', _recording.layout_of_batches)."""
+    items) of `engine_dataset` with the engine's `plan` and `options`,
+    merge(memory files, batches read) making the layout of what their
+    recorders wrote (by default the samples', _recording.layout_of_batches)."""
     paths, budget = loader._variable
     unbatched = loader._unbatched and loader._collate is None
     samples = dataset is None
@@ -55,8 +56,8 @@ def learn_layout(loader, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES,
         if merge is None:
             merge = lambda files, read: _recording.layout_of_batches(  # noqa: E731
                 files[0], read, paths, budget, unbatched)
-        layout = learn_from_batches(loader, [engine_dataset], plan, count, merge,
-                                          noun="sample" if samples else "batch")
+        layout = learn_from_batches(loader, options, [engine_dataset], plan, count, merge,
+                                    noun="sample" if samples else "batch")
         if layout is not None:
             return layout
     if samples and loader._plan is not None and loader._plan[0] == loader._epoch and \
@@ -72,9 +73,9 @@ def learn_layout(loader, dataset=None, learn=None, count=_dataset.PROBE_SAMPLES,
     with_rng = _dataset.takes_rng(dataset)
     if loader.num_workers > 0:
         return _probe.learn_in_child(dataset, with_rng, loader.seed, loader._epoch,
-                                       learn, loader.timeout, count)
+                                     learn, loader.timeout, count)
     return _probe.learn_in_process(dataset, with_rng, loader.seed, loader._epoch, learn,
-                                     count)
+                                   count)
 
 
 def layout_pass_can(loader):
@@ -84,12 +85,12 @@ def layout_pass_can(loader):
     return loader._pass_first == 0 or loader.seeding == "sample"
 
 
-def learn_from_batches(loader, datasets, plan, least, merge, mixture=None,
+def learn_from_batches(loader, options, datasets, plan, least, merge, mixture=None,
                        noun="sample"):
     """The layout of Python data sets' samples (`datasets`: the engine's one, or
     the sources of `mixture`, a _spawned.MixtureRecipe whose sources are the
-    recorders'), learned by the layout pass: an
-    engine with the loader's options (MixUp and CutMix aside), plan and
+    recorders'), learned by the layout pass: an engine with the pass's engine's
+    `options` (MixUp and CutMix aside), plan and
     worker_init, its batches of a one-byte placeholder, runs the pass's first
     batches (every worker's first, and at least `least` items), each
     worker reading its batch as it will in the pass itself (its worker_init_fn
@@ -116,9 +117,8 @@ def learn_from_batches(loader, datasets, plan, least, merge, mixture=None,
                      for d, fds, n in zip(datasets, files, nouns)]
         if loader.num_workers:
             handover = _recording.HandOver(loader.num_workers, recorders)
-        options = _spawned.options_from(_spawned.options_state(loader._options))
+        options = _spawned.options_from(_spawned.options_state(options))  # a copy
         options.prefetch, options.persistent_workers = 1, False
-        options.seed = loader.seed
         # The placeholder has no image to mix; mixing never moves a sample's stream.
         options.mixup_alpha = options.cutmix_alpha = 0.0
         recipes = [_spawned.PythonRecipe.of(r, _recording.PLACEHOLDER, True)

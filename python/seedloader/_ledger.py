@@ -144,6 +144,4 @@ def set_skips(loader, steps, samples):
     if (steps, samples) == (loader._skip_steps, loader._skip_samples):
         return
     loader._skip_steps, loader._skip_samples = set(steps), set(samples)
-    loader._options.skip_steps = sorted(loader._skip_steps)
-    loader._options.skip_samples = sorted(loader._skip_samples)
     loader._skips_changed = True

@@ -261,23 +261,10 @@ class DataLoader:
         del config["seed"]  # a pickle takes self.seed, drawn or agreed
         config.update(generator=None)
         self._config = config
-        self._options = _arguments.loader_options(
-            num_workers=num_workers,
-            # One slot per worker more than prefetch_factor: the batch the loop
-            # variable still holds while the next is fetched.
-            prefetch=(2 if prefetch_factor is None else prefetch_factor) + 1,
-            shuffle=bool(shuffle), order=order, shuffle_block=self.shuffle_block,
-            seed=self.seed, drop_last=drop_last,
-            persistent_workers=persistent_workers, rank=self.rank,
-            world_size=self.world_size, partition=partition, seeding=seeding,
-            canonical_nodes=self.canonical_nodes, nodes=self._node_count(self.world_size),
-            on_bad_sample=on_bad_sample,
-            timeout=float(timeout), mixup_alpha=float(mixup_alpha),
-            cutmix_alpha=float(cutmix_alpha), cutmix_prob=float(cutmix_prob),
-            num_classes=0 if num_classes is None else int(num_classes))
+        self._skip_steps, self._skip_samples = set(), set()  # declared with skip()
         self._canonical_fixed = False  # by the first epoch, or a state loaded
         if self._canonical_default:
-            self._set_canonical_nodes(_core.default_canonical_nodes(self._options))
+            self._set_canonical_nodes(_core.default_canonical_nodes(self._engine_options()))
         self._worker_init_fn, self._format = worker_init_fn, format
         self._pin_request = pin_memory if pin_memory is not None else (
             None if format == "torch" else False)
@@ -286,7 +273,6 @@ class DataLoader:
         self._built_for = None   # len(dataset) when the engine was built
         self._plan = None        # (epoch, [[index]]) drawn from sampler / batch_sampler
         self._epoch = 0
-        self._skip_steps, self._skip_samples = set(), set()  # declared with skip()
         self._skips_changed = False  # the engine was built with other skips
         self._epoch_used = False  # a pass started in this epoch: the next one moves on
         self._resume = None      # (epoch, batch) the next pass starts at
@@ -304,8 +290,7 @@ class DataLoader:
         if isinstance(dataset, Dataset):
             self._engine()  # a C++ dataset knows its layout without reading a sample
         else:  # the engine comes later; its options are checked now
-            self._options.batch_size = batch_size or 1
-            _core.validate(self._options, len(dataset))
+            _core.validate(self._engine_options(), len(dataset))
         self.sampler, self.batch_sampler = _compat.samplers(self)
         self._initialized = True
 
@@ -551,20 +536,17 @@ class DataLoader:
             raise ConfigError("rank %d is not in [0, world_size %d)" % (rank, size))
         self._close_engine()
         self.rank, self.world_size = rank, size
-        self._options.rank, self._options.world_size = rank, size
-        self._options.nodes = self._node_count(size)
         if self._canonical_default and not self._canonical_fixed:
-            self._set_canonical_nodes(_core.default_canonical_nodes(self._options))
+            self._set_canonical_nodes(_core.default_canonical_nodes(self._engine_options()))
         return source
 
     def _node_count(self, world_size):
         return _placement.node_count(world_size) if self._nodes is None else self._nodes
 
     def _set_canonical_nodes(self, parts):
-        if (parts != self._options.canonical_nodes and
-                self.__dict__.get("_loader") is not None):
+        if parts != self.canonical_nodes and self.__dict__.get("_loader") is not None:
             self._close_engine()  # rebuilt with the new split
-        self.canonical_nodes = self._options.canonical_nodes = parts
+        self.canonical_nodes = parts
 
     def _raise_batch_error(self, batches):
         """Raises the error the pass `batches` met, in this API's terms: a held slot
@@ -624,6 +606,30 @@ class DataLoader:
         if self._mixture_history is not None:
             return self._mixture_order().order(self._epoch)[0]
         return _core.epoch_order(self._order_options(), len(self.dataset), self._epoch)
+
+    def _engine_options(self, **overrides):
+        """The engine's LoaderOptions, derived afresh from the arguments as given and
+        what the loader holds now (placement, seed, canonical nodes, skips), with
+        `overrides` by name (a collate_fn's engine runs whole batches as items)."""
+        c = self._config
+        values = dict(
+            num_workers=self.num_workers,
+            # One slot per worker more than prefetch_factor: the batch the loop
+            # variable still holds while the next is fetched.
+            prefetch=(2 if c["prefetch_factor"] is None else c["prefetch_factor"]) + 1,
+            shuffle=self._shuffle, order=self.order, shuffle_block=self.shuffle_block,
+            seed=self.seed, drop_last=self.drop_last,
+            persistent_workers=self.persistent_workers, rank=self.rank,
+            world_size=self.world_size, partition=self.partition, seeding=self.seeding,
+            canonical_nodes=self.canonical_nodes, nodes=self._node_count(self.world_size),
+            on_bad_sample=c["on_bad_sample"], timeout=float(self.timeout),
+            mixup_alpha=float(c["mixup_alpha"]), cutmix_alpha=float(c["cutmix_alpha"]),
+            cutmix_prob=float(c["cutmix_prob"]),
+            num_classes=0 if c["num_classes"] is None else int(c["num_classes"]),
+            batch_size=self._batch_size or 1, skip_steps=sorted(self._skip_steps),
+            skip_samples=sorted(self._skip_samples))
+        values.update(overrides)
+        return _arguments.loader_options(**values)
 
     def _order_options(self):
         """The options that decide the built-in samplers' order and batch count."""

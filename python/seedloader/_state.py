@@ -110,11 +110,11 @@ def load_state_dict(loader, state):
                               "canonical nodes, which needs partition='elastic'"
                               % saved_parts)
         # Checked against this world now, not at the next iteration.
-        options = _arguments.loader_options(partition=loader.partition, seeding=loader.seeding,
-                                  world_size=loader.world_size, rank=loader.rank,
-                                  batch_size=loader._batch_size or 1,
-                                  canonical_nodes=saved_parts,
-                                  nodes=loader._options.nodes)
+        options = _arguments.loader_options(
+            partition=loader.partition, seeding=loader.seeding,
+            world_size=loader.world_size, rank=loader.rank,
+            batch_size=loader._batch_size or 1, canonical_nodes=saved_parts,
+            nodes=loader._node_count(loader.world_size))
         _core.validate(options, max(len(loader.dataset), 1))
         if saved_parts and mine["global_batch_size"] % saved_parts:
             raise ConfigError("load_state_dict: the state's canonical_nodes %d does "
