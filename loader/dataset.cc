@@ -2,7 +2,6 @@
 
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
-#include "seedloader/sampler.h"
 
 namespace seedloader {
 
@@ -32,9 +31,5 @@ Rng Dataset::sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
 }
 
 Dataset::Neighbours Dataset::replacements(std::uint64_t) const { return {0, size()}; }
-
-std::unique_ptr<Sampler> Dataset::own_order(const LoaderOptions&, std::uint64_t) const {
-  return nullptr;
-}
 
 }  // namespace seedloader

@@ -52,8 +52,8 @@ LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
     // Each process would draw its own seed, so the ranks would shard different
     // permutations and train overlapping samples; a loader cannot agree one with
     // the other processes (ddp-train agrees one over MPI, Python over torch's
-    // process group).
-    if (o.world_size > 1 && !o.batch_plan && (o.shuffle || d.own_order(o, 0))) {
+    // process group). A mixture's order is drawn from the seed, shuffle or not.
+    if (o.world_size > 1 && !o.batch_plan && (o.shuffle || d.mixture())) {
       throw ConfigError("DataLoader: no seed given for rank " + std::to_string(o.rank) +
                         " of " + std::to_string(o.world_size) +
                         ": each rank would draw its own and shuffle another order, "
@@ -63,16 +63,6 @@ LoaderOptions resolved(const Dataset& d, LoaderOptions o) {
     o.seed = draw_base_seed("DataLoader");
   }
   return o;
-}
-
-// The sampler of the loader's orders: the data set's own (a mixture's), else the
-// built-in one for the options.
-std::unique_ptr<Sampler> sampler_for(const Dataset& d, const LoaderOptions& o,
-                                     std::uint64_t seed) {
-  if (std::unique_ptr<Sampler> own = d.own_order(o, seed)) return own;
-  return make_sampler(
-      d.size(), o, seed,
-      o.order == ShuffleOrder::kShards ? d.shard_sizes() : std::vector<std::uint64_t>{});
 }
 
 // Samples one slot must hold: a batch never has more than the sampler yields in
@@ -266,7 +256,7 @@ Engine::Engine(const Dataset& dataset, LoaderOptions options)
                                     : std::nullopt),
       layout_(mixer_ ? mixer_->layout() : dataset.layout()),
       base_seed_(*options_.seed),
-      sampler_(sampler_for(dataset, options_, base_seed_)),
+      sampler_(loader_sampler(dataset, options_, base_seed_)),
       num_batches_(options_.batch_plan
                        ? 0
                        : batches_per_epoch({.samples = sampler_->size(),

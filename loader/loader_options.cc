@@ -5,9 +5,11 @@
 #include <string>
 #include <utility>
 
+#include "seedloader/dataset.h"
 #include "seedloader/distributed_sampler.h"
 #include "seedloader/elastic_sampler.h"
 #include "seedloader/error.h"
+#include "seedloader/mixture_dataset.h"
 
 namespace seedloader {
 
@@ -163,6 +165,27 @@ std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
   if (options.shuffle)
     return std::make_unique<RandomSampler>(dataset_size, seed, options.order, shards);
   return std::make_unique<SequentialSampler>(dataset_size);
+}
+
+std::unique_ptr<Sampler> loader_sampler(const Dataset& data, const LoaderOptions& options,
+                                        std::uint64_t seed) {
+  if (const MixtureDataset* mixture = data.mixture()) {
+    if (options.batch_plan)
+      throw ConfigError(
+          "DataLoader: a mixture sets its own order; a sampler or batch "
+          "sampler cannot be given with one");
+    if (options.partition == Partition::kStrided && options.world_size > 1)
+      throw ConfigError("DataLoader: a mixture over " +
+                        std::to_string(options.world_size) +
+                        " ranks needs partition elastic (its global batches are "
+                        "composed whole), not strided");
+    return std::make_unique<MixtureSampler>(*mixture, options.batch_size,
+                                            options.world_size, options.rank, seed);
+  }
+  return make_sampler(data.size(), options, seed,
+                      options.order == ShuffleOrder::kShards
+                          ? data.shard_sizes()
+                          : std::vector<std::uint64_t>{});
 }
 
 }  // namespace seedloader

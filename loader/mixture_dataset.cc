@@ -9,7 +9,6 @@
 #include "seedloader/batch_sampler.h"
 #include "seedloader/derive.h"
 #include "seedloader/error.h"
-#include "seedloader/loader_options.h"
 
 namespace seedloader {
 
@@ -163,20 +162,6 @@ Rng MixtureDataset::sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
 Dataset::Neighbours MixtureDataset::replacements(std::uint64_t index) const {
   const std::uint32_t s = locate(index).first;
   return {offsets_[s], offsets_[s + 1] - offsets_[s]};
-}
-
-std::unique_ptr<Sampler> MixtureDataset::own_order(const LoaderOptions& o,
-                                                   std::uint64_t seed) const {
-  if (o.batch_plan)
-    throw ConfigError(
-        "DataLoader: a mixture sets its own order; a sampler or batch "
-        "sampler cannot be given with one");
-  if (o.partition == Partition::kStrided && o.world_size > 1)
-    throw ConfigError("DataLoader: a mixture over " + std::to_string(o.world_size) +
-                      " ranks needs partition elastic (its global batches are "
-                      "composed whole), not strided");
-  return std::make_unique<MixtureSampler>(*this, o.batch_size, o.world_size, o.rank,
-                                          seed);
 }
 
 namespace {

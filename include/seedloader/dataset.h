@@ -18,8 +18,7 @@
 
 namespace seedloader {
 
-class Sampler;
-struct LoaderOptions;
+class MixtureDataset;
 
 // Where one sample's fields go. Made by the loader for each sample; the pointers
 // refer to the sample's row in each collated field array of the batch slot.
@@ -104,12 +103,10 @@ class Dataset {
     std::uint64_t count = 0;
   };
   virtual Neighbours replacements(std::uint64_t index) const;
-  // A data set that sets its own order (a mixture) returns the sampler the
-  // loader draws each epoch from for `options` (rank, world size, batch size;
-  // already validated) and base seed `seed`; throws ConfigError for options it
-  // cannot honour. nullptr (the default): the loader's built-in samplers.
-  virtual std::unique_ptr<Sampler> own_order(const LoaderOptions& options,
-                                             std::uint64_t seed) const;
+  // The mixture this data set is (or, for a wrapper, the one it wraps), whose
+  // order a loader reads it in (loader_sampler(), loader_options.h); nullptr (the
+  // default) for any other. Not owned: it lives as long as this data set.
+  virtual const MixtureDataset* mixture() const { return nullptr; }
 };
 
 }  // namespace seedloader

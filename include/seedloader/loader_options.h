@@ -18,6 +18,8 @@
 
 namespace seedloader {
 
+class Dataset;
+
 struct WorkerLaunch;  // data_loader.h
 
 // Which stream a dataset's get() draws from.
@@ -198,5 +200,14 @@ void validate(const LoaderOptions& options, std::uint64_t dataset_size);
 std::unique_ptr<Sampler> make_sampler(std::uint64_t dataset_size,
                                       const LoaderOptions& options, std::uint64_t seed,
                                       std::vector<std::uint64_t> shard_sizes = {});
+
+// The sampler a DataLoader over `data` with `options` (validated) and base seed
+// `seed` draws each epoch's order from; the loader decides it here, not the data
+// set: for a mixture (data.mixture()) its MixtureSampler, which throws
+// ConfigError for a batch plan and for Partition::kStrided over more than one
+// rank; for any other data set make_sampler() over its size, with its
+// shard_sizes() under ShuffleOrder::kShards.
+std::unique_ptr<Sampler> loader_sampler(const Dataset& data, const LoaderOptions& options,
+                                        std::uint64_t seed);
 
 }  // namespace seedloader

@@ -1,9 +1,10 @@
 // MixtureDataset: several data sets read as one by a DataLoader, in global batches
 // composed by weight on a schedule (mixture.h). Its indices are the sources' laid
-// end to end (source s's sample i is offset(s) + i), and it sets the loader's
-// order itself (Dataset::own_order), so every loader option that concerns what a
-// rank reads next works as for one data set: workers, seeding, rank and world
-// size, skips, timeouts.
+// end to end (source s's sample i is offset(s) + i), and a loader reads it in
+// the mixture's order, a MixtureSampler (Dataset::mixture() names the mixture, and
+// loader_sampler() in loader_options.h builds the sampler), so every loader option
+// that concerns what a rank reads next works as for one data set: workers,
+// seeding, rank and world size, skips, timeouts.
 //
 // The order. With G = batch_size x world_size, loader epoch e is the mixture's
 // global steps [eK, (e+1)K), K = ceil(samples_per_epoch / G): every step is a
@@ -29,11 +30,12 @@
 // 0 (a paused source keeps its position); the last segment's sources are the
 // mixture's, and no source of an earlier one may be left out of it.
 //
-// Not supported, each a ConfigError naming it: a batch plan (a user's sampler),
-// Partition::kStrided over more than one rank. Under BadSample::kSkip a bad
-// sample is replaced from its own source (replacements()); a batch mix pairs a
-// rank's first sample with the one before it in the global batch (partners()),
-// so mixed batches are the same at every world size.
+// Not supported, each a ConfigError naming it (loader_sampler() refuses them): a
+// batch plan (a user's sampler), Partition::kStrided over more than one rank.
+// Under BadSample::kSkip a bad sample is replaced from its own source
+// (replacements()); a batch mix pairs a rank's first sample with the one before
+// it in the global batch (partners()), so mixed batches are the same at every
+// world size.
 // Immutable after construction; get() is as safe across processes as the
 // sources' get().
 #pragma once
@@ -97,8 +99,7 @@ class MixtureDataset : public Dataset {
                  std::uint64_t index) const override;
   // The sample's own source: a replacement never comes from another.
   Neighbours replacements(std::uint64_t index) const override;
-  std::unique_ptr<Sampler> own_order(const LoaderOptions& options,
-                                     std::uint64_t seed) const override;
+  const MixtureDataset* mixture() const override { return this; }
 
   // The schedule in force now: the last segment's.
   const MixtureSchedule& schedule() const { return history_.back().schedule; }

@@ -17,6 +17,7 @@
 #include "seedloader/error.h"
 #include "seedloader/in_memory_dataset.h"
 #include "seedloader/ledger.h"
+#include "seedloader/loader_options.h"
 #include "seedloader/mixture_dataset.h"
 #include "seedloader/random.h"
 #include "seedloader/stream_probe_dataset.h"
@@ -614,6 +615,43 @@ TEST(MixtureLoaderTest, AResumeAtAStepNoEpochHasIsRefusedAtOnce) {
   lied.epoch_first_step = 5'000'000'000'000;
   lied.step = lied.epoch_first_step + 3;
   EXPECT_THROW(resumed_mixture(ds, lied, kGlobal, kSeed), ConfigError);
+}
+
+// A data set that passes everything through to `inner`, and names inner's
+// mixture only when `forward` is set.
+class Wrapper final : public Dataset {
+ public:
+  Wrapper(const Dataset& inner, bool forward) : inner_(inner), forward_(forward) {}
+  std::uint64_t size() const override { return inner_.size(); }
+  const SampleLayout& layout() const override { return inner_.layout(); }
+  void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override {
+    inner_.get(index, rng, out);
+  }
+  std::string describe() const override { return "Wrapper(" + inner_.describe() + ")"; }
+  const MixtureDataset* mixture() const override {
+    return forward_ ? inner_.mixture() : nullptr;
+  }
+
+ private:
+  const Dataset& inner_;
+  bool forward_;
+};
+
+TEST(MixtureLoaderTest, TheLoaderReadsAMixtureInItsOrderThroughAWrapperThatNamesIt) {
+  const MixtureDataset ds = mixture(staged());
+  const LoaderOptions o = options(3, 1, 0);
+  const MixtureSampler order(ds, o.batch_size, o.world_size, o.rank, kSeed);
+  const std::vector<Index> built_in = make_sampler(ds.size(), o, kSeed)->indices(2);
+  ASSERT_NE(order.indices(2), built_in);
+  EXPECT_EQ(loader_sampler(ds, o, kSeed)->indices(2), order.indices(2));
+  EXPECT_EQ(loader_sampler(Wrapper(ds, true), o, kSeed)->indices(2), order.indices(2));
+  // A data set that does not say it is a mixture gets the built-in order.
+  EXPECT_EQ(loader_sampler(Wrapper(ds, false), o, kSeed)->indices(2), built_in);
+  // The refusals are the loader's, through the wrapper too.
+  LoaderOptions strided = o;
+  strided.partition = Partition::kStrided;
+  EXPECT_THROW(loader_sampler(Wrapper(ds, true), strided, kSeed), ConfigError);
+  EXPECT_NO_THROW(loader_sampler(Wrapper(ds, false), strided, kSeed));
 }
 
 }  // namespace

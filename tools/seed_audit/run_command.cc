@@ -110,11 +110,10 @@ LoaderOptions leg_options(const RunArgs& a, const Leg& leg, std::uint64_t rank,
 // Batches one rank of `leg` loads in all, for the progress bar.
 std::uint64_t leg_batches(const LoaderOptions& opt, const Leg& leg, const Dataset& data,
                           std::uint64_t seed) {
-  std::unique_ptr<Sampler> own = data.own_order(opt, seed);
-  const std::uint64_t per_epoch = batches_per_epoch(
-      {.samples = own ? own->size() : make_sampler(data.size(), opt, seed)->size(),
-       .batch_size = opt.batch_size,
-       .drop_last = opt.drop_last});
+  const std::uint64_t per_epoch =
+      batches_per_epoch({.samples = loader_sampler(data, opt, seed)->size(),
+                         .batch_size = opt.batch_size,
+                         .drop_last = opt.drop_last});
   if (leg.stop_batch) return std::min(*leg.stop_batch, per_epoch);
   const std::uint64_t all = per_epoch * leg.epochs;
   return all - std::min(leg.start_batch, per_epoch);

@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,15 +35,13 @@ class SeedingDataset final : public Dataset {
   void get(std::uint64_t index, Rng& rng, SampleWriter& out) const override;
   std::string describe() const override;
   std::vector<std::uint64_t> shard_sizes() const override { return inner_.shard_sizes(); }
-  // The inner data set's own streams, order and reads ahead (a mixture's).
+  // The inner data set's own streams, replacements and reads ahead, and the
+  // mixture it is (whose order the loader then reads it in).
   Rng sample_rng(std::uint64_t base_seed, std::uint64_t epoch,
                  std::uint64_t index) const override {
     return inner_.sample_rng(base_seed, epoch, index);
   }
-  std::unique_ptr<Sampler> own_order(const LoaderOptions& options,
-                                     std::uint64_t seed) const override {
-    return inner_.own_order(options, seed);
-  }
+  const MixtureDataset* mixture() const override { return inner_.mixture(); }
   Neighbours replacements(std::uint64_t index) const override {
     return inner_.replacements(index);
   }
