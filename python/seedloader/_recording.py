@@ -19,7 +19,7 @@ from seedloader._errors import ConfigError, Error, WorkerError
 
 
 class LayoutRecorder(_dataset.Wrapper):
-    """The dataset of the layout pass (DataLoader._learn_from_batches): each sample
+    """The dataset of the layout pass (_layout_pass.learn_from_batches): each sample
     is read as the loader's engine reads it (through the engine's generator, which
     it hands on), and what it is made of goes to the memory file of the worker
     that read it: its tree and fields (Layout.of_sample) once, then each sample's

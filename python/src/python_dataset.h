@@ -22,7 +22,7 @@
 // naming the exception's type, and in the caller's own process (num_workers=0)
 // holding the exception itself: the binding raises the WorkerError as that type
 // too, chained to it (python/src/errors.h).
-// A replay (seedloader._dataset.Replay), when given, is asked first, with the
+// A replay (seedloader._recording.Replay), when given, is asked first, with the
 // Generator at the stream's state: a sample it returns (one the layout pass read
 // from exactly that state) is the sample, and the Generator's state as it leaves
 // it goes back to the stream; the first None ends the replay for good, so the
