@@ -51,10 +51,11 @@ def build_engine(loader):
     if (loader._start_method in ("spawn", "forkserver") and loader.num_workers > 0 and
             loader._recipe is None and loader._mixture_history is not None and
             not all(isinstance(d, Dataset) for d in loader.dataset.sources.values())):
+        # The caller's line: above build_engine, engine and _start.
         warnings.warn("seedloader.DataLoader: multiprocessing_context=%r, but this "
-                       "Mixture holds seedloader's own data sets, whose workers are "
-                       "forked: its Python sources are read in forked workers too"
-                       % loader._start_method, stacklevel=3)
+                      "Mixture holds seedloader's own data sets, whose workers are "
+                      "forked: its Python sources are read in forked workers too"
+                      % loader._start_method, stacklevel=4)
     if spawned:
         # Written before the engine exists: a recipe that does not pickle
         # leaves no engine behind whose workers would read an empty one.
@@ -294,9 +295,11 @@ def pin(loader, required):
         if required and not loader._warned_pinning:
             # torch's loader warns and goes on unpinned; so does this one.
             loader._warned_pinning = True
+            # The caller's line: above pin, build_engine, engine and __init__ or
+            # _start (the pass's next() is no Python frame).
             warnings.warn("seedloader.DataLoader: pin_memory=True, but torch sees no "
-                           "CUDA device: batches stay in unpinned memory",
-                           stacklevel=4)
+                          "CUDA device: batches stay in unpinned memory",
+                          stacklevel=5)
         return
     address, size = loader._loader.shared_memory()
     rc = torch.cuda.cudart().cudaHostRegister(address, size, 0)

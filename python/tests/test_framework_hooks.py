@@ -309,9 +309,12 @@ def test_a_dataset_exception_is_raised_as_its_own_type_and_as_a_worker_error():
 def test_pin_memory_without_cuda_warns_and_loads_unpinned():
     if torch.cuda.is_available():
         pytest.skip("this check needs a machine without CUDA")
-    with pytest.warns(UserWarning, match="pin_memory=True, but torch sees no CUDA"):
+    with pytest.warns(UserWarning, match="pin_memory=True, but torch sees no CUDA") as record:
         loader = sl.DataLoader(Indexed(), batch_size=4, seed=3, pin_memory=True)
         assert len(batches(loader)) == 3
+    # Where the caller iterates (batches() here), not a line of the package.
+    assert [w.filename for w in record if "torch sees no CUDA" in str(w.message)] == \
+        [__file__]
 
 
 def test_more_workers_than_cpus_warns_naming_both():

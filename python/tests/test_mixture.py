@@ -576,10 +576,13 @@ def test_seedloaders_own_and_python_sources_mix_in_one_mixture():
         assert abs(sum(n == "python" for s in steps for n, _, _ in s) - 24) <= 1
         want = want or steps
         assert steps == want, (world, workers)
-    with pytest.warns(UserWarning, match="read in forked workers too"):
+    with pytest.warns(UserWarning, match="read in forked workers too") as record:
         spawned = loader(m, 2, 1, 1, multiprocessing_context="spawn")
         assert [r for b in spawned for r in rows_of(b)] == \
             [r for b in loader(m, 2, 1, 1) for r in rows_of(b)]
+    # Where the caller iterates, not a line of the package.
+    assert {w.filename for w in record if "forked workers too" in str(w.message)} == \
+        {__file__}
     wrong = sl.Mixture({"native": synthetic, "python": Pictures(9, torch.float64)},
                        {"native": 1, "python": 1})
     with pytest.raises(sl.WorkerError, match="float64; the layout says float32"):
