@@ -19,7 +19,7 @@ def torch_available():
 
 # torch's DataLoader refuses to change these once built (its __setattr__).
 FIXED_AFTER_INIT = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
-                     "persistent_workers", "seed")  # and the seed: load_state_dict sets it
+                    "persistent_workers", "seed")  # and the seed: load_state_dict sets it
 
 
 CHOICES = {
@@ -127,10 +127,10 @@ def warn_if_more_workers_than_cpus(num_workers):
         cpus = os.cpu_count() or 0
     if cpus and num_workers > cpus:
         warnings.warn("seedloader.DataLoader: num_workers=%d worker processes, but this "
-                       "process may use %d CPUs; more workers than CPUs take turns, and "
-                       "such excessive worker creation might get DataLoader running slow "
-                       "or even freeze: lower num_workers to at most %d"
-                       % (num_workers, cpus, cpus), stacklevel=3)
+                      "process may use %d CPUs; more workers than CPUs take turns, and "
+                      "such excessive worker creation might get DataLoader running slow "
+                      "or even freeze: lower num_workers to at most %d"
+                      % (num_workers, cpus, cpus), stacklevel=3)
 
 
 def torch_prefetch_default(num_workers):

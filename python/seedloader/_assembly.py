@@ -78,7 +78,7 @@ def build_engine(loader):
             plan is not None):
         adopt = (handover.pids, handover.adopt)  # the layout pass's workers go on
     loader._loader = _core.Loader(dataset, options, worker_init, loader._format, plan,
-                              adopt=adopt)
+                                  adopt=adopt)
     if adopt is not None:
         loader._handover = None  # the engine owns them now
     loader._skips_changed = False  # built with the skips declared now
@@ -226,7 +226,7 @@ def publish(loader, epoch):
         drawn = _batched(order.tolist(), loader._batch_size, False)
         streams = _batched(epochs.tolist(), loader._batch_size, False)
     else:
-        order = _core.epoch_order(loader._order_options(), len(loader.dataset), epoch)
+        order = _core.epoch_order(loader._engine_options(), len(loader.dataset), epoch)
         drawn = _batched(order.tolist(), loader._batch_size, loader.drop_last)
     bound = loader._collated_size
     if len(drawn) > bound:
@@ -279,7 +279,7 @@ def keyed_plan(loader, epoch):
         raise ConfigError("DataLoader: %s yields %d keys in epoch %d; keys are read by "
                           "their position in the epoch, which must stay below the data "
                           "set's len() %d" % (type(who).__name__, count, epoch,
-                                               len(loader.dataset)))
+                                              len(loader.dataset)))
     loader._channel.publish(epoch, drawn, shared=loader.num_workers > 0)
     return [list(range(drawn.start(k), drawn.start(k) + len(b)))
             for k, b in enumerate(drawn)]

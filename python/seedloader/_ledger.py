@@ -40,11 +40,7 @@ def ledger(loader, step, epoch=None, rank=None, skipped_only=False):
                           "consecutive steps" % (steps,))
     epoch = loader._epoch if epoch is None else _arguments.epoch_number(epoch)
     loader._place(announce=False)
-    options = loader._order_options()
-    options.num_workers = loader.num_workers
-    options.seeding = _arguments.CHOICES["seeding"][loader.seeding]
-    options.skip_steps = sorted(loader._skip_steps)
-    options.skip_samples = sorted(loader._skip_samples)
+    options = loader._engine_options()
     mixture = None
     if loader._mixture_history is not None:
         m = loader.dataset

@@ -124,9 +124,10 @@ class DataLoader:
                  variable_fields=(), variable_bytes=65536, pad_variable=False):
         # The arguments as given: what a pickled loader is rebuilt from.
         config = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
-        _arguments.check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
-                               collate_fn, drop_last, timeout, multiprocessing_context,
-                               prefetch_factor, persistent_workers, pin_memory_device)
+        _arguments.check_torch_arguments(
+            batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, drop_last,
+            timeout, multiprocessing_context, prefetch_factor, persistent_workers,
+            pin_memory_device)
         if batch_sampler is not None:
             batch_size = None
         # batch_size=None: samples one by one, as torch gives them without
@@ -304,7 +305,7 @@ class DataLoader:
             return _core.batches_per_epoch(len(self._sampler), self._batch_size,
                                            self.drop_last)
         self._place()
-        return _core.epoch_batches(self._order_options(), len(self.dataset))
+        return _core.epoch_batches(self._engine_options(), len(self.dataset))
 
     def __setattr__(self, name, value):
         # torch's rule: what decides the batches is fixed once the loader exists.
@@ -605,7 +606,7 @@ class DataLoader:
         self._place()
         if self._mixture_history is not None:
             return self._mixture_order().order(self._epoch)[0]
-        return _core.epoch_order(self._order_options(), len(self.dataset), self._epoch)
+        return _core.epoch_order(self._engine_options(), len(self.dataset), self._epoch)
 
     def _engine_options(self, **overrides):
         """The engine's LoaderOptions, derived afresh from the arguments as given and
@@ -630,15 +631,6 @@ class DataLoader:
             skip_samples=sorted(self._skip_samples))
         values.update(overrides)
         return _arguments.loader_options(**values)
-
-    def _order_options(self):
-        """The options that decide the built-in samplers' order and batch count."""
-        return _arguments.loader_options(shuffle=self._shuffle, order=self.order,
-                               shuffle_block=self.shuffle_block, seed=self.seed,
-                               rank=self.rank, world_size=self.world_size,
-                               partition=self.partition, batch_size=self._batch_size or 1,
-                               drop_last=self.drop_last,
-                               canonical_nodes=self.canonical_nodes)
 
     # The loader's other parts, each a module of functions of the loader.
     state_dict = _state.state_dict

@@ -110,12 +110,8 @@ def load_state_dict(loader, state):
                               "canonical nodes, which needs partition='elastic'"
                               % saved_parts)
         # Checked against this world now, not at the next iteration.
-        options = _arguments.loader_options(
-            partition=loader.partition, seeding=loader.seeding,
-            world_size=loader.world_size, rank=loader.rank,
-            batch_size=loader._batch_size or 1, canonical_nodes=saved_parts,
-            nodes=loader._node_count(loader.world_size))
-        _core.validate(options, max(len(loader.dataset), 1))
+        _core.validate(loader._engine_options(canonical_nodes=saved_parts),
+                       max(len(loader.dataset), 1))
         if saved_parts and mine["global_batch_size"] % saved_parts:
             raise ConfigError("load_state_dict: the state's canonical_nodes %d does "
                               "not divide this loader's global batch of %d"
@@ -166,8 +162,8 @@ def load_state_dict(loader, state):
     done_epoch = None
     if state["_finished"] or yielded == len(loader):
         done_epoch = epoch
-        epoch = _arguments.epoch_number(epoch + 1, "load_state_dict: the epoch after finished "
-                              "epoch %d" % epoch)
+        epoch = _arguments.epoch_number(
+            epoch + 1, "load_state_dict: the epoch after finished epoch %d" % epoch)
         yielded = 0
     if loader._canonical_default:  # first: it may close the engine, or refuse to
         loader._set_canonical_nodes(saved_parts)
