@@ -35,7 +35,7 @@ DataLoader::Iterator DataLoader::begin() {
 }
 
 DataLoader::Iterator DataLoader::start() {
-  engine_->begin_epoch(epoch_, start_batch_);
+  engine_->begin_epoch(epoch_, start_batch_, end_batch_);
   return Iterator(engine_.get(), start_batch_);
 }
 
@@ -67,7 +67,7 @@ void DataLoader::Iterator::load() {
   // A skipped step is fetched and dropped, in order, so the steps after it stay as
   // they were; its dataset errors are not delivered either.
   for (;; ++next_) {
-    if (next_ >= engine_->num_batches()) {
+    if (next_ >= engine_->end_batch()) {
       done_ = true;
       engine_->end_epoch();
       return;

@@ -610,7 +610,8 @@ void Engine::stop_workers(milliseconds grace) noexcept {
   }
 }
 
-void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
+void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch,
+                         std::uint64_t end_batch) {
   check_forking_thread();
   abandon_epoch();
   if (options_.batch_plan) {
@@ -626,6 +627,7 @@ void Engine::begin_epoch(std::uint64_t epoch, std::uint64_t first_batch) {
   apply_skips(epoch);
   epoch_ = epoch;
   first_batch_ = std::min(first_batch, num_batches_);
+  end_batch_ = std::clamp(end_batch, first_batch_, num_batches_);
   mode_->begin_epoch(epoch);
   ring_.begin_epoch(first_batch_);
   ++generation_;
@@ -683,7 +685,7 @@ void Engine::pump() noexcept {
   // The batches that get a slot now: in order, up to the first whose slot is
   // still held or in flight, and at most one turn of the ring (each slot once).
   std::uint64_t end = next_issue_;
-  while (end < num_batches_ &&
+  while (end < end_batch_ &&
          end - next_issue_ < static_cast<std::uint64_t>(ring_.num_slots())) {
     const int s = ring_.slot_of(end);
     if (slots_[s].batch != -1) {
@@ -752,7 +754,7 @@ void Engine::publish_read_ahead(std::uint64_t from) noexcept {
   block.seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   std::uint64_t n = 0;
-  for (std::uint64_t k = from; k < num_batches_ && n < capacity; ++k) {
+  for (std::uint64_t k = from; k < end_batch_ && n < capacity; ++k) {
     for (const Index i : batches_->batch(k)) {
       if (n == capacity) break;
       out[n++].store(i, std::memory_order_relaxed);

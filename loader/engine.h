@@ -59,9 +59,13 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   const LoaderOptions& options() const { return options_; }
 
   // Starts an epoch at batch first_batch (forking workers when none run),
-  // abandoning any unfinished one. Batches of earlier epochs still held keep
-  // their slots.
-  void begin_epoch(std::uint64_t epoch, std::uint64_t first_batch);
+  // abandoning any unfinished one; the pass ends before batch end_batch (the
+  // epoch's end when that is sooner), and no batch from there on is issued.
+  // Batches of earlier epochs still held keep their slots.
+  void begin_epoch(std::uint64_t epoch, std::uint64_t first_batch,
+                   std::uint64_t end_batch = UINT64_MAX);
+  // The batch the current pass ends before: min(end_batch, num_batches()).
+  std::uint64_t end_batch() const { return end_batch_; }
   // Batch k of the current epoch. REQUIRES: k is the next batch in order
   // (from first_batch) and k < num_batches(). Throws WorkerError or
   // TimeoutError; a WorkerError for a sample's get() is recoverable (the epoch
@@ -223,6 +227,7 @@ class Engine : public SlotOwner, public std::enable_shared_from_this<Engine> {
   bool active_ = false;
   std::uint64_t epoch_ = 0;
   std::uint64_t first_batch_ = 0;
+  std::uint64_t end_batch_ = 0;
   std::uint64_t generation_ = 0;
   std::uint64_t next_issue_ = 0;
   std::int64_t delivered_ = -1;  // the last batch fetch() returned this epoch, or -1

@@ -70,14 +70,19 @@ class DataLoader {
   void set_epoch(std::uint64_t epoch) {
     epoch_ = epoch;
     start_batch_ = 0;
+    end_batch_ = UINT64_MAX;
   }
   // Resuming a run: the next begin() starts `epoch` at batch `start_batch`
   // (batches before it are not loaded). With SeedScope::kSample the batches
   // delivered are exactly those a full epoch delivers from there on; with
-  // kWorker the samples are, but the worker streams restart.
-  void resume(std::uint64_t epoch, std::uint64_t start_batch) {
+  // kWorker the samples are, but the worker streams restart. With end_batch,
+  // the pass ends before that batch: nothing from there on is loaded (a part
+  // of an epoch made elsewhere, as a remote worker makes its share).
+  void resume(std::uint64_t epoch, std::uint64_t start_batch,
+              std::uint64_t end_batch = UINT64_MAX) {
     epoch_ = epoch;
     start_batch_ = start_batch;
+    end_batch_ = end_batch;
   }
   std::uint64_t epoch() const { return epoch_; }
   // Batches per epoch on this rank (under LoaderOptions::batch_plan: in the
@@ -129,6 +134,7 @@ class DataLoader {
   std::shared_ptr<Engine> engine_;
   std::uint64_t epoch_ = 0;
   std::uint64_t start_batch_ = 0;
+  std::uint64_t end_batch_ = UINT64_MAX;
 };
 
 // An input iterator over one epoch; move-only. Dereferencing gives the current

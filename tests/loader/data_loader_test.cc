@@ -208,6 +208,32 @@ TEST(DataLoaderTest, ResumedEpochDeliversTheRestOfTheSameBatches) {
   for (std::size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], expected[i + 5]);
 }
 
+TEST(DataLoaderTest, APartOfAnEpochDeliversItsBatchesAndLoadsNothingPastItsEnd) {
+  StreamProbeDataset ds(90, 2);
+  LoaderOptions o = base_options(2);
+  o.seeding = SeedScope::kSample;
+  DataLoader full(ds, o);
+  auto expected = run_epoch(full, 3);
+  for (int workers : {0, 2}) {
+    o.num_workers = workers;
+    DataLoader parts(ds, o);
+    // Parts in any order, as a fleet's actor gets them; the epoch's end clamps.
+    for (auto [first, end] :
+         {std::pair<std::uint64_t, std::uint64_t>{4, 7}, {0, 4}, {7, 1000}}) {
+      parts.resume(3, first, end);
+      std::uint64_t k = first;
+      for (const Batch& b : parts) {
+        ASSERT_LT(k, expected.size());
+        EXPECT_EQ(b.number(), k);
+        EXPECT_EQ(copy_of(b), expected[k])
+            << "batch " << k << ", " << workers << " workers";
+        ++k;
+      }
+      EXPECT_EQ(k, std::min<std::uint64_t>(end, expected.size()));
+    }
+  }
+}
+
 TEST(DataLoaderTest, InThreadLoadingMatchesOneWorker) {
   StreamProbeDataset ds(33, 2);
   DataLoader inline_loader(ds, base_options(0));
