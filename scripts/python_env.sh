@@ -43,6 +43,8 @@ fi
 # seedloader.torch.load_checkpoint / save_checkpoint read and write ddp-train's
 # checkpoints with safetensors and check their XXH64 checksums with xxhash.
 "$venv/bin/python" -m pip install -q --disable-pip-version-check safetensors xxhash
+# seedloader.ray (the fleet) and its tests: Ray, pinned (pyproject's [ray] extra).
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "ray==2.60.0"
 # --no-build-isolation: build with the tools just installed instead of downloading
 # them again into a throwaway environment.
 CMAKE_BUILD_PARALLEL_LEVEL=2 "$venv/bin/python" -m pip install -q \

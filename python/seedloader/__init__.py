@@ -20,8 +20,8 @@ import importlib.metadata as _metadata
 
 from seedloader._errors import (CommError, ConfigError, DataError, Error, TimeoutError,
                                 WorkerError)
-from seedloader._core import (Cifar10, Dataset, ImageFolder, Mnist, Synthetic, TarShards,
-                              TensorFile, Transform)
+from seedloader._core import Dataset, Transform
+from seedloader._native import Cifar10, ImageFolder, Mnist, Synthetic, TarShards, TensorFile
 from seedloader._loader import DataLoader
 from seedloader._mixture import Mixture
 from seedloader._placement import distributed_context, node_count
@@ -46,7 +46,7 @@ __version__ = _version()
 
 
 def __getattr__(name):
-    """seedloader.torch, seedloader.audit and seedloader.checkpoint, imported on
+    """seedloader.torch, .audit, .checkpoint, .ray and .transformers, imported on
     first use, so that
     `import seedloader as sl; sl.torch.seed_worker` works without importing torch
     up front."""
@@ -55,7 +55,7 @@ def __getattr__(name):
     raise AttributeError("module 'seedloader' has no attribute %r" % name)
 
 
-_SUBMODULES = ("audit", "checkpoint", "torch", "transformers")
+_SUBMODULES = ("audit", "checkpoint", "ray", "torch", "transformers")
 
 
 def transform(spec):

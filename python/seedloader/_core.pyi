@@ -112,6 +112,18 @@ class PassPosition:
         the pids of the workers serving the pass (empty before its first batch, and with no workers)
         """
 
+    @property
+    def began(self) -> float:
+        """time.monotonic() when the pass's first next() was called (0 before)"""
+
+    @property
+    def last_at(self) -> float:
+        """time.monotonic() when the pass's last next() got its batch (or error)"""
+
+    @property
+    def waited(self) -> float:
+        """seconds next() waited for batches in all: the data stall"""
+
 class WorkerLaunch:
     """
     What a worker program serves (seedloader/data_loader.h): its worker, the shared memory's files as this process holds them, the digest it must match.
@@ -478,7 +490,10 @@ class Loader:
 
     def set_epoch(self, arg: int, /) -> None: ...
 
-    def resume(self, arg0: int, arg1: int, /) -> None: ...
+    def resume(self, epoch: int, first: int, end: int | None = None) -> None:
+        """
+        the next pass runs epoch's batches [first, end) (end None: to the epoch's end)
+        """
 
     @property
     def epoch(self) -> int: ...

@@ -10,7 +10,7 @@ import array
 import warnings
 
 from seedloader import (_agreement, _arguments, _assembly, _checks, _compat, _core, _dataset,
-                        _errors, _layout_pass, _ledger, _placement, _state)
+                        _errors, _layout_pass, _ledger, _placement, _remote, _state)
 from seedloader._core import Dataset
 from seedloader._errors import ConfigError, Error, WorkerError
 from seedloader._mixture import Mixture
@@ -97,6 +97,10 @@ class DataLoader:
       field's budget per sample (default 64 KiB). A variable field arrives as a
       list of per-sample tensors over the slot, or with pad_variable=True as
       (padded [batch, longest, ...] tensor, int64 lengths).
+    remote: a seedloader.ray.Fleet whose actors make the batches on a Ray
+      cluster (docs/fleet.md); the batches are those of the same loader
+      without it, bit for bit. Needs seeding="sample" and the built-in order.
+      stats() tells what the loader did (with or without a fleet).
 
     Nothing reads a sample before the first iteration: a Python dataset's layout
     is declared by a `fields` attribute or learned then (seedloader._dataset).
@@ -121,7 +125,8 @@ class DataLoader:
                  world_size=None, format=None, order="numpy", shuffle_block=0,
                  partition="strided", canonical_nodes=None, nodes=None, mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
-                 variable_fields=(), variable_bytes=65536, pad_variable=False):
+                 variable_fields=(), variable_bytes=65536, pad_variable=False,
+                 remote=None):
         # The arguments as given: what a pickled loader is rebuilt from.
         config = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         _arguments.check_torch_arguments(
@@ -293,6 +298,10 @@ class DataLoader:
         else:  # the engine comes later; its options are checked now
             _core.validate(self._engine_options(), len(dataset))
         self.sampler, self.batch_sampler = _compat.samplers(self)
+        # A fleet that makes the batches elsewhere (seedloader.ray.Fleet), or None.
+        self._remote = _remote.check_remote(self, remote)
+        self._remote_recipe = None  # (key, the recipe's object ref) sent to the fleet
+        self._pass_end = None    # a pass that ends before the epoch does: its end
         self._initialized = True
 
     def __len__(self):
@@ -390,8 +399,10 @@ class DataLoader:
         its order only then."""
         if self._loader is not None and self._loader.busy:
             raise Error(_core.BUSY)
-        # A pass that runs in C++ per batch (seedloader._core.Batches says how).
-        batches = _compat.Pass(self._start, self._raise_batch_error)
+        if self._remote is not None:  # made by a fleet's actors (seedloader._remote)
+            batches = _remote.RemotePass(self)
+        else:  # a pass that runs in C++ per batch (seedloader._core.Batches says how)
+            batches = _compat.Pass(self._start, self._raise_batch_error)
         accelerate = _compat.gradient_state()
         return batches if accelerate is None else _compat.accelerate_pass(self, batches,
                                                                           accelerate)
@@ -432,8 +443,6 @@ class DataLoader:
         its epoch (the resume point, else the next epoch once one has started) and
         readies the engine; returns its _core.PassStart, or None when nothing is
         left of the epoch. An older pass is replaced either way."""
-        self._agree_seed(self._place(announce=True))
-        self._canonical_fixed = True  # C is the run's from its first epoch on
         if self.worker_init_fn is not self._worker_init_fn:
             # Set after construction (Lightning's seed_everything(workers=True)
             # does): torch's loader uses it from its next iterator on; so does this.
@@ -444,15 +453,7 @@ class DataLoader:
         if self._skips_changed:
             self._close_engine()  # rebuilt with the skips declared since
             self._skips_changed = False
-        if self._resume is not None:
-            self._epoch, first = self._resume
-        else:
-            if self._epoch_used:
-                self._epoch = _arguments.epoch_number(self._epoch + 1, "the next epoch")
-            first = 0
-        self._resume, self._done_epoch = None, None
-        self._epoch_used = True
-        self._pass = None
+        first = self._claim_epoch()
         if first >= len(self):
             self._yielded = first
             if self._loader is not None:
@@ -474,6 +475,23 @@ class DataLoader:
         if self._unbatched and self._collate is None:
             layout = _arguments.Unbatch(layout)
         return _core.PassStart(core, first, replay, layout, self.pad_variable)
+
+    def _claim_epoch(self):
+        """Takes the rank and world size and the seed the ranks agree on, and claims
+        the pass's epoch: the resume point, else the next epoch once one has
+        started; returns the batch the pass starts at."""
+        self._agree_seed(self._place(announce=True))
+        self._canonical_fixed = True  # C is the run's from its first epoch on
+        if self._resume is not None:
+            self._epoch, first = self._resume
+        else:
+            if self._epoch_used:
+                self._epoch = _arguments.epoch_number(self._epoch + 1, "the next epoch")
+            first = 0
+        self._resume, self._done_epoch = None, None
+        self._epoch_used = True
+        self._pass = None
+        return first
 
     def _agree_seed(self, source):
         """A drawn seed becomes rank 0's on every rank (seedloader._agreement) when
@@ -500,8 +518,9 @@ class DataLoader:
     def _begin_epoch(self, core, first):
         """Begins this epoch on `core` from batch `first`; returns how many batches
         the pass loads and drops before it delivers one."""
-        if first and self.seeding == "sample":
-            core.resume(self._epoch, first)  # the batches before `first` are not loaded
+        if (first or self._pass_end is not None) and self.seeding == "sample":
+            # The batches before `first` (and from a part's end on) are not loaded.
+            core.resume(self._epoch, first, self._pass_end)
             return 0
         core.set_epoch(self._epoch)
         return first  # worker streams must advance as they did: load, discard
@@ -657,6 +676,7 @@ class DataLoader:
     _learn_mixture_layout = _layout_pass.learn_mixture_layout
     _layout_pass_can = _layout_pass.layout_pass_can
     _learn_from_batches = _layout_pass.learn_from_batches
+    stats = _remote.stats
 
     def __del__(self):
         # The workers go with the loader, as torch's go with their iterator, even

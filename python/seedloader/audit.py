@@ -98,6 +98,9 @@ class LoaderTrace:
                 lines.append(declared[written][1])
                 written += 1
             epoch, rank, worker = loader.epoch, loader.rank, started.last_worker
+            # A fleet's batch: the actor that made it (seedloader._remote.Position).
+            made_by = {"actor": started.last_actor} if hasattr(started, "last_actor") \
+                else {}
             fingerprints = _uint64s(started.last_fingerprints)
             if loader._mixture_history is not None:
                 # A mixture's sample: its source, the source's epoch, its index there.
@@ -107,13 +110,14 @@ class LoaderTrace:
                     lines.append(self._line(rank=rank, epoch=epoch, worker=worker,
                                             batch=step, source=name,
                                             source_epoch=source_epoch, index=index,
-                                            rng="%016x" % rng))
+                                            rng="%016x" % rng, **made_by))
             else:
                 # A sampler's keys by their positions in the epoch, as the engine
                 # indexes them.
                 for index, rng in zip(loader._last_indices(keys=False), fingerprints):
                     lines.append(self._line(rank=rank, epoch=epoch, worker=worker,
-                                            batch=step, index=index, rng="%016x" % rng))
+                                            batch=step, index=index, rng="%016x" % rng,
+                                            **made_by))
             self._append(lines)
             yield batch
         if started is None and loader._pass is not None:

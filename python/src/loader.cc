@@ -380,7 +380,19 @@ struct PassPosition {
   nb::object last_fingerprints = nb::none();   // likewise, once recorded
   nb::object last_stream_epochs = nb::none();  // likewise, with the fingerprints
   std::vector<int> worker_pids;  // the workers serving it, from its first batch on
+  // Monotonic seconds (CLOCK_MONOTONIC, Python's time.monotonic()): when its first
+  // next() was called, when it last delivered a batch, and how long next() waited
+  // for the engine in all (the data stall the consumer saw).
+  double began = 0;
+  double last_at = 0;
+  double waited = 0;
 };
+
+static double monotonic_seconds() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 // What a pass starts with, from the DataLoader's start(): the engine, the epoch's
 // batch it starts at, the batches it loads and drops first (worker streams must
@@ -415,6 +427,7 @@ class Batches {
     }
     if (done_) throw nb::stop_iteration();
     const Claim inside(running_);  // another thread inside this pass gets kBusy
+    if (pos_->began == 0) pos_->began = monotonic_seconds();
     if (!core_.is_valid() && !begin(self)) {
       done_ = true;  // the epoch's batches were all consumed before this pass
       throw nb::stop_iteration();
@@ -430,11 +443,14 @@ class Batches {
     for (;;) {
       std::optional<Exported> batch;
       std::exception_ptr error;
+      const double asked = monotonic_seconds();
       try {
         batch = loader.next(core_, record_fingerprints_);
       } catch (...) {
         error = std::current_exception();
       }
+      pos_->last_at = monotonic_seconds();
+      pos_->waited += pos_->last_at - asked;
       if (error) fail(self, error);
       if (!batch) {
         // Every step passed, the skipped ones at the end too.
@@ -653,7 +669,13 @@ void bind_loader(nb::module_& m) {
               "source's), likewise")
       .def_ro("worker_pids", &PassPosition::worker_pids,
               "the pids of the workers serving the pass (empty before its first batch, "
-              "and with no workers)");
+              "and with no workers)")
+      .def_ro("began", &PassPosition::began,
+              "time.monotonic() when the pass's first next() was called (0 before)")
+      .def_ro("last_at", &PassPosition::last_at,
+              "time.monotonic() when the pass's last next() got its batch (or error)")
+      .def_ro("waited", &PassPosition::waited,
+              "seconds next() waited for batches in all: the data stall");
 
   nb::class_<WorkerLaunch>(
       m, "WorkerLaunch",
@@ -919,8 +941,15 @@ void bind_loader(nb::module_& m) {
       .def("close", &Loader::close)
       .def("__len__", [](Loader& l) { return l.loader().num_batches(); })
       .def("set_epoch", [](Loader& l, std::uint64_t e) { l.loader().set_epoch(e); })
-      .def("resume",
-           [](Loader& l, std::uint64_t e, std::uint64_t b) { l.loader().resume(e, b); })
+      .def(
+          "resume",
+          [](Loader& l, std::uint64_t e, std::uint64_t b,
+             std::optional<std::uint64_t> end) {
+            l.loader().resume(e, b, end.value_or(UINT64_MAX));
+          },
+          nb::arg("epoch"), nb::arg("first"), nb::arg("end").none() = nb::none(),
+          "the next pass runs epoch's batches [first, end) (end None: to the epoch's "
+          "end)")
       .def_prop_ro("epoch", [](Loader& l) { return l.loader().epoch(); })
       .def_prop_ro("base_seed", [](Loader& l) { return l.loader().base_seed(); })
       .def_prop_ro("skipped_samples",
