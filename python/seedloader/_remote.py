@@ -11,7 +11,6 @@ the trainer's placement, seed and canonical nodes, its skips and mixture
 schedule) and makes a part as a pass that ends early (DataLoader._pass_end).
 Ray is imported only by seedloader.ray; a fleet passed here brings it.
 """
-import array
 import statistics
 import time
 
@@ -208,8 +207,9 @@ class _Book:
     def _take(self, send):
         ray = self.ray
         self._leave_queue(send)
+        ref, send.ref = send.ref, None  # the object goes with its batches
         try:
-            made, seconds, node = ray.get(send.ref)
+            made, seconds, node = ray.get(ref)
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
                 ray.exceptions.ObjectLostError, ray.exceptions.NodeDiedError):
             part = send.part
@@ -315,44 +315,6 @@ def recipe_for(loader):
     return loader._remote_recipe
 
 
-def build_from_recipe(blob):
-    """In an actor: the loader a recipe describes."""
-    from ray import cloudpickle
-    from seedloader._loader import DataLoader
-    recipe = cloudpickle.loads(blob)
-    loader = DataLoader(**recipe["config"])
-    history, known, steps, samples = recipe["extra"]
-    loader._mixture_history, loader._mixture_known = history, known
-    loader._set_skips(set(map(tuple, steps)), set(samples))
-    return loader
-
-
-def make_part(loader, epoch, first, end, record):
-    """In an actor: batches [first, end) of `epoch`, packed, with where each came
-    from (see _Maker.make)."""
-    loader._resume, loader._pass_end = (epoch, first), end
-    loader._record_fingerprints = record
-    made = []
-    try:
-        for batch in loader:
-            pos = loader._pass
-            made.append((pack(batch), pos.last_worker, _positions(loader),
-                         pos.last_fingerprints, pos.last_stream_epochs))
-    finally:
-        loader._pass_end = None
-    return made
-
-
-def _positions(loader):
-    """The last batch's samples as the engine's positions (uint64 bytes), a
-    collate_fn's item resolved to its batch's samples."""
-    raw = loader._pass.last_indices
-    if loader._collated is None or raw is None:
-        return raw
-    k = array.array("Q", raw)[0]
-    return array.array("Q", loader._collated[1][k]).tobytes()
-
-
 class _Tensor:
     """A torch tensor's bytes for the trip: a NumPy array Ray's store keeps
     whole (torch dtypes NumPy lacks travel as bytes)."""
@@ -369,8 +331,20 @@ class _Tensor:
 
     def tensor(self, pin):
         import torch
-        out = torch.from_numpy(self.data.copy()).view(self.dtype).reshape(self.shape)
+        out = _writable(self.data).view(self.dtype).reshape(self.shape)
         return out.pin_memory() if pin and torch.cuda.is_available() else out
+
+
+def _writable(array):
+    """A tensor over `array`'s memory, writable as a local loader's batch is. Ray
+    marks arrays it maps from its store read-only, but the mapping is writable
+    and the object this process's alone (it goes with the batch): no copy."""
+    import warnings
+
+    import torch
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "The given NumPy array is not
+        return torch.from_numpy(array)                # writable"
 
 
 def _rebuild_tensor(data, dtype, shape):
@@ -394,12 +368,17 @@ def pack(obj):
 
 
 def unpack(obj, pin=False):
-    """pack's inverse: tensors in this process's memory (writable, as a local
-    loader's are), pinned with pin_memory where CUDA runs."""
+    """pack's inverse: tensors over the object store's memory, writable as a local
+    loader's are (no copy), pinned with pin_memory where CUDA runs."""
     if isinstance(obj, _Tensor):
         return obj.tensor(pin)
     if type(obj).__module__ == "numpy" and type(obj).__name__ == "ndarray":
-        return obj.copy()
+        if obj.flags.writeable or obj.dtype.hasobject:
+            return obj
+        try:
+            return _writable(obj).numpy()
+        except (ImportError, TypeError):  # no torch, or a dtype torch lacks
+            return obj.copy()
     if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
         return type(obj)(unpack(x, pin) for x in obj)
     if isinstance(obj, tuple):
@@ -422,4 +401,3 @@ def stats(loader):
     if loader._remote is not None:
         out["fleet"] = loader._remote.stats()
     return out
-

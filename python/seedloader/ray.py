@@ -16,6 +16,7 @@ transport: the actors are Ray actors, batches cross Ray's object store.
 Needs the `ray` package (pip install seedloader[ray]); nothing else in
 seedloader imports it.
 """
+import array
 import numbers
 import os
 import socket
@@ -28,7 +29,9 @@ except ImportError as e:  # the one place ray is imported
     raise ImportError("seedloader.ray needs the ray package: pip install seedloader[ray] "
                       "(or pip install ray==2.60.0)") from e
 
+from seedloader import _remote
 from seedloader._errors import ConfigError
+from seedloader._loader import DataLoader
 
 __all__ = ["Fleet"]
 
@@ -61,8 +64,8 @@ class Fleet:
                 or not cpus_per_actor >= 0:
             raise ConfigError("Fleet: cpus_per_actor must be a number >= 0, got %r"
                               % (cpus_per_actor,))
-        for name, value, low in (("timeout", timeout, 0), ("straggler_factor",
-                                                            straggler_factor, 1)):
+        for name, value, low in (("timeout", timeout, 0),
+                                 ("straggler_factor", straggler_factor, 1)):
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
                     not value > low or value != value:
                 raise ConfigError("Fleet: %s must be a number > %g, got %r"
@@ -172,19 +175,54 @@ class _Maker:
         """Batches [first, end) of `epoch`, each as (packed batch, worker, sample
         positions, stream fingerprints, stream epochs); the seconds it took, its
         node. `recipe` is [the recipe's object ref], fetched once per key."""
-        from seedloader import _remote
         started = time.monotonic()
         loader = self._loaders.pop(key, None)
         if loader is None:
-            loader = _remote.build_from_recipe(ray.get(recipe[0]))
+            loader = _build_from_recipe(ray.get(recipe[0]))
             while len(self._loaders) >= 2:  # a loader the trainer no longer sends
                 self._loaders.pop(next(iter(self._loaders))).close()
         self._loaders[key] = loader
-        made = _remote.make_part(loader, epoch, first, end, record)
+        made = _make_part(loader, epoch, first, end, record)
         return made, time.monotonic() - started, ray.get_runtime_context().get_node_id()
 
     def pid(self):
         return os.getpid()
+
+
+def _build_from_recipe(blob):
+    """In an actor: the loader a recipe describes."""
+    recipe = ray.cloudpickle.loads(blob)
+    loader = DataLoader(**recipe["config"])
+    history, known, steps, samples = recipe["extra"]
+    loader._mixture_history, loader._mixture_known = history, known
+    loader._set_skips(set(map(tuple, steps)), set(samples))
+    return loader
+
+
+def _make_part(loader, epoch, first, end, record):
+    """In an actor: batches [first, end) of `epoch`, packed, with where each came
+    from (see _Maker.make)."""
+    loader._resume, loader._pass_end = (epoch, first), end
+    loader._record_fingerprints = record
+    made = []
+    try:
+        for batch in loader:
+            pos = loader._pass
+            made.append((_remote.pack(batch), pos.last_worker, _positions(loader),
+                         pos.last_fingerprints, pos.last_stream_epochs))
+    finally:
+        loader._pass_end = None
+    return made
+
+
+def _positions(loader):
+    """The last batch's samples as the engine's positions (uint64 bytes), a
+    collate_fn's item resolved to its batch's samples."""
+    raw = loader._pass.last_indices
+    if loader._collated is None or raw is None:
+        return raw
+    k = array.array("Q", raw)[0]
+    return array.array("Q", loader._collated[1][k]).tobytes()
 
 
 # Made a Ray actor class once (each Fleet gives its own options): Ray exports a

@@ -6,6 +6,7 @@ The local loaders these compare with run in this process, which has called
 ray.init(): with num_workers=0 (batches do not depend on the worker count, as
 test_loader shows), since forking a Ray driver for Python workers is what Ray
 does not support (docs/fleet.md); the actors' own workers are forked."""
+import gc
 import json
 import os
 import socket
@@ -14,7 +15,6 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
 
 import seedloader as sl
@@ -30,8 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 @pytest.fixture(scope="module")
 def cluster():
     """Three raylets on this machine, a CPU each."""
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1,
-                                                        "include_dashboard": False})
+    c = Cluster(initialize_head=True,
+                head_node_args={"num_cpus": 1, "include_dashboard": False})
     for _ in range(2):
         c.add_node(num_cpus=1)
     ray.init(address=c.address, log_to_driver=False)
@@ -66,7 +66,7 @@ class Noisy:
 
     def __getitem__(self, i):
         if self.slow_pid == os.getpid():
-            time.sleep(0.4)
+            time.sleep(0.25)
         return {"x": torch.rand(3, 4), "label": i}
 
 
@@ -163,9 +163,10 @@ def _kill_after(loader, batches, action):
 
 def test_an_actor_killed_mid_epoch_changes_nothing(fleets):
     fleet = fleets(3, 1)
-    local = epoch(sl.DataLoader(Noisy(), **KW))
-    remote = sl.DataLoader(Noisy(), remote=fleet, **KW)
-    got = _kill_after(remote, 3, lambda: ray.kill(fleet.actors[0]))
+    local = epoch(sl.DataLoader(Noisy(400), **KW))
+    remote = sl.DataLoader(Noisy(400), remote=fleet, **KW)
+    # Killed early, so that parts are still sent to it (how a death shows).
+    got = _kill_after(remote, 1, lambda: ray.kill(fleet.actors[0]))
     assert_same(got, local)
     counts = remote.stats()["fleet"]
     assert counts["actors_lost"] == 1 and counts["leases_resent"] >= 1
@@ -175,8 +176,8 @@ def test_an_actor_killed_mid_epoch_changes_nothing(fleets):
 def test_a_node_removed_mid_epoch_changes_nothing(cluster, fleets):
     node = cluster.add_node(num_cpus=1)
     fleet = fleets(4, 1, cpus_per_actor=1)  # one on each of the four nodes
-    local = epoch(sl.DataLoader(Noisy(), **KW))
-    remote = sl.DataLoader(Noisy(), remote=fleet, **KW)
+    local = epoch(sl.DataLoader(Noisy(400), **KW))
+    remote = sl.DataLoader(Noisy(400), remote=fleet, **KW)
     got = _kill_after(remote, 2, lambda: cluster.remove_node(node))
     assert_same(got, local)
     counts = remote.stats()["fleet"]
@@ -187,12 +188,11 @@ def test_a_node_removed_mid_epoch_changes_nothing(cluster, fleets):
 def test_a_straggler_is_duplicated_and_the_first_result_wins(fleets):
     fleet = fleets(2, 0, straggler_factor=2.0)
     slow = ray.get(fleet.actors[0].pid.remote())
-    local = epoch(sl.DataLoader(Noisy(40), **KW))
-    remote = sl.DataLoader(Noisy(40, slow_pid=slow), remote=fleet, **KW)
+    local = epoch(sl.DataLoader(Noisy(32), **KW))
+    remote = sl.DataLoader(Noisy(32, slow_pid=slow), remote=fleet, **KW)
     assert_same(epoch(remote), local)
-    counts = remote.stats()["fleet"]
-    assert counts["leases_duplicated"] >= 1
-    assert counts["duplicates_dropped"] + counts["leases_duplicated"] >= 2
+    # The slow copy of a part, if it comes back before the pass ends, is dropped.
+    assert remote.stats()["fleet"]["leases_duplicated"] >= 1
 
 
 def test_an_actor_added_mid_epoch_changes_nothing(fleets):
@@ -230,27 +230,32 @@ def test_a_state_resumes_between_a_fleet_and_local_workers(fleets, direction):
     assert_same(got, want)
 
 
-def test_the_object_store_stays_flat_over_five_epochs(fleets):
+def test_objects_are_freed_as_batches_go_and_in_flight_ones_are_bounded(fleets):
     fleet = fleets(2, 1)
     remote = sl.DataLoader(sl.Synthetic(200, 32, 32), remote=fleet, **KW)
-    used = []
+    before, after, most = _objects(), [], 0
     for _ in range(5):
-        for _ in remote:
-            pass
-        used.append(_store_bytes())
-    assert max(used) - min(used) < 4 << 20, used
+        for batch in remote:
+            most = max(most, _objects() - before)
+        del batch  # the last batch holds its part's object, as any batch does
+        after.append(_objects() - before)
+    # The recipe stays; every part's object went with its batches.
+    assert after == [1] * 5
+    # prefetch_factor (2) parts of num_workers (1) batch per actor in flight, the
+    # recipe, and the part being delivered.
+    assert most <= 2 * 2 * 1 + 2
 
 
-def _store_bytes():
-    """Bytes of the object store in use, over every node."""
-    total = ray.cluster_resources().get("object_store_memory", 0)
-    free = ray.available_resources().get("object_store_memory", 0)
-    return total - free
+def _objects():
+    """The objects this process holds references to (what earlier tests left
+    collected first)."""
+    gc.collect()
+    worker = ray._private.worker.global_worker
+    return len(worker.core_worker.get_all_reference_counts())
 
 
-def test_a_trace_of_a_fleet_run_with_an_actor_killed_audits_clean(fleets, tmp_path,
-                                                                     audit_check,
-                                                                     read_trace):
+def test_a_trace_of_a_fleet_run_with_an_actor_killed_audits_clean(
+        fleets, tmp_path, audit_check, read_trace):
     fleet = fleets(2, 1)
     path = tmp_path / "fleet.jsonl"
     remote = sl.DataLoader(Noisy(), remote=fleet, **KW)
@@ -280,7 +285,7 @@ def test_bad_input_is_a_clear_error(fleets):
 
 
 def test_a_fleet_with_every_actor_dead_raises_naming_it(fleets):
-    fleet = fleets(2, 0, timeout=3)
+    fleet = fleets(2, 0, timeout=2)
     remote = sl.DataLoader(Noisy(), remote=fleet, **KW)
     for a in fleet.actors:
         ray.kill(a)

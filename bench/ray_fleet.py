@@ -1,0 +1,148 @@
+"""A fleet of Ray actors against local workers, on this machine (docs/fleet.md,
+docs/performance.md).
+
+  build/venv/bin/python bench/ray_fleet.py [--rounds 3] [--quick]
+
+1. The same JPEG pipeline (ImageFolder, rrc:224,hflip,normalize:imagenet, batch
+   32) through DataLoader(remote=Fleet(actors=2, num_workers=1)) and through
+   DataLoader(num_workers=2), alternating, on a one-node Ray cluster of this
+   machine's cores: samples/s, and the trainer process's CPU per batch.
+2. What one batch costs to cross the object store (its bytes; ms to put and get
+   it back in this process), and one actor's rate alone.
+3. A simulated cluster of three raylets on this machine: the fleet's rate at 1,
+   2 and 3 actors of one worker (it grows as far as the cores allow).
+Then, on paper: CPU nodes of K cores needed to feed 8 GPUs at S samples/s each.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pybench  # noqa: E402
+
+BATCH = 32
+SPEC = "rrc:224,hflip,normalize:imagenet"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    pybench.add_run_options(parser, 3, "fewer batches and images")
+    parser.add_argument("--images", type=int, default=2000)
+    args = parser.parse_args()
+    sl, why = pybench.import_seedloader()
+    if sl is None:
+        raise SystemExit("seedloader " + why)
+    import ray
+    from ray.cluster_utils import Cluster
+    out_dir = args.out or (pybench.QUICK_RESULTS if args.quick else pybench.RESULTS)
+    images = 300 if args.quick else args.images
+    batches = 10 if args.quick else 60
+    root = os.path.join(pybench.ROOT, "build", "bench-data", "fleet-%d" % images)
+    pybench.make_image_folder(root, images, texture="photo")
+    cores = os.cpu_count()
+    print(pybench.machine())
+
+    # 1 and 2: one raylet with this machine's cores.
+    ray.init(num_cpus=cores, include_dashboard=False, log_to_driver=False)
+    dataset = sl.ImageFolder(root, transform=SPEC)
+    kw = dict(batch_size=BATCH, shuffle=True, seed=7, seeding="sample", drop_last=True)
+    fleet = sl.ray.Fleet(actors=2, num_workers=1, cpus_per_actor=cores / 2)
+    # Forked workers of a native data set run no Python, which is what makes a
+    # fork of a Ray driver unsafe (docs/fleet.md).
+    local = sl.DataLoader(dataset, num_workers=2, persistent_workers=True, **kw)
+    remote = sl.DataLoader(dataset, remote=fleet, **kw)
+    runs = {"local": [], "fleet": []}
+    for rnd in range(args.rounds):
+        order = (("local", local), ("fleet", remote))
+        for name, loader in order[rnd % 2:] + order[:rnd % 2]:  # alternating
+            runs[name].append(pybench.measure(_counted(loader), warmup=4, batches=batches))
+    ratio = pybench.median(pybench.ratios(runs["fleet"], runs["local"], "samples_per_s"))
+    cpu = pybench.median(pybench.ratios(runs["fleet"], runs["local"],
+                                        "main_cpu_us_per_batch"))
+    figures = {
+        "local_samples_per_s": pybench.median([r["samples_per_s"] for r in runs["local"]]),
+        "fleet_samples_per_s": pybench.median([r["samples_per_s"] for r in runs["fleet"]]),
+        "samples_per_s_ratio": ratio,
+        "local_main_cpu_us_per_batch": pybench.median(
+            [r["main_cpu_us_per_batch"] for r in runs["local"]]),
+        "fleet_main_cpu_us_per_batch": pybench.median(
+            [r["main_cpu_us_per_batch"] for r in runs["fleet"]]),
+        "main_cpu_ratio": cpu}
+    print("2 actors x 1 worker vs 2 local workers, %d cores: %.0f vs %.0f samples/s, "
+          "ratio %.2f; trainer CPU per batch %.0f vs %.0f us, ratio %.2f" % (
+              cores, figures["fleet_samples_per_s"], figures["local_samples_per_s"],
+              ratio, figures["fleet_main_cpu_us_per_batch"],
+              figures["local_main_cpu_us_per_batch"], cpu))
+    figures.update(_crossing(ray, local))
+    fleet.resize(1)
+    one = sl.DataLoader(dataset, remote=fleet, **kw)
+    figures["one_actor_samples_per_s"] = pybench.measure(
+        _counted(one), warmup=4, batches=batches)["samples_per_s"]
+    print("one batch: %d bytes, %.2f ms to put and get through the object store; one "
+          "actor of one worker: %.0f samples/s" % (
+              figures["batch_bytes"], figures["crossing_ms"],
+              figures["one_actor_samples_per_s"]))
+    fleet.shutdown()
+    local.close()
+    ray.shutdown()
+
+    # 3: three raylets of one CPU each.
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+    for _ in range(2):
+        cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False)
+    growth = {}
+    for actors in (1, 2, 3):
+        fleet = sl.ray.Fleet(actors=actors, num_workers=1, cpus_per_actor=1)
+        loader = sl.DataLoader(dataset, remote=fleet, **kw)
+        growth[actors] = statistics.median(
+            pybench.measure(_counted(loader), warmup=4, batches=batches)["samples_per_s"]
+            for _ in range(max(1, args.rounds - 1)))
+        fleet.shutdown()
+        print("simulated cluster, %d actor(s) of 1 worker on 3 one-CPU raylets: %.0f "
+              "samples/s" % (actors, growth[actors]))
+    figures["cluster_samples_per_s_by_actors"] = growth
+    ray.shutdown()
+    cluster.shutdown()
+
+    # On paper: each actor of W workers on a K-core node makes about W x the one-
+    # worker rate (the workers are independent processes).
+    per_core = figures["one_actor_samples_per_s"]
+    for k, per_gpu in ((32, 2000), (64, 3000)):
+        nodes = 8 * per_gpu / (per_core * (k - 1))
+        print("8 GPUs at %d samples/s each, from CPU nodes of %d cores (one actor of %d "
+              "workers each, %.0f samples/s a core): %.1f nodes" % (
+                  per_gpu, k, k - 1, per_core, nodes))
+        figures["nodes_for_8_gpus_%d_cores_%d_per_gpu" % (k, per_gpu)] = nodes
+    path = pybench.write_json(out_dir, "ray_fleet", {"machine": pybench.machine(),
+                                                     "figures": figures, "runs": runs})
+    print("wrote " + path)
+
+
+def _counted(loader):
+    def epoch(_):
+        for batch in loader:
+            yield len(batch["image"])
+    return epoch
+
+
+def _crossing(ray, loader):
+    """One batch's bytes, and the ms to put it in the object store and get it
+    back (median of 20), as a fleet's batch travels."""
+    from seedloader import _remote
+    batch = next(iter(loader))
+    packed = _remote.pack(batch)
+    size = sum(int(t.numel() * t.element_size()) for t in batch.values())
+    times = []
+    for _ in range(20):
+        start = time.perf_counter()
+        _remote.unpack(ray.get(ray.put(packed)))
+        times.append((time.perf_counter() - start) * 1e3)
+    return {"batch_bytes": size, "crossing_ms": statistics.median(times)}
+
+
+if __name__ == "__main__":
+    main()
