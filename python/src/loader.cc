@@ -394,6 +394,25 @@ static double monotonic_seconds() {
       .count();
 }
 
+// Adds the time from its making to its end (one next(), whichever way it ends:
+// the pass's start and a layout pass's reads included) to the pass's waited.
+class Timed {
+ public:
+  explicit Timed(PassPosition& pos) : pos_(pos), entered_(monotonic_seconds()) {
+    if (pos_.began == 0) pos_.began = entered_;
+  }
+  ~Timed() {
+    pos_.last_at = monotonic_seconds();
+    pos_.waited += pos_.last_at - entered_;
+  }
+  Timed(const Timed&) = delete;
+  Timed& operator=(const Timed&) = delete;
+
+ private:
+  PassPosition& pos_;
+  double entered_;
+};
+
 // What a pass starts with, from the DataLoader's start(): the engine, the epoch's
 // batch it starts at, the batches it loads and drops first (worker streams must
 // advance as they did), and the builder of its batches (None: the fields as
@@ -427,7 +446,7 @@ class Batches {
     }
     if (done_) throw nb::stop_iteration();
     const Claim inside(running_);  // another thread inside this pass gets kBusy
-    if (pos_->began == 0) pos_->began = monotonic_seconds();
+    const Timed timed(*pos_);
     if (!core_.is_valid() && !begin(self)) {
       done_ = true;  // the epoch's batches were all consumed before this pass
       throw nb::stop_iteration();
@@ -443,14 +462,11 @@ class Batches {
     for (;;) {
       std::optional<Exported> batch;
       std::exception_ptr error;
-      const double asked = monotonic_seconds();
       try {
         batch = loader.next(core_, record_fingerprints_);
       } catch (...) {
         error = std::current_exception();
       }
-      pos_->last_at = monotonic_seconds();
-      pos_->waited += pos_->last_at - asked;
       if (error) fail(self, error);
       if (!batch) {
         // Every step passed, the skipped ones at the end too.

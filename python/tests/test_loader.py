@@ -509,3 +509,34 @@ def test_one_ranks_state_resumes_every_rank():
     rank1.load_state_dict(rank0.state_dict())  # as when every rank reads rank 0's file
     labels = [b["label"].tolist() for b in rank1]
     assert labels == [[5, 7], [9, 1], [3, 5]]  # indices 5..15 of rank 1; label = index % 10
+
+
+class _SlowSamples:
+    """Samples that take `seconds` each to make."""
+
+    def __init__(self, n, seconds):
+        self.n, self.seconds = n, seconds
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(self.seconds)
+        return np.full(4, i, dtype=np.int64)
+
+
+def test_stats_tell_the_batches_and_the_data_stall_of_the_newest_pass():
+    loader = sl.DataLoader(_SlowSamples(24, 0.01), batch_size=4, seed=1)
+    assert loader.stats() == {"epoch": 0, "batches": 0, "stall_seconds": 0.0,
+                              "stall_share": 0.0}
+    for _ in loader:  # the loop waits for every sample: stalled almost throughout
+        pass
+    stalled = loader.stats()
+    assert stalled["batches"] == 6 and stalled["epoch"] == 0 and "fleet" not in stalled
+    assert stalled["stall_seconds"] >= 24 * 0.01 * 0.9
+    assert stalled["stall_share"] > 0.8
+    for _ in loader:  # a loop slower than the data: batches wait for it
+        time.sleep(0.1)
+    busy = loader.stats()
+    assert busy["epoch"] == 1 and busy["batches"] == 6
+    assert busy["stall_share"] < stalled["stall_share"]
