@@ -37,8 +37,8 @@ def main():
     import ray
     from ray.cluster_utils import Cluster
     out_dir = args.out or (pybench.QUICK_RESULTS if args.quick else pybench.RESULTS)
-    images = 300 if args.quick else args.images
-    batches = 10 if args.quick else 60
+    images = 96 if args.quick else args.images
+    batches = 10 if args.quick else 300
     root = os.path.join(pybench.ROOT, "build", "bench-data", "fleet-%d" % images)
     pybench.make_image_folder(root, images, texture="photo")
     cores = os.cpu_count()
@@ -57,7 +57,8 @@ def main():
     for rnd in range(args.rounds):
         order = (("local", local), ("fleet", remote))
         for name, loader in order[rnd % 2:] + order[:rnd % 2]:  # alternating
-            runs[name].append(pybench.measure(_counted(loader), warmup=4, batches=batches))
+            # Warm-up: each actor's first part builds its loader and forks its workers.
+            runs[name].append(pybench.measure(_counted(loader), warmup=8, batches=batches))
     ratio = pybench.median(pybench.ratios(runs["fleet"], runs["local"], "samples_per_s"))
     cpu = pybench.median(pybench.ratios(runs["fleet"], runs["local"],
                                         "main_cpu_us_per_batch"))
@@ -79,7 +80,7 @@ def main():
     fleet.resize(1)
     one = sl.DataLoader(dataset, remote=fleet, **kw)
     figures["one_actor_samples_per_s"] = pybench.measure(
-        _counted(one), warmup=4, batches=batches)["samples_per_s"]
+        _counted(one), warmup=8, batches=batches)["samples_per_s"]
     print("one batch: %d bytes, %.2f ms to put and get through the object store; one "
           "actor of one worker: %.0f samples/s" % (
               figures["batch_bytes"], figures["crossing_ms"],
@@ -88,23 +89,37 @@ def main():
     local.close()
     ray.shutdown()
 
+    if args.quick:  # a smoke run stops here: the cluster's figures need long runs
+        path = pybench.write_json(out_dir, "ray_fleet", {"machine": pybench.machine(),
+                                                         "figures": figures, "runs": runs})
+        print("wrote " + path)
+        return
     # 3: three raylets of one CPU each.
     cluster = Cluster(initialize_head=True,
                       head_node_args={"num_cpus": 1, "include_dashboard": False})
     for _ in range(2):
         cluster.add_node(num_cpus=1)
     ray.init(address=cluster.address, log_to_driver=False)
-    growth = {}
-    for actors in (1, 2, 3):
-        fleet = sl.ray.Fleet(actors=actors, num_workers=1, cpus_per_actor=1)
-        loader = sl.DataLoader(dataset, remote=fleet, **kw)
-        growth[actors] = statistics.median(
-            pybench.measure(_counted(loader), warmup=4, batches=batches)["samples_per_s"]
-            for _ in range(max(1, args.rounds - 1)))
-        fleet.shutdown()
-        print("simulated cluster, %d actor(s) of 1 worker on 3 one-CPU raylets: %.0f "
-              "samples/s" % (actors, growth[actors]))
-    figures["cluster_samples_per_s_by_actors"] = growth
+    # The same batches from sources of two sizes: a heavier decode per batch of
+    # the same bytes shows what the trip between raylets takes from the cores.
+    big_root = os.path.join(pybench.ROOT, "build", "bench-data",
+                            "fleet-1024-%d" % (images // 4))
+    pybench.make_image_folder(big_root, images // 4, width=1024, height=768,
+                              texture="photo")
+    for source, data in (("320x240", dataset),
+                         ("1024x768", sl.ImageFolder(big_root, transform=SPEC))):
+        growth = {}
+        for actors in (1, 2, 3):
+            fleet = sl.ray.Fleet(actors=actors, num_workers=1, cpus_per_actor=1)
+            loader = sl.DataLoader(data, remote=fleet, **kw)
+            growth[actors] = statistics.median(
+                pybench.measure(_counted(loader), warmup=4 + 4 * actors,
+                                batches=batches // 2)["samples_per_s"]
+                for _ in range(max(1, args.rounds - 1)))
+            fleet.shutdown()
+            print("simulated cluster, %s sources, %d actor(s) of 1 worker on 3 one-CPU "
+                  "raylets: %.0f samples/s" % (source, actors, growth[actors]))
+        figures["cluster_samples_per_s_by_actors_" + source] = growth
     ray.shutdown()
     cluster.shutdown()
 

@@ -61,6 +61,7 @@ run python_tiny_batches build/venv/bin/python bench/python_tiny_batches.py --qui
 run python_dataset_compare build/venv/bin/python bench/python_dataset_compare.py --quick
 run kept_batches build/venv/bin/python bench/kept_batches.py --quick
 run remote_bench build/venv/bin/python bench/remote_bench.py --quick --build "$build"
+run ray_fleet build/venv/bin/python bench/ray_fleet.py --quick --rounds 1
 run node_locality build/venv/bin/python bench/node_locality.py --quick --build "$build"
 run shard_syscalls build/venv/bin/python bench/shard_syscalls.py --images 256 --build "$build"
 
