@@ -152,6 +152,11 @@ def train(args):
         log.close()
 
     loader.close()
+    # Every rank past its last collective before any tears down, and DDP's reducer
+    # (which holds the process group) gone first: torch 1.13's gloo group can
+    # otherwise wait forever at exit for a peer that already left.
+    dist.barrier()
+    model = optimizer = None
     dist.destroy_process_group()
 
 

@@ -120,16 +120,17 @@ class RemotePass:
                     book.wait(part, epoch)
                 made, member = part.result
                 part.result = None  # freed as the batches go
-                for packed, worker, positions, fingerprints, stream_epochs in made:
+                for packed, number, worker, positions, fingerprints, stream_epochs in made:
                     batch = unpack(packed, loader.pin_memory)
                     pos.last_worker, pos.last_actor = worker, member.index
                     pos.last_indices = positions
                     pos.last_fingerprints, pos.last_stream_epochs = fingerprints, \
                         stream_epochs
-                    pos.yielded += 1
+                    pos.yielded = number + 1  # declared skips before it count as passed
                     member.batches += 1
                     yield batch
                     del batch
+            pos.yielded = max(pos.yielded, end)  # and those at the epoch's end
         finally:
             book.cancel()
 

@@ -172,9 +172,10 @@ class _Maker:
         self._loaders = {}  # recipe key -> DataLoader, the newest last
 
     def make(self, key, recipe, epoch, first, end, record):
-        """Batches [first, end) of `epoch`, each as (packed batch, worker, sample
-        positions, stream fingerprints, stream epochs); the seconds it took, its
-        node. `recipe` is [the recipe's object ref], fetched once per key."""
+        """Batches [first, end) of `epoch` (a declared skip's left out), each as
+        (packed batch, its number, worker, sample positions, stream fingerprints,
+        stream epochs); the seconds it took, its node. `recipe` is [the recipe's
+        object ref], fetched once per key."""
         started = time.monotonic()
         loader = self._loaders.pop(key, None)
         if loader is None:
@@ -208,8 +209,9 @@ def _make_part(loader, epoch, first, end, record):
     try:
         for batch in loader:
             pos = loader._pass
-            made.append((_remote.pack(batch), pos.last_worker, _positions(loader),
-                         pos.last_fingerprints, pos.last_stream_epochs))
+            made.append((_remote.pack(batch), pos.yielded - 1, pos.last_worker,
+                         _positions(loader), pos.last_fingerprints,
+                         pos.last_stream_epochs))
     finally:
         loader._pass_end = None
     return made
