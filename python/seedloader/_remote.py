@@ -39,14 +39,20 @@ def check_remote(loader, remote):
             "DataLoader(remote=fleet) draws the order on every actor from the seed; a "
             "sampler or batch_sampler draws it in this process: use shuffle=True with "
             "seed= (or partition='elastic') instead")
+    _pickled(loader, loader.dataset)  # now, not when the first part is sent
+    return remote
+
+
+def _pickled(loader, obj):
+    """`obj` pickled for the fleet's actors (Ray's cloudpickle); a ConfigError
+    naming the loader's data set when it cannot be."""
     from ray import cloudpickle
-    try:  # now, not when the first part is sent
-        cloudpickle.dumps(loader.dataset)
+    try:
+        return cloudpickle.dumps(obj)
     except Exception as e:
         raise ConfigError("DataLoader(remote=fleet): the dataset %s cannot be pickled "
                           "for the fleet's actors: %s: %s"
                           % (type(loader.dataset).__name__, type(e).__name__, e)) from e
-    return remote
 
 
 class Position:
@@ -75,7 +81,6 @@ class RemotePass:
         self._loader = loader
         self._fleet = loader._remote
         self.position = Position()
-        self.record_fingerprints = False
         self._batches = None
 
     def __iter__(self):
@@ -104,18 +109,16 @@ class RemotePass:
         loader._pass = pos
         pos.first = pos.yielded = first
         epoch, end = loader._epoch, len(loader)
-        record = loader._record_fingerprints
         key, recipe = recipe_for(loader)
         size = max(1, fleet.num_workers)
         parts = [_Part(a, min(a + size, end)) for a in range(first, end, size)]
         depth = max(1, loader.prefetch_factor or 2)
-        book = _Book(fleet, ray)
+        book = _Book(fleet, ray, (key, [recipe], epoch, loader._record_fingerprints))
         sent = 0
         try:
             for part in parts:
                 while part.result is None:
-                    while sent < len(parts) and book.send(
-                            parts[sent], depth, key, recipe, epoch, record):
+                    while sent < len(parts) and book.send(parts[sent], depth):
                         sent += 1
                     book.wait(part, epoch)
                 made, member = part.result
@@ -147,23 +150,26 @@ class _Part:
 
 
 class _Send:
-    def __init__(self, part, member, ref, now, started):
-        self.part, self.member, self.ref = part, member, ref
-        self.sent, self.started = now, started
+    """`part` sent to `member`: its result's ref until taken, and when the actor
+    began it (None while it waits behind others)."""
+
+    def __init__(self, part, member, ref, started):
+        self.part, self.member, self.ref, self.started = part, member, ref, started
 
 
 class _Book:
     """The parts in flight: which actor holds which, when each began, the lease
     times seen; sends, waits, re-sends and drops duplicates."""
 
-    def __init__(self, fleet, ray):
+    def __init__(self, fleet, ray, lease):
         self.fleet, self.ray = fleet, ray
+        self.lease = lease  # (key, [recipe], epoch, record) of every part's call
         self.queues = {}   # member -> its sends in the order it runs them
         self.durations = []  # seconds of the parts completed
         self.progress = time.monotonic()  # when a part last came back
         self.orphans = []  # parts whose actor left, waiting for another
 
-    def send(self, part, depth, key, recipe, epoch, record, avoid=None):
+    def send(self, part, depth, avoid=None):
         """Sends `part` to the live actor with the fewest parts (fewer than
         `depth`); False when every one has `depth` (or none lives)."""
         members = [m for m in self.fleet.live() if m is not avoid]
@@ -173,12 +179,11 @@ class _Book:
         queue = self.queues.setdefault(member, [])
         if len(queue) >= depth:
             return False
-        now = time.monotonic()
-        ref = member.handle.make.remote(key, [recipe], epoch, part.first, part.end, record)
-        send = _Send(part, member, ref, now, now if not queue else None)
+        key, recipe, epoch, record = self.lease
+        ref = member.handle.make.remote(key, recipe, epoch, part.first, part.end, record)
+        send = _Send(part, member, ref, None if queue else time.monotonic())
         queue.append(send)
         part.sends.append(send)
-        part.args = (key, recipe, epoch, record)
         return True
 
     def wait(self, part, epoch):
@@ -213,12 +218,8 @@ class _Book:
             made, seconds, node = ray.get(ref)
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
                 ray.exceptions.ObjectLostError, ray.exceptions.NodeDiedError):
-            part = send.part
-            part.sends.remove(send)
-            if not part.done and not any(s.member.state == "alive" and s.member is not
-                                         send.member for s in part.sends):
-                self.orphans.append(part)  # _resend_orphans sends it again
             self.fleet.retire(send.member, "lost")
+            self._orphan(send)  # _resend_orphans sends its part again
             return
         except ray.exceptions.RayTaskError as e:
             raise _own_error(e) from None
@@ -245,20 +246,25 @@ class _Book:
         an actor is live to take them)."""
         for member in [m for m in self.queues if m.state != "alive"]:
             for send in self.queues.pop(member):
-                part = send.part
-                part.sends.remove(send)
-                if not part.done and part not in self.orphans and \
-                        not any(s.member.state == "alive" for s in part.sends):
-                    self.orphans.append(part)
+                self._orphan(send)
         waiting = []
         for part in self.orphans:
             if part.done:
                 continue
-            if self.send(part, 1 << 30, *part.args):
+            if self.send(part, 1 << 30):
                 self.fleet.count("leases_resent")
             else:
                 waiting.append(part)
         self.orphans = waiting
+
+    def _orphan(self, send):
+        """Forgets `send`, whose actor left; its part waits for another actor
+        unless it is done or a live one has it too."""
+        part = send.part
+        part.sends.remove(send)
+        if not part.done and part not in self.orphans and \
+                not any(s.member.state == "alive" for s in part.sends):
+            self.orphans.append(part)
 
     def _maybe_duplicate(self, part):
         live = [s for s in part.sends if s.member.state == "alive"]
@@ -268,7 +274,7 @@ class _Book:
         # actor builds its loader and starts its workers with its first part).
         bound = max(1.0, self.fleet.straggler_factor * statistics.median(self.durations))
         if time.monotonic() - live[0].started > bound and \
-                self.send(part, 1 << 30, *part.args, avoid=live[0].member):
+                self.send(part, 1 << 30, avoid=live[0].member):
             self.fleet.count("leases_duplicated")
 
     def cancel(self):
@@ -290,7 +296,6 @@ def recipe_for(loader):
     object store once per configuration (a changed seed, placement, skip list or
     mixture schedule makes a new one)."""
     import ray
-    from ray import cloudpickle
     fleet = loader._remote
     config = dict(loader._config, seed=int(loader.seed), remote=None, rank=loader.rank,
                   world_size=loader.world_size, canonical_nodes=loader.canonical_nodes,
@@ -305,13 +310,7 @@ def recipe_for(loader):
     key = repr((int(loader.seed), loader.rank, loader.world_size, loader.canonical_nodes,
                 config["nodes"], extra, id(loader)))
     if loader._remote_recipe is None or loader._remote_recipe[0] != key:
-        try:
-            blob = cloudpickle.dumps({"config": config, "extra": extra})
-        except Exception as e:
-            raise ConfigError("DataLoader(remote=fleet): the dataset %s cannot be "
-                              "pickled for the fleet's actors: %s: %s"
-                              % (type(loader.dataset).__name__, type(e).__name__, e)) \
-                from e
+        blob = _pickled(loader, {"config": config, "extra": extra})
         loader._remote_recipe = (key, ray.put(blob))
     return loader._remote_recipe
 
@@ -354,39 +353,41 @@ def _rebuild_tensor(data, dtype, shape):
     return box
 
 
+def _mapped(obj, leaf):
+    """`obj` with leaf(x) for each x that is not a list, tuple or dict (named
+    tuples and dict subclasses keep their type)."""
+    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
+        return type(obj)(_mapped(x, leaf) for x in obj)
+    if isinstance(obj, tuple):  # a named tuple
+        return type(obj)(*(_mapped(x, leaf) for x in obj))
+    if isinstance(obj, dict):
+        return type(obj)((k, _mapped(v, leaf)) for k, v in obj.items())
+    return leaf(obj)
+
+
 def pack(obj):
     """A batch with its torch tensors as _Tensor (NumPy arrays travel as they are)."""
-    kind = type(obj).__module__
-    if kind == "torch" and type(obj).__name__ in ("Tensor", "Parameter"):
-        return _Tensor(obj)
-    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
-        return type(obj)(pack(x) for x in obj)
-    if isinstance(obj, tuple):  # a named tuple
-        return type(obj)(*(pack(x) for x in obj))
-    if isinstance(obj, dict):
-        return type(obj)((k, pack(v)) for k, v in obj.items())
-    return obj
+    def leaf(x):
+        is_tensor = type(x).__module__ == "torch" and \
+            type(x).__name__ in ("Tensor", "Parameter")
+        return _Tensor(x) if is_tensor else x
+    return _mapped(obj, leaf)
 
 
 def unpack(obj, pin=False):
     """pack's inverse: tensors over the object store's memory, writable as a local
     loader's are (no copy), pinned with pin_memory where CUDA runs."""
-    if isinstance(obj, _Tensor):
-        return obj.tensor(pin)
-    if type(obj).__module__ == "numpy" and type(obj).__name__ == "ndarray":
-        if obj.flags.writeable or obj.dtype.hasobject:
-            return obj
+    def leaf(x):
+        if isinstance(x, _Tensor):
+            return x.tensor(pin)
+        if type(x).__module__ != "numpy" or type(x).__name__ != "ndarray" or \
+                x.flags.writeable or x.dtype.hasobject:
+            return x
         try:
-            return _writable(obj).numpy()
+            return _writable(x).numpy()
         except (ImportError, TypeError):  # no torch, or a dtype torch lacks
-            return obj.copy()
-    if isinstance(obj, (list, tuple)) and not hasattr(obj, "_fields"):
-        return type(obj)(unpack(x, pin) for x in obj)
-    if isinstance(obj, tuple):
-        return type(obj)(*(unpack(x, pin) for x in obj))
-    if isinstance(obj, dict):
-        return type(obj)((k, unpack(v, pin)) for k, v in obj.items())
-    return obj
+            return x.copy()
+    return _mapped(obj, leaf)
 
 
 def stats(loader):

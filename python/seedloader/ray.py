@@ -170,6 +170,7 @@ class _Maker:
 
     def __init__(self):
         self._loaders = {}  # recipe key -> DataLoader, the newest last
+        self._node = ray.get_runtime_context().get_node_id()  # an actor stays put
 
     def make(self, key, recipe, epoch, first, end, record):
         """Batches [first, end) of `epoch` (a declared skip's left out), each as
@@ -184,7 +185,7 @@ class _Maker:
                 self._loaders.pop(next(iter(self._loaders))).close()
         self._loaders[key] = loader
         made = _make_part(loader, epoch, first, end, record)
-        return made, time.monotonic() - started, ray.get_runtime_context().get_node_id()
+        return made, time.monotonic() - started, self._node
 
     def pid(self):
         return os.getpid()
