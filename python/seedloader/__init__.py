@@ -18,19 +18,20 @@ rank, worker) or (epoch, sample): see docs/design.md, "Randomness contract".
 import importlib as _importlib
 import importlib.metadata as _metadata
 
-from seedloader._errors import (CommError, ConfigError, DataError, Error, TimeoutError,
-                                WorkerError)
+from seedloader._errors import (CommError, ConfigError, DataError, DuplicateStreamError, Error,
+                                TimeoutError, WorkerError)
 from seedloader._core import Dataset, Transform
 from seedloader._native import Cifar10, ImageFolder, Mnist, Synthetic, TarShards, TensorFile
 from seedloader._loader import DataLoader
 from seedloader._mixture import Mixture
 from seedloader._placement import distributed_context, node_count
+from seedloader._stream_reader import shard_stream, worker_rng
 
 __all__ = [
-    "Cifar10", "CommError", "ConfigError", "DataError", "DataLoader", "Dataset", "Error",
-    "ImageFolder", "Mixture", "Mnist", "Synthetic", "TarShards", "TensorFile",
-    "TimeoutError",
-    "Transform", "WorkerError", "distributed_context", "node_count", "transform",
+    "Cifar10", "CommError", "ConfigError", "DataError", "DataLoader", "Dataset",
+    "DuplicateStreamError", "Error", "ImageFolder", "Mixture", "Mnist", "Synthetic",
+    "TarShards", "TensorFile", "TimeoutError", "Transform", "WorkerError",
+    "distributed_context", "node_count", "shard_stream", "transform", "worker_rng",
 ]
 
 

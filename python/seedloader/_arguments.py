@@ -118,6 +118,12 @@ def check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_worke
                           % (pin_memory_device,))
 
 
+def check_on_duplicate_stream(value):
+    if value not in ("error", "warn", "off"):
+        raise ConfigError("on_duplicate_stream must be 'error', 'warn' or 'off', not %r"
+                          % (value,))
+
+
 def warn_if_more_workers_than_cpus(num_workers):
     """A warning, as torch's loader gives, when the workers outnumber the CPUs this
     process may run on: they then take turns, and the loader is slower, not faster."""

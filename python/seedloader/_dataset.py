@@ -44,16 +44,21 @@ def takes_rng(dataset):
     return varargs or len(positional) >= 2
 
 
+def is_stream(dataset):
+    """Whether torch treats `dataset` as iterable-style (an IterableDataset, which
+    seedloader._streams reads)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(dataset, torch.utils.data.IterableDataset)
+
+
 def check_map_style(dataset):
     """ConfigError unless `dataset` is map-style (len() and indexing)."""
-    torch = sys.modules.get("torch")
-    iterable = torch is not None and isinstance(dataset, torch.utils.data.IterableDataset)
-    if iterable or (not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__")):
+    if not hasattr(dataset, "__getitem__") and hasattr(dataset, "__iter__"):
         raise ConfigError(
-            "%s is an iterable-style dataset; seedloader.DataLoader reads map-style "
-            "datasets (len() and dataset[i]), so that every sample has an index its "
-            "stream and the resume position refer to. For streamed shards use "
-            "seedloader.TarShards (WebDataset layout)" % type(dataset).__name__)
+            "%s is iterable but not a torch.utils.data.IterableDataset; "
+            "seedloader.DataLoader reads streams as torch's loader does, as "
+            "IterableDatasets (each worker iterating its own replica): subclass "
+            "IterableDataset and yield the samples from __iter__" % type(dataset).__name__)
     if not hasattr(dataset, "__getitem__") or not hasattr(dataset, "__len__"):
         raise ConfigError("%s has no __len__ and __getitem__; a dataset is map-style"
                           % type(dataset).__name__)

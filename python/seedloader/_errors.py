@@ -1,7 +1,8 @@
 """seedloader's exceptions. Every error the engine raises derives from Error.
 
     ConfigError   invalid options (raised when the loader or dataset is built);
-                  also a ValueError
+                  also a ValueError. DuplicateStreamError, one of them: two
+                  workers or ranks iterating an IterableDataset start alike
     DataError     bad input; the message names the file and the sample index.
                   Raise it from a Python dataset's __getitem__ for a sample that
                   on_bad_sample="skip" may replace.
@@ -37,6 +38,11 @@ class Error(Exception):
 
 class ConfigError(Error, ValueError):
     """Invalid options."""
+
+
+class DuplicateStreamError(ConfigError):
+    """Two workers or ranks iterating an IterableDataset yield the same samples:
+    the stream does not split itself over them (names them and the fix)."""
 
 
 class DataError(Error):

@@ -7,10 +7,11 @@ the other parts are modules of functions bound to the class: its state
 (seedloader._assembly) and the layout pass (seedloader._layout_pass).
 """
 import array
+import inspect
 import warnings
 
 from seedloader import (_agreement, _arguments, _assembly, _checks, _compat, _core, _dataset,
-                        _errors, _layout_pass, _ledger, _placement, _remote, _state)
+                        _errors, _layout_pass, _ledger, _placement, _remote, _state, _streams)
 from seedloader._core import Dataset
 from seedloader._errors import ConfigError, Error, WorkerError
 from seedloader._mixture import Mixture
@@ -101,6 +102,10 @@ class DataLoader:
       cluster (docs/fleet.md); the batches are those of the same loader
       without it, bit for bit. Needs seeding="sample" and the built-in order.
       stats() tells what the loader did (with or without a fleet).
+    on_duplicate_stream: for an IterableDataset (a stream, seedloader._streams:
+      torch's semantics, each worker iterating its own replica), what to do when
+      two workers or ranks start with the same samples: "error" (default: a
+      DuplicateStreamError before the first batch), "warn" or "off".
 
     Nothing reads a sample before the first iteration: a Python dataset's layout
     is declared by a `fields` attribute or learned then (seedloader._dataset).
@@ -116,6 +121,12 @@ class DataLoader:
     def __class_getitem__(cls, item):  # DataLoader[T], as torch's is generic
         return cls
 
+    def __new__(cls, *args, **kwargs):
+        """A loader over an IterableDataset is a StreamLoader (seedloader._streams)."""
+        if cls is DataLoader and _dataset.is_stream(args[0] if args else kwargs.get("dataset")):
+            cls = StreamLoader
+        return super().__new__(cls)
+
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None,
                  batch_sampler=None, num_workers=0, collate_fn=None, pin_memory=None,
                  drop_last=False, timeout=0, worker_init_fn=None,
@@ -126,7 +137,7 @@ class DataLoader:
                  partition="strided", canonical_nodes=None, nodes=None, mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
                  variable_fields=(), variable_bytes=65536, pad_variable=False,
-                 remote=None):
+                 remote=None, on_duplicate_stream="error"):
         # The arguments as given: what a pickled loader is rebuilt from.
         config = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         _arguments.check_torch_arguments(
@@ -171,6 +182,7 @@ class DataLoader:
             seed = _agreement.DrawnSeed(seed)
         if not isinstance(dataset, Dataset):
             _dataset.check_map_style(dataset)
+        _arguments.check_on_duplicate_stream(on_duplicate_stream)
         _arguments.warn_if_more_workers_than_cpus(num_workers)
         self.dataset = dataset
         self.batch_size = batch_size
@@ -686,3 +698,25 @@ class DataLoader:
             self._close_engine()
         except Exception:  # interpreter shutdown: CUDA or the module may be gone
             pass
+
+
+class StreamLoader(DataLoader):
+    """seedloader.DataLoader over a torch IterableDataset, as torch's loader reads
+    one (DataLoader.__new__ makes it): seedloader._streams."""
+
+    def __init__(self, *args, **kwargs):
+        _streams.init(self, _SIGNATURE, *args, **kwargs)
+
+    __len__ = _streams.length
+    __iter__ = _streams.new_pass
+    set_epoch = _streams.set_epoch
+    worker_pids = _streams.worker_pids
+    stats = _streams.stats
+    skip = _streams.skip
+    ledger = _streams.ledger
+    state_dict = _streams.state_dict
+    load_state_dict = _streams.load_state_dict
+    _close_engine = _streams.close_engine
+
+
+_SIGNATURE = inspect.signature(DataLoader.__init__)

@@ -334,12 +334,14 @@ def test_torchs_remaining_arguments_are_accepted():
     assert sum(1 for _ in loader) == 5
 
 
-def test_an_iterable_dataset_is_refused_pointing_at_tar_shards():
+def test_an_iterable_dataset_gives_torchs_batches_and_a_plain_iterable_is_refused():
     class Stream(tud.IterableDataset):
         def __iter__(self):
-            return iter(range(3))
-    with pytest.raises(sl.ConfigError, match="TarShards"):
-        sl.DataLoader(Stream())
+            return iter([(i, {"x": np.full(2, i)}) for i in range(5)])
+    same(list(sl.DataLoader(Stream(), batch_size=2, seed=0)),
+         list(tud.DataLoader(Stream(), batch_size=2)))
+    with pytest.raises(sl.ConfigError, match="not a torch.utils.data.IterableDataset"):
+        sl.DataLoader(iter(range(3)))
 
 
 def test_objects_are_a_config_error_naming_the_field_path():
