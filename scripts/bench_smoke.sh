@@ -58,6 +58,7 @@ fi
 run compare_torch build/venv/bin/python bench/compare_torch.py --quick \
   --binary "$build/tools/seedloader_bench/seedloader-bench"
 run python_tiny_batches build/venv/bin/python bench/python_tiny_batches.py --quick
+run iterable_bench build/venv/bin/python bench/iterable_bench.py --quick
 run python_dataset_compare build/venv/bin/python bench/python_dataset_compare.py --quick
 run kept_batches build/venv/bin/python bench/kept_batches.py --quick
 run remote_bench build/venv/bin/python bench/remote_bench.py --quick --build "$build"
