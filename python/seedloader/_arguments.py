@@ -118,10 +118,13 @@ def check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_worke
                           % (pin_memory_device,))
 
 
-def check_on_duplicate_stream(value):
-    if value not in ("error", "warn", "off"):
+def check_stream_options(on_duplicate_stream, stream_resume):
+    if on_duplicate_stream not in ("error", "warn", "off"):
         raise ConfigError("on_duplicate_stream must be 'error', 'warn' or 'off', not %r"
-                          % (value,))
+                          % (on_duplicate_stream,))
+    if stream_resume not in ("state", "replay"):
+        raise ConfigError("stream_resume must be 'state' or 'replay', not %r"
+                          % (stream_resume,))
 
 
 def warn_if_more_workers_than_cpus(num_workers):

@@ -106,6 +106,11 @@ class DataLoader:
       torch's semantics, each worker iterating its own replica), what to do when
       two workers or ranks start with the same samples: "error" (default: a
       DuplicateStreamError before the first batch), "warn" or "off".
+    stream_resume: how a stream's workers resume a saved position: "state"
+      (default: the replica's own state_dict()/load_state_dict() where it has
+      them, else replay) or "replay" (read again from the epoch's start and
+      dropped up to the position: exact for any deterministic stream, at the
+      cost of reading it again).
 
     Nothing reads a sample before the first iteration: a Python dataset's layout
     is declared by a `fields` attribute or learned then (seedloader._dataset).
@@ -137,7 +142,7 @@ class DataLoader:
                  partition="strided", canonical_nodes=None, nodes=None, mixup_alpha=0.0,
                  cutmix_alpha=0.0, cutmix_prob=0.5, num_classes=None,
                  variable_fields=(), variable_bytes=65536, pad_variable=False,
-                 remote=None, on_duplicate_stream="error"):
+                 remote=None, on_duplicate_stream="error", stream_resume="state"):
         # The arguments as given: what a pickled loader is rebuilt from.
         config = {k: v for k, v in locals().items() if k not in ("self", "__class__")}
         _arguments.check_torch_arguments(
@@ -182,7 +187,7 @@ class DataLoader:
             seed = _agreement.DrawnSeed(seed)
         if not isinstance(dataset, Dataset):
             _dataset.check_map_style(dataset)
-        _arguments.check_on_duplicate_stream(on_duplicate_stream)
+        _arguments.check_stream_options(on_duplicate_stream, stream_resume)
         _arguments.warn_if_more_workers_than_cpus(num_workers)
         self.dataset = dataset
         self.batch_size = batch_size

@@ -190,14 +190,17 @@ def _feed(h, x):
 # --- one replica's epoch ----------------------------------------------------------
 
 class Spec:
-    """How a replica's samples become batches: batch_size (None: one by one),
-    drop_last, collate_fn (called on the list of samples, or on each sample
-    under batch_size=None), and whether the reader owns the process's
-    generators (a worker: seeds them, keeps them in each batch's resume point)."""
+    """How a replica's samples become batches, the loader's: batch_size (None:
+    one by one), drop_last, collate_fn (called on the list of samples, or on
+    each sample under batch_size=None); whether a resume point holds the
+    replica's state (stream_resume="state"); whether the reader owns the
+    process's generators (a worker: seeds them, keeps them in each batch's
+    resume point)."""
 
-    def __init__(self, batch_size, drop_last, collate_fn, owns_generators):
-        self.batch_size, self.drop_last = batch_size, drop_last
-        self.collate_fn, self.owns_generators = collate_fn, owns_generators
+    def __init__(self, loader, owns_generators):
+        self.batch_size, self.drop_last = loader.batch_size, loader.drop_last
+        self.collate_fn, self.owns_generators = loader.collate_fn, owns_generators
+        self.use_state = loader.stream_resume == "state"
 
 
 def is_stateful(dataset):
@@ -214,7 +217,7 @@ class EpochReader:
     def __init__(self, dataset, spec, context, resume):
         self.dataset, self.spec, self.context = dataset, spec, context
         self.generator = None  # worker_rng(), made on first use
-        self.stateful = is_stateful(dataset)
+        self.stateful = spec.use_state and is_stateful(dataset)
         self.k, self.ended, self.resume = 0, False, resume
         self.own = None  # in the main process: the stream's generators, between reads
         with self._generators():

@@ -72,7 +72,7 @@ def init(loader, signature, *args, **kwargs):
     if a["format"] not in (None, "torch"):
         raise ConfigError("DataLoader: an IterableDataset's batches are collated by "
                           "torch; format=%r does not apply" % (a["format"],))
-    _arguments.check_on_duplicate_stream(a["on_duplicate_stream"])
+    _arguments.check_stream_options(a["on_duplicate_stream"], a["stream_resume"])
     for name in ("rank", "world_size"):
         value = a[name]
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
@@ -112,6 +112,7 @@ def init(loader, signature, *args, **kwargs):
     loader.in_order = a["in_order"]
     loader.seeding, loader.partition, loader.order = "worker", "strided", "numpy"
     loader.on_duplicate_stream = a["on_duplicate_stream"]
+    loader.stream_resume = a["stream_resume"]
     # torch's for an IterableDataset: an endless sampler of Nones.
     loader.sampler = tud.dataloader._InfiniteConstantSampler()
     loader.batch_sampler = None if loader.batch_size is None else tud.BatchSampler(
@@ -405,9 +406,9 @@ class StreamPass:
     # --- the duplicate check --------------------------------------------------------
 
     def _check_duplicates(self):
-        """Compares the samples of the first batch of every worker of every rank;
-        two streams that start alike (one's first samples a prefix of the
-        other's) are reported as on_duplicate_stream says."""
+        """Compares the first samples of every worker of every rank; two streams
+        that start with largely the same samples are reported as
+        on_duplicate_stream says."""
         loader = self.loader
         if loader.on_duplicate_stream == "off" or \
                 getattr(loader.dataset, "identical_streams", False):
@@ -428,7 +429,7 @@ class StreamPass:
         where = ("workers %d and %d of rank %d" % (w1, w2, r1) if r1 == r2 else
                  "worker %d of rank %d and worker %d of rank %d" % (w1, r1, w2, r2))
         message = (
-            "DataLoader: %s yield the same first samples of epoch %d from %s: each worker "
+            "DataLoader: %s start epoch %d with the same samples from %s: each worker "
             "of each rank iterates its own replica of an IterableDataset, and this one "
             "does not split itself, so every sample would be trained %s. Split the stream "
             "by worker and rank: seedloader.shard_stream(shards) gives this replica its "
@@ -470,12 +471,13 @@ def _no_pass():
 
 
 def _same_starts(starts):
-    """The first two (rank, worker) whose first samples agree (one's a prefix of
-    the other's), or None."""
+    """The first two (rank, worker) whose first samples are largely the same
+    ones (at least half of the fewer, in any order: a shuffle buffer reorders a
+    duplicated stream), or None."""
     for i, (r1, w1, a) in enumerate(starts):
         for r2, w2, b in starts[i + 1:]:
-            m = min(len(a), len(b))
-            if m and a[:m] == b[:m]:
+            fewer = min(len(set(a)), len(set(b)))
+            if fewer and 2 * len(set(a) & set(b)) >= fewer:
                 return (r1, w1), (r2, w2)
     return None
 
@@ -510,8 +512,7 @@ class Pool:
         context = loader.multiprocessing_context
         if context is None or isinstance(context, str):
             context = multiprocessing.get_context(loader._start_method)
-        spec = _stream_reader.Spec(loader.batch_size, loader.drop_last, loader.collate_fn,
-                                   owns_generators=True)
+        spec = _stream_reader.Spec(loader, owns_generators=True)
         self.name = _dataset.name_of(loader.dataset)
         self.timeout = loader.timeout
         self.prefetch = loader.prefetch_factor
@@ -603,8 +604,7 @@ class Inline:
 
     def __init__(self, loader):
         self.dataset = loader.dataset
-        self.spec = _stream_reader.Spec(loader.batch_size, loader.drop_last,
-                                        loader.collate_fn, owns_generators=False)
+        self.spec = _stream_reader.Spec(loader, owns_generators=False)
         self.reader = None
 
     def pids(self):

@@ -1,4 +1,5 @@
 """Shared test helpers: the audit verdict comes from seedloader.audit.check."""
+import importlib.util
 import json
 import os
 
@@ -40,3 +41,13 @@ def cross_check_program():
                         "build" % (variable, what))
         return path
     return find
+
+
+def need(module):
+    """Skips the test without `module` (one of frameworks/requirements.txt), or
+    fails it under SEEDLOADER_REQUIRE_CROSS_CHECKS=1 (CI)."""
+    if importlib.util.find_spec(module) is None:
+        if os.environ.get("SEEDLOADER_REQUIRE_CROSS_CHECKS") == "1":
+            pytest.fail("%s is not installed and SEEDLOADER_REQUIRE_CROSS_CHECKS=1 asks for "
+                        "every cross-check (scripts/python_env.sh --frameworks)" % module)
+        pytest.skip("%s is not installed (scripts/python_env.sh --frameworks)" % module)

@@ -1,7 +1,8 @@
 """One rank of test_streams.py's two-rank runs (gloo, from the environment):
-`workers` iterates a stream split by worker but not by rank and prints the
-DuplicateStreamError; `ranks` iterates one split by shard_stream and writes the
-samples it read to <dir>/rank<r>."""
+`workers` iterates a stream split by worker but not by rank, `hf` a Hugging
+Face stream not split by node, and each prints the DuplicateStreamError;
+`ranks` iterates one split by shard_stream and writes the samples it read to
+<dir>/rank<r>."""
 import os
 import sys
 
@@ -26,10 +27,15 @@ class ByShard(tud.IterableDataset):
 def main(split, folder):
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    dataset = ByWorker() if split == "workers" else ByShard()
+    if split == "hf":
+        import datasets
+        dataset = datasets.Dataset.from_dict({"id": list(range(48))}).to_iterable_dataset(
+            num_shards=8).with_format("torch")
+    else:
+        dataset = ByWorker() if split == "workers" else ByShard()
     loader = sl.DataLoader(dataset, batch_size=2, num_workers=2)  # the seed agreed
     try:
-        seen = [int(x) for batch in loader for x in batch]
+        seen = [int(x) for batch in loader for x in (batch["id"] if split == "hf" else batch)]
     except sl.DuplicateStreamError as e:
         print("DuplicateStreamError:", e)
     else:

@@ -14,7 +14,6 @@ trained on, step by step; the checks:
 - gather_for_metrics counts every evaluation sample once.
 Without the frameworks the tests skip, or fail under
 SEEDLOADER_REQUIRE_CROSS_CHECKS=1."""
-import importlib.util
 import json
 import os
 import subprocess
@@ -24,16 +23,10 @@ import pytest
 
 import seedloader as sl
 
+from conftest import need
+
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "frameworks")
 sys.path.insert(0, HERE)
-
-
-def need(module):
-    if importlib.util.find_spec(module) is None:
-        if os.environ.get("SEEDLOADER_REQUIRE_CROSS_CHECKS") == "1":
-            pytest.fail("%s is not installed and SEEDLOADER_REQUIRE_CROSS_CHECKS=1 asks for "
-                        "every cross-check (scripts/python_env.sh --frameworks)" % module)
-        pytest.skip("%s is not installed (scripts/python_env.sh --frameworks)" % module)
 
 
 def run(script, out, *args, launcher=(), timeout=120):

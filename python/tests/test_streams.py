@@ -84,6 +84,13 @@ class Unsplit(tud.IterableDataset):
         return iter(range(self.n))
 
 
+class Reordered(tud.IterableDataset):
+    """Every replica yields the same samples, each worker in an order of its own."""
+
+    def __iter__(self):
+        return iter(sl.worker_rng().permutation(6).tolist())
+
+
 def values(loader):
     return [b.tolist() for b in loader]
 
@@ -329,7 +336,8 @@ def test_map_style_options_and_torchs_iterable_rules_are_refused_by_name():
                       ({"partition": "elastic"}, "partition='elastic' applies"),
                       ({"mixup_alpha": 0.2}, "mixup_alpha=0.2 applies"),
                       ({"format": "numpy"}, "format='numpy' does not apply"),
-                      ({"on_duplicate_stream": "maybe"}, "must be 'error', 'warn' or 'off'")]:
+                      ({"on_duplicate_stream": "maybe"}, "must be 'error', 'warn' or 'off'"),
+                      ({"stream_resume": "skip"}, "must be 'state' or 'replay'")]:
         with pytest.raises(sl.ConfigError, match=match):
             sl.DataLoader(Sharded(4), batch_size=2, **kw)
     with pytest.raises(sl.ConfigError, match="not a torch.utils.data.IterableDataset"):
@@ -345,7 +353,7 @@ def test_map_style_options_and_torchs_iterable_rules_are_refused_by_name():
 def test_a_stream_every_worker_repeats_is_caught_before_the_first_batch():
     loader = sl.DataLoader(Unsplit(), batch_size=4, num_workers=2, seed=0)
     with pytest.raises(sl.DuplicateStreamError,
-                       match="workers 0 and 1 of rank 0 yield the same first samples"):
+                       match="workers 0 and 1 of rank 0 start epoch 0 with the same samples"):
         next(iter(loader))
     with pytest.warns(UserWarning, match="shard_stream"):
         assert len(values(sl.DataLoader(Unsplit(), batch_size=4, num_workers=2, seed=0,
@@ -363,6 +371,9 @@ def test_a_stream_every_worker_repeats_is_caught_before_the_first_batch():
     # One sample per batch: the first samples compared are the first batches'.
     with pytest.raises(sl.DuplicateStreamError):
         next(iter(sl.DataLoader(Unsplit(), batch_size=None, num_workers=2, seed=0)))
+    # A shuffle buffer reorders a duplicated stream: still caught.
+    with pytest.raises(sl.DuplicateStreamError):
+        next(iter(sl.DataLoader(Reordered(), batch_size=4, num_workers=2, seed=0)))
     # Split streams pass, unequal lengths and an empty worker too.
     assert len(list(sl.DataLoader(Sized([3, 0, 5]), batch_size=None, num_workers=3,
                                   seed=0))) == 8
@@ -442,12 +453,14 @@ def test_shard_stream_says_what_to_do_with_an_uneven_count():
 
 # --- resume -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("dataset", [Stateful, Sharded], ids=["stateful", "fast-forward"])
+@pytest.mark.parametrize("dataset,resume", [(Stateful, "state"), (Sharded, "state"),
+                                            (Stateful, "replay")],
+                         ids=["stateful", "fast-forward", "stateful-replayed"])
 @pytest.mark.parametrize("workers", [0, 2, 3])
-def test_a_resumed_stream_gives_exactly_the_rest_of_its_epoch(dataset, workers):
+def test_a_resumed_stream_gives_exactly_the_rest_of_its_epoch(dataset, resume, workers):
     def loader():
         return sl.DataLoader(dataset(23), batch_size=2, num_workers=workers, seed=9,
-                             prefetch_factor=3 if workers else None)
+                             prefetch_factor=3 if workers else None, stream_resume=resume)
 
     whole = loader()
     expected = [values(whole), values(whole)]
@@ -458,6 +471,8 @@ def test_a_resumed_stream_gives_exactly_the_rest_of_its_epoch(dataset, workers):
         state = first.state_dict()
         del it
         assert head == expected[0][:cut]
+        kept = dataset is Stateful and resume == "state"
+        assert all(("state" in w) == kept for w in state["workers"] if w["batches"])
         resumed = loader()
         resumed.load_state_dict(state)
         assert values(resumed) == expected[0][cut:]
