@@ -201,6 +201,8 @@ class Spec:
         self.batch_size, self.drop_last = loader.batch_size, loader.drop_last
         self.collate_fn, self.owns_generators = loader.collate_fn, owns_generators
         self.use_state = loader.stream_resume == "state"
+        # Every sample fingerprinted (a trace's content), not only the check's.
+        self.fingerprint_all = getattr(loader, "_trace_samples", False)
 
 
 def is_stateful(dataset):
@@ -289,8 +291,11 @@ class EpochReader:
             return None
         spec = self.spec
         batch = spec.collate_fn(samples[0] if spec.batch_size is None else samples)
-        fingerprints = [fingerprint(s) for s in samples[:CHECKED_SAMPLES]] \
-            if self.k == 0 else None
+        if spec.fingerprint_all:
+            fingerprints = [fingerprint(s) for s in samples]
+        else:
+            fingerprints = [fingerprint(s) for s in samples[:CHECKED_SAMPLES]] \
+                if self.k == 0 else None
         self.k += 1
         point = {"batches": self.k}
         if self.stateful:

@@ -131,6 +131,7 @@ def init(loader, signature, *args, **kwargs):
     loader._resume = None      # a loaded state's position, for the next pass
     loader._done_epoch = None  # the epoch a loaded state finished, while it is next
     loader._position = None    # the epoch's position as batches are delivered
+    loader._trace_samples = False  # every sample fingerprinted (audit.StreamTrace)
     loader._initialized = True
 
 
@@ -274,6 +275,9 @@ def open_pool(loader):
     if loader.num_workers == 0:
         return Inline(loader)
     if loader.persistent_workers:
+        if loader._pool is not None and loader._pool.traced != loader._trace_samples:
+            loader._pool.close()  # its workers fingerprint too few samples, or too many
+            loader._pool = None
         if loader._pool is None:
             loader._pool = Pool(loader)
         return loader._pool
@@ -310,6 +314,7 @@ class StreamPass:
         self.loader, self.pool, self.position = loader, None, None
         self.buffered = collections.defaultdict(collections.deque)
         self.began = self.last_at = None
+        self.last = None  # (worker, its batch number, its samples' fingerprints)
         self.delivered, self.waited, self.done = 0, 0.0, False
 
     def __iter__(self):
@@ -375,7 +380,8 @@ class StreamPass:
             p.turn = (turn + 1) % len(p.order)
             if message[0] == "error":
                 raise self.pool.error(w, message)
-            _, _, batch, point, _ = message
+            _, k, batch, point, prints = message
+            self.last = (w, k, prints)  # what a trace records (audit.StreamTrace)
             p.points[w] = point
             p.delivered += 1
             self.delivered += 1
@@ -450,7 +456,9 @@ class StreamPass:
         ended or raised first), the batch kept for its turn."""
         message = self.pool.receive(w)
         self.buffered[w].append(message)
-        return tuple(message[4]) if message[0] == "batch" and message[4] else ()
+        if message[0] != "batch" or message[1] != 0:
+            return ()
+        return tuple(message[4][:_stream_reader.CHECKED_SAMPLES])
 
     def __del__(self):
         try:
@@ -514,6 +522,7 @@ class Pool:
             context = multiprocessing.get_context(loader._start_method)
         spec = _stream_reader.Spec(loader, owns_generators=True)
         self.name = _dataset.name_of(loader.dataset)
+        self.traced = spec.fingerprint_all
         self.timeout = loader.timeout
         self.prefetch = loader.prefetch_factor
         self.generation = 0

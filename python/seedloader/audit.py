@@ -24,7 +24,8 @@ import os
 from seedloader import _trace
 from seedloader._trace import TraceRecorder
 
-__all__ = ["LoaderTrace", "TraceRecorder", "check", "trace"]
+__all__ = ["LoaderTrace", "StreamTrace", "TraceRecorder", "check", "trace"]
+
 
 def trace(loader, path, rank=None, generators=(), record_content=False, run=None):
     """`loader` as a loader that appends one line per sample to `path`.
@@ -35,6 +36,13 @@ def trace(loader, path, rank=None, generators=(), record_content=False, run=None
     `rank` given must be the same), and generators and record_content do not
     apply (the engine knows each sample's stream)."""
     import seedloader
+    from seedloader._loader import StreamLoader
+    if isinstance(loader, StreamLoader):
+        if generators or record_content:
+            raise ValueError("trace: generators and record_content are for torch "
+                             "DataLoaders; a stream's trace records each sample's "
+                             "content itself")
+        return StreamTrace(loader, path, rank=rank, run=run)
     if isinstance(loader, seedloader.DataLoader):
         if generators or record_content:
             raise ValueError("trace: generators and record_content are for torch "
@@ -61,9 +69,7 @@ class LoaderTrace:
     first batch); without skips no ledger is asked."""
 
     def __init__(self, loader, path, rank=None, run=None):
-        if run is not None and (isinstance(run, bool) or not isinstance(run, int) or
-                                run < 0):
-            raise ValueError("run must be a non-negative integer, not %r" % (run,))
+        _check_run(run)
         if loader._collate is not None:
             raise ValueError("trace: this seedloader.DataLoader has a collate_fn, under "
                              "which a whole batch is one item of the engine: its samples "
@@ -165,6 +171,52 @@ class LoaderTrace:
                 data = data[os.write(fd, data):]
         finally:
             os.close(fd)
+
+
+class StreamTrace(LoaderTrace):
+    """A seedloader.DataLoader over an IterableDataset that appends to `path`, for
+    every sample it delivers, {"rank", "epoch", "worker", "batch", "index", "rng",
+    "content"} ("run" when given): batch is the worker's batch number k in its
+    stream, index the sample's position p = k * batch_size + j in its worker's
+    stream made unique over the workers and ranks ((p * num_workers + worker) *
+    world_size + rank; a resume keeps it), rng names the worker's stream (seed,
+    epoch, rank, worker) and p, and content is the sample's fingerprint (BLAKE2b,
+    seedloader._stream_reader.fingerprint, taken in the worker). seed-audit trace
+    reports a content trained twice in an epoch (content_repeat): a stream every
+    worker or rank iterates whole, or a resume that restarted it."""
+
+    def __init__(self, loader, path, rank=None, run=None):
+        _check_run(run)
+        self.loader = loader
+        self.path = os.fspath(path)
+        self.run = run
+        self._rank = rank
+
+    def __iter__(self):
+        loader = self.loader
+        loader._trace_samples = True  # the workers fingerprint every sample from now on
+        batches = iter(loader)
+        size = 1 if loader.batch_size is None else loader.batch_size
+        workers = max(loader.num_workers, 1)
+        for batch in batches:
+            self._check_rank(loader.rank)
+            worker, k, prints = batches.last
+            epoch, rank, ranks, seed = loader.epoch, loader.rank, loader.world_size, loader.seed
+            lines = []
+            for j, content in enumerate(prints):
+                p = k * size + j
+                lines.append(self._line(
+                    rank=rank, epoch=epoch, worker=worker, batch=k,
+                    index=(p * workers + worker) * ranks + rank,
+                    rng="stream %d %d %d %d %d" % (seed, epoch, rank, worker, p),
+                    content="%016x" % content))
+            self._append(lines)
+            yield batch
+
+
+def _check_run(run):
+    if run is not None and (isinstance(run, bool) or not isinstance(run, int) or run < 0):
+        raise ValueError("run must be a non-negative integer, not %r" % (run,))
 
 
 def _uint64s(raw):

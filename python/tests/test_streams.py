@@ -4,6 +4,7 @@ batch_size=None, drop_last per worker, persistent workers, start methods,
 exceptions with their types, len() and its warning), worker generators from
 the seed, duplicated streams caught before the first batch, shard_stream, and
 exact resume of stateful and stateless streams."""
+import json
 import os
 import signal
 import subprocess
@@ -513,3 +514,47 @@ def test_a_stream_shorter_than_its_saved_position_is_an_error_not_a_repeat():
     shorter.load_state_dict(state)
     with pytest.raises(sl.WorkerError, match="fast-forwarding"):
         list(shorter)
+
+
+# --- the audit ----------------------------------------------------------------------
+
+def test_a_trace_of_a_split_stream_audits_clean_and_an_unsplit_one_repeats(tmp_path):
+    split = tmp_path / "split.jsonl"
+    for rank in range(2):
+        loader = sl.DataLoader(Shards(8), batch_size=3, num_workers=2, seed=1, rank=rank,
+                               world_size=2, persistent_workers=rank == 1)
+        traced = sl.audit.trace(loader, split)
+        for _ in range(2):
+            for _ in traced:
+                pass
+    lines = [json.loads(line) for line in split.read_text().splitlines()]
+    assert len(lines) == 2 * 40 and {line["worker"] for line in lines} == {0, 1}
+    assert sl.audit.check(split)["verdict"] == "clean"
+
+    unsplit = tmp_path / "unsplit.jsonl"
+    loader = sl.DataLoader(Unsplit(), batch_size=4, num_workers=2, seed=1,
+                           on_duplicate_stream="off")
+    list(sl.audit.trace(loader, unsplit))
+    report = sl.audit.check(unsplit)
+    assert {f["kind"]: f["count"] for f in report["findings"]} == {"content_repeat": 12}
+
+
+def test_a_trace_across_a_resume_audits_clean_and_a_restart_from_the_start_does_not(
+        tmp_path):
+    def loader():
+        return sl.DataLoader(Stateful(20), batch_size=2, num_workers=2, seed=1)
+
+    for resume in (True, False):
+        path = tmp_path / ("resumed.jsonl" if resume else "restarted.jsonl")
+        first = loader()
+        it = iter(sl.audit.trace(first, path, run=0))
+        for _ in range(4):
+            next(it)
+        state = first.state_dict()
+        del it
+        second = loader()
+        if resume:
+            second.load_state_dict(state)
+        list(sl.audit.trace(second, path, run=1))
+        kinds = {f["kind"] for f in sl.audit.check(path)["findings"]}
+        assert kinds == (set() if resume else {"resume_duplicate"}), kinds

@@ -496,5 +496,49 @@ TEST(AuditorTest, JsonReportHasVerdictSamplesAndFindings) {
   EXPECT_EQ(report_json(Report{5, {}})["verdict"], "clean");
 }
 
+// A stream's trace: each sample at its own position (index), its content hashed.
+std::vector<SampleRecord> stream_trace(std::uint32_t workers, std::uint32_t epochs,
+                                       bool split) {
+  std::vector<SampleRecord> out;
+  std::uint64_t position = 0;
+  for (std::uint32_t e = 0; e < epochs; ++e) {
+    for (std::uint64_t k = 0; k < 6; ++k) {
+      for (std::uint32_t w = 0; w < workers; ++w) {
+        SampleRecord r;
+        r.epoch = e;
+        r.worker = w;
+        r.batch = k;
+        r.index = position++;
+        r.rng = r.index + 1;
+        r.content = split ? k * workers + w : k;  // unsplit: every worker the same
+        out.push_back(r);
+      }
+    }
+  }
+  return out;
+}
+
+TEST(AuditorTest, AStreamEveryWorkerIteratesWholeRepeatsContent) {
+  Report unsplit = audit(stream_trace(3, 2, false));
+  EXPECT_EQ(kinds(unsplit), (Kinds{{"content_repeat", 2u * 6 * 2}}))
+      << report_text(unsplit);
+  const Finding& f = unsplit.findings[0];
+  ASSERT_TRUE(f.examples[0].other);
+  EXPECT_EQ(f.examples[0].sample.worker, 1u);
+  EXPECT_EQ(f.examples[0].other->worker, 0u);
+  // Split by worker, each content once per epoch; every epoch trains it again.
+  Report split = audit(stream_trace(3, 2, true));
+  EXPECT_TRUE(split.clean()) << report_text(split);
+}
+
+TEST(AuditorTest, AContentRepeatedAtItsOwnIndexIsLeftToTheIndexFindings) {
+  std::vector<SampleRecord> records = stream_trace(1, 1, true);
+  SampleRecord padded = records.front();  // padding: index 0 again, on rank 1
+  padded.rank = 1;
+  records.push_back(padded);
+  Report r = audit(records);
+  EXPECT_EQ(kinds(r).count("content_repeat"), 0u) << report_text(r);
+}
+
 }  // namespace
 }  // namespace seedloader::audit

@@ -22,6 +22,8 @@ const char* finding_name(FindingKind kind) {
       return "resume_duplicate";
     case FindingKind::kResumeGap:
       return "resume_gap";
+    case FindingKind::kContentRepeat:
+      return "content_repeat";
     case FindingKind::kOrderMismatch:
       return "order_mismatch";
     case FindingKind::kMixtureComposition:
@@ -70,6 +72,11 @@ const char* finding_hint(FindingKind kind) {
              "resumed run skipped past them, e.g. a per-rank batch index resumed at "
              "a larger world size under the strided partition; resume at the global "
              "position reached (partition elastic, resume(epoch, global batch)).";
+    case FindingKind::kContentRepeat:
+      return "The same sample was trained twice in an epoch, at two places: workers or "
+             "ranks iterating one stream each whole (split it by rank and worker: "
+             "seedloader.shard_stream, or torch's get_worker_info()), or a resumed "
+             "stream restarted from its start.";
     case FindingKind::kOrderMismatch:
       return "These steps are not what the expected configuration trains on (the first "
              "example says what it matches instead): run with the configuration given, "

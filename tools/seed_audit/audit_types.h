@@ -53,6 +53,7 @@ enum class FindingKind {
   kCoverage,
   kResumeDuplicate,
   kResumeGap,
+  kContentRepeat,       // one content trained at two places of an epoch (streams)
   kOrderMismatch,       // trace --expect: a step that is not the configuration's
   kMixtureComposition,  // trace --mixture: a step's sources off the weights
   kDeclaredSkip,        // information, not a finding: samples the run declared skipped

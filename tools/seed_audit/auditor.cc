@@ -73,6 +73,7 @@ void Auditor::add(const SampleRecord& r) {
     return;
   }
   indices.add(*seen);  // first: it rejects indices outside the dataset
+  contents_.add(r);
   if (composition_) composition_->add(r);
   std::uint32_t owner = owners_.id(r);
   states_.add(r, owner, owners_);
@@ -81,7 +82,7 @@ void Auditor::add(const SampleRecord& r) {
 }
 
 std::uint64_t Auditor::bytes() const {
-  std::uint64_t b = states_.bytes() + indices_.bytes();
+  std::uint64_t b = states_.bytes() + indices_.bytes() + contents_.bytes();
   for (const auto& [name, detector] : sources_) b += detector->bytes();
   return b;
 }
@@ -106,6 +107,7 @@ Report Auditor::report() const {
   out.samples = samples_;
   states_.report(out);
   indices_.report(out);
+  contents_.report(out);
   if (composition_) composition_->report(out);
   for (const auto& [source, detector] : sources_) {
     Report own;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "tools/seed_audit/content_detector.h"
 #include "tools/seed_audit/index_detector.h"
 #include "tools/seed_audit/mixture_composition.h"
 #include "tools/seed_audit/order_detector.h"
@@ -63,6 +64,7 @@ class Auditor {
   OwnerTable owners_;
   StateDetector states_;
   IndexDetector indices_;
+  ContentDetector contents_;
   // Per mixture source, by name.
   std::map<std::string, std::unique_ptr<IndexDetector>, std::less<>> sources_;
   AuditOptions options_;
