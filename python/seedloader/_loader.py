@@ -127,9 +127,11 @@ class DataLoader:
         return cls
 
     def __new__(cls, *args, **kwargs):
-        """A loader over an IterableDataset is a StreamLoader (seedloader._streams)."""
-        if cls is DataLoader and _dataset.is_stream(args[0] if args else kwargs.get("dataset")):
-            cls = StreamLoader
+        """A loader over an IterableDataset is a StreamLoader (seedloader._streams);
+        a subclass's, a class of the subclass over StreamLoader."""
+        if not issubclass(cls, StreamLoader) and \
+                _dataset.is_stream(args[0] if args else kwargs.get("dataset")):
+            cls = StreamLoader if cls is DataLoader else _stream_class(cls)
         return super().__new__(cls)
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None,
@@ -725,3 +727,13 @@ class StreamLoader(DataLoader):
 
 
 _SIGNATURE = inspect.signature(DataLoader.__init__)
+_STREAM_CLASSES: dict = {}  # a subclass of DataLoader -> the same over StreamLoader
+
+
+def _stream_class(cls):
+    """`cls` (a subclass of DataLoader) over a stream: its own methods first, then
+    StreamLoader's."""
+    if cls not in _STREAM_CLASSES:
+        _STREAM_CLASSES[cls] = type(cls.__name__, (cls, StreamLoader), {
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return _STREAM_CLASSES[cls]

@@ -16,14 +16,16 @@ import itertools
 import os
 import queue
 import sys
+from multiprocessing.reduction import ForkingPickler
 
 import numpy as np
 
 from seedloader import _dataset, _errors, _seeding
 from seedloader._errors import ConfigError
 
-# The purpose shard_stream's order is keyed by: (7, epoch) (docs/design.md).
-SHARD_ORDER = 7
+# The purposes of the streams keyed here (docs/design.md): shard_stream's order
+# (7, epoch); an IterDataPipe's shufflers, seeded alike everywhere (8, epoch).
+SHARD_ORDER, DATAPIPE_SEED = 7, 8
 # Samples of a worker's first batch fingerprinted for the duplicate check: four
 # equal samples are a duplicated stream; hashing the whole batch would cost
 # 2.5% of bench/iterable_bench.py's epoch.
@@ -205,6 +207,26 @@ class Spec:
         self.fingerprint_all = getattr(loader, "_trace_samples", False)
 
 
+def is_datapipe(dataset):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(dataset, torch.utils.data.IterDataPipe)
+
+
+def _datapipe_epoch(pipe, context):
+    """An IterDataPipe's epoch, as torch's loader sets it: its shufflers seeded
+    alike in every worker and rank (from (8, epoch) of the seed, not a seed
+    broadcast per pass), then its sharding filters given this replica's share
+    (worker * world_size + rank of num_workers * world_size)."""
+    import torch
+    from torch.utils.data import graph_settings
+    shared = torch.Generator()
+    shared.manual_seed(_seeding.int63(np.random.SeedSequence(
+        context.seed, spawn_key=(DATAPIPE_SEED, context.epoch))))
+    graph_settings.apply_random_seed(pipe, shared)
+    graph_settings.apply_sharding(pipe, context.num_workers * context.world_size,
+                                  context.worker * context.world_size + context.rank)
+
+
 def is_stateful(dataset):
     return callable(getattr(dataset, "state_dict", None)) and \
         callable(getattr(dataset, "load_state_dict", None))
@@ -267,6 +289,8 @@ class EpochReader:
                 _set_generators(resume["generators"])
             else:
                 skip = self.k  # read again and dropped (no state to load)
+        if is_datapipe(self.dataset):
+            _datapipe_epoch(self.dataset, self.context)
         self.it = iter(self.dataset)
         for done in range(skip):
             if self._take() is None:
@@ -335,10 +359,20 @@ def worker_loop(dataset, spec, worker, num_workers, worker_init_fn, commands, re
     and ("next", generation) commands and answers each "next" of the current
     generation with (generation, "batch", k, batch, point, fingerprints),
     (generation, "end") or (generation, "error", message, exception type);
-    None, or its parent gone, ends it."""
+    None, or its parent gone, ends it. Ctrl-C is the parent's to report."""
+    # Its answers need not reach a parent that is gone or done: exiting does not
+    # wait for them to be written.
+    results.cancel_join_thread()
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(1)  # as torch's workers: one thread each
+    try:
+        _serve(dataset, spec, worker, num_workers, worker_init_fn, commands, results, parent)
+    except KeyboardInterrupt:
+        pass
+
+
+def _serve(dataset, spec, worker, num_workers, worker_init_fn, commands, results, parent):
     reader, generation, initialized = None, None, False
     while True:
         try:
@@ -361,7 +395,7 @@ def worker_loop(dataset, spec, worker, num_workers, worker_init_fn, commands, re
                         worker_init_fn(worker)
                 reader.start()
             except Exception as e:  # the first batch's error; the stream then ends
-                results.put(_error(generation, e))
+                _send(results, _error(generation, e))
                 reader = _Ended()
             continue
         if command[1] != generation:
@@ -369,9 +403,23 @@ def worker_loop(dataset, spec, worker, num_workers, worker_init_fn, commands, re
         try:
             item = reader.next()
         except Exception as e:
-            results.put(_error(generation, e))
+            _send(results, _error(generation, e))
             continue
-        results.put((generation, "end") if item is None else (generation, "batch") + item)
+        _send(results, (generation, "end") if item is None else (generation, "batch") + item)
+
+
+def _send(results, message):
+    """Puts `message` on the results queue pickled here, as torch's reductions
+    pickle (tensors to shared memory): an object that does not pickle is its
+    batch's error, not a message lost in the queue's thread."""
+    try:
+        data = bytes(ForkingPickler.dumps(message))  # a memoryview: put() takes bytes
+    except Exception as e:
+        e.add_note("seedloader: batch %d of this worker could not be sent to the main "
+                   "process: what a stream yields (and its collate_fn returns) must "
+                   "pickle" % message[2])
+        data = bytes(ForkingPickler.dumps(_error(message[0], e)))
+    results.put(data)
 
 
 class _Ended:

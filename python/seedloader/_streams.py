@@ -20,6 +20,7 @@ or, with num_workers=0, in this one (Inline). Batches cross from a worker as
 torch's loader sends them: tensors in shared memory, other objects pickled.
 """
 import collections
+import errno
 import importlib
 import math
 import multiprocessing
@@ -29,6 +30,7 @@ import sys
 import time
 import warnings
 import weakref
+from multiprocessing.reduction import ForkingPickler
 
 from seedloader import (_agreement, _arguments, _core, _dataset, _errors, _placement,
                         _stream_reader)
@@ -58,7 +60,10 @@ def init(loader, signature, *args, **kwargs):
         a["batch_size"], a["shuffle"], a["sampler"], a["batch_sampler"], a["num_workers"],
         a["collate_fn"], a["drop_last"], a["timeout"], a["multiprocessing_context"],
         a["prefetch_factor"], a["persistent_workers"], a["pin_memory_device"])
+    pipe = _stream_reader.is_datapipe(a["dataset"])
     for option in ("shuffle", "sampler", "batch_sampler"):
+        if option == "shuffle" and pipe:
+            continue  # torch's rule: a DataPipe's shufflers are switched by it
         if a[option] not in (None, False):
             raise ConfigError("DataLoader with IterableDataset: expected unspecified %s "
                               "option, but got %s=%r" % (option, option, a[option]))
@@ -93,6 +98,13 @@ def init(loader, signature, *args, **kwargs):
     num_workers = a["num_workers"]
     _arguments.warn_if_more_workers_than_cpus(num_workers)
     loader.dataset = a["dataset"]
+    if pipe:  # as torch's loader takes one: shufflers switched, pickled with dill if present
+        from torch.utils.data import graph_settings
+        from torch.utils.data.datapipes.datapipe import _IterDataPipeSerializationWrapper
+        if a["shuffle"] is not None:
+            loader.dataset = graph_settings.apply_shuffle_settings(
+                loader.dataset, shuffle=bool(a["shuffle"]))
+        loader.dataset = _IterDataPipeSerializationWrapper(loader.dataset)
     loader.batch_size = a["batch_size"]
     loader.drop_last = a["drop_last"]
     loader.num_workers = num_workers
@@ -323,6 +335,13 @@ class StreamPass:
     def __len__(self):
         return len(self.loader)
 
+    @property
+    def _workers(self):
+        """torch's iterator attribute: the worker processes (join, is_alive,
+        exitcode), none with num_workers=0."""
+        pool = self.pool
+        return [] if pool is None or pool.inline else list(pool.processes)
+
     def __next__(self):
         if self.done:
             raise StopIteration
@@ -474,6 +493,20 @@ class StreamPass:
             pool.close()
 
 
+def _out_of_descriptors(margin=10):
+    """Whether this process is within `margin` file descriptors of its limit."""
+    opened = []
+    try:
+        for _ in range(margin):
+            opened.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError as e:
+        return e.errno == errno.EMFILE
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return False
+
+
 def _no_pass():
     return None
 
@@ -556,7 +589,7 @@ class Pool:
         waited = time.monotonic()
         while True:
             try:
-                message = self.results[w].get(timeout=_POLL)
+                data = self.results[w].get(timeout=_POLL)
             except queue.Empty:
                 process = self.processes[w]
                 if process.exitcode is not None:
@@ -572,8 +605,26 @@ class Pool:
                     error.code = "timed_out"
                     raise error
                 continue
+            message = self._unpickled(w, data)
             if message[0] == self.generation:
                 return message[1:]
+
+    def _unpickled(self, w, data):
+        """An answer of worker w, its tensors mapped from shared memory; out of
+        file descriptors (each tensor kept holds one), a RuntimeError saying what
+        to change, as torch's loader says it."""
+        try:
+            return ForkingPickler.loads(data)
+        except Exception:
+            if not _out_of_descriptors():
+                raise
+            raise WorkerError(
+                "DataLoader: too many open files to receive worker %d's batch of the "
+                "stream %s: every tensor of a stream's batch you keep holds a file "
+                "descriptor of its shared memory. Raise the limit with `ulimit -n` in "
+                "the shell, or call torch.multiprocessing.set_sharing_strategy("
+                "'file_system') at the start of your program" % (w, self.name),
+                worker=w) from None
 
     def error(self, w, message):
         """A dataset's exception in worker w, as its own type too (as torch
@@ -591,7 +642,9 @@ class Pool:
                 commands.put(None)
             except (OSError, ValueError):
                 pass
-        deadline = time.monotonic() + 5
+        # An idle worker ends at once; one still reading its replica is given a
+        # second, then ended: what it reads would be dropped anyway.
+        deadline = time.monotonic() + 1
         for process in self.processes:
             process.join(max(0.0, deadline - time.monotonic()))
             if process.is_alive():

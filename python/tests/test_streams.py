@@ -330,6 +330,18 @@ def test_a_killed_worker_and_a_timeout_are_torchs_errors():
     assert pid
 
 
+def test_a_batch_that_does_not_pickle_is_its_error_not_a_hang():
+    class Generators(tud.IterableDataset):
+        def __iter__(self):
+            w, _ = worker_of()
+            yield (x for x in range(w))  # a generator object: it does not pickle
+
+    loader = sl.DataLoader(Generators(), batch_size=None, num_workers=2, seed=0,
+                           collate_fn=lambda x: x)
+    with pytest.raises(TypeError, match="could not be sent to the main process"):
+        list(loader)
+
+
 def test_map_style_options_and_torchs_iterable_rules_are_refused_by_name():
     for kw, match in [({"shuffle": True}, "expected unspecified shuffle option"),
                       ({"sampler": [0, 1]}, "expected unspecified sampler option"),
@@ -558,3 +570,57 @@ def test_a_trace_across_a_resume_audits_clean_and_a_restart_from_the_start_does_
         list(sl.audit.trace(second, path, run=1))
         kinds = {f["kind"] for f in sl.audit.check(path)["findings"]}
         assert kinds == (set() if resume else {"resume_duplicate"}), kinds
+
+
+# --- DataPipes and file descriptors ---------------------------------------------------
+
+def test_an_iterdatapipe_is_sharded_and_shuffled_as_torchs_loader_does():
+    from torch.utils.data.datapipes.iter import IterableWrapper
+
+    def pipe():
+        return IterableWrapper(range(24)).shuffle().sharding_filter()
+
+    def epochs(**kw):
+        loader = sl.DataLoader(pipe(), batch_size=None, num_workers=2, shuffle=True, **kw)
+        return [[int(x) for x in loader] for _ in range(2)]
+
+    first = epochs(seed=3)
+    for epoch in first:
+        assert sorted(epoch) == list(range(24))  # each sample once over the workers
+    assert first[0] != first[1] and first == epochs(seed=3) and first != epochs(seed=4)
+    ordered = sl.DataLoader(pipe(), batch_size=None, num_workers=2, shuffle=False, seed=3)
+    assert [int(x) for x in ordered] == list(range(24))
+    # Over two ranks: each rank its share, the same shuffle on both.
+    ranks = [[int(x) for x in sl.DataLoader(pipe(), batch_size=None, num_workers=2,
+                                            shuffle=True, seed=3, rank=r, world_size=2)]
+             for r in range(2)]
+    assert sorted(ranks[0] + ranks[1]) == list(range(24))
+    # Without a sharding filter every worker reads the whole pipe: caught.
+    with pytest.raises(sl.DuplicateStreamError):
+        list(sl.DataLoader(IterableWrapper(range(8)), batch_size=2, num_workers=2, seed=0))
+
+
+def test_running_out_of_file_descriptors_says_what_to_change():
+    """Each kept tensor of a worker's batch holds a descriptor of its shared
+    memory: under a low limit the error names `ulimit -n` and the sharing
+    strategy, as torch's does."""
+    script = """
+import resource, sys, torch, torch.utils.data as tud
+import seedloader as sl
+
+class Random(tud.IterableDataset):
+    def __iter__(self):
+        return (torch.randn(2, 2) for _ in range(200))
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100))
+kept = []
+try:
+    for t in sl.DataLoader(Random(), num_workers=1, seed=0):
+        kept.append(t)
+except RuntimeError as e:
+    assert "ulimit -n" in str(e) and "set_sharing_strategy" in str(e), e
+    print("refused")
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0 and "refused" in out.stdout, out.stderr[-2000:]
