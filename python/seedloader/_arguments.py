@@ -9,6 +9,7 @@ import sys
 import warnings
 
 from seedloader import _checks, _core
+from seedloader._agreement import DrawnSeed
 from seedloader._core import Dataset
 from seedloader._errors import ConfigError
 
@@ -68,6 +69,31 @@ def check_mixture_arguments(mixture, sampler, batch_sampler, unbatched, collate)
 def epoch_number(epoch, what="epoch"):
     """`epoch` as an int the engine takes (a uint64), else a ConfigError."""
     return _checks.integer(epoch, what)
+
+
+def check_placement(rank, world_size):
+    """ConfigError unless rank (>= 0) and world_size (>= 1) are ints or None."""
+    for name, value in (("rank", rank), ("world_size", world_size)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                  or value < (0 if name == "rank" else 1)):
+            raise ConfigError("%s must be an int >= %d or None, got %r"
+                              % (name, 0 if name == "rank" else 1, value))
+
+
+def base_seed(seed, generator):
+    """A loader's base seed from its arguments: `seed` as given, else drawn from
+    `generator` as torch draws its loader's, else drawn from the OS and marked a
+    DrawnSeed (each process draws its own: the ranks agree on one, _agreement)."""
+    if seed is not None:
+        # A drawn seed stays one when a framework rebuilds the loader from vars().
+        drawn = isinstance(seed, DrawnSeed)
+        seed = _checks.integer(seed, "seed")
+        return DrawnSeed(seed) if drawn else seed
+    if generator is not None:
+        # The same on every rank whose generator was seeded alike
+        # (torch.Generator()'s default seed is a constant).
+        return seed_from(generator)
+    return DrawnSeed(_core.draw_base_seed("DataLoader"))
 
 
 def seed_from(generator):

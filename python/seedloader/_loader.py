@@ -162,11 +162,7 @@ class DataLoader:
                                   "batch_size * world_size; give batch_size")
             drop_last = False
         self._batch_size = 1 if self._unbatched else batch_size
-        for name, value in (("rank", rank), ("world_size", world_size)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < (0 if name == "rank" else 1)):
-                raise ConfigError("%s must be an int >= %d or None, got %r"
-                                  % (name, 0 if name == "rank" else 1, value))
+        _arguments.check_placement(rank, world_size)
         # Given ones are kept; the others are taken when each iteration starts.
         self._given_placement = (rank, world_size)
         rank, world_size, _ = self._placement()
@@ -174,19 +170,7 @@ class DataLoader:
             format = "torch" if _arguments.torch_available() else "numpy"
         if format not in ("torch", "numpy"):
             raise ConfigError("format must be 'torch' or 'numpy', not %r" % (format,))
-        if seed is not None:
-            # A drawn seed stays one when a framework rebuilds the loader from vars().
-            drawn = isinstance(seed, _agreement.DrawnSeed)
-            seed = _checks.integer(seed, "seed")
-        elif generator is not None:
-            # As torch draws its loader's: the same on every rank whose generator
-            # was seeded alike (torch.Generator()'s default seed is a constant).
-            drawn, seed = False, _arguments.seed_from(generator)
-        else:
-            drawn = True  # each process draws its own: ranks agree on one (_agreement)
-            seed = _core.draw_base_seed("DataLoader")
-        if drawn:
-            seed = _agreement.DrawnSeed(seed)
+        seed = _arguments.base_seed(seed, generator)
         if not isinstance(dataset, Dataset):
             _dataset.check_map_style(dataset)
         _arguments.check_stream_options(on_duplicate_stream, stream_resume)

@@ -14,8 +14,8 @@ def distributed_context():
     """(rank, world_size, source): torch.distributed's when it is initialised, else
     the launcher's environment (torchrun's RANK/WORLD_SIZE, Slurm's
     SLURM_PROCID/SLURM_NTASKS, OpenMPI's OMPI_COMM_WORLD_RANK/SIZE), else (0, 1)."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
+    dist = process_group()
+    if dist is not None:
         return dist.get_rank(), dist.get_world_size(), "torch.distributed"
     for rank_var, size_var in (("RANK", "WORLD_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS"),
                                ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")):
@@ -28,6 +28,15 @@ def distributed_context():
                                      os.environ[size_var])) from None
             return rank, size, "%s/%s" % (rank_var, size_var)
     return 0, 1, "no torch.distributed or launcher environment"
+
+
+def process_group():
+    """torch.distributed when this process has initialised its process group
+    (imported by someone already), else None."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return dist
+    return None
 
 
 def node_count(world_size):

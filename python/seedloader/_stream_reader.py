@@ -95,7 +95,7 @@ def shard_stream(items, *, uneven=None, shuffle=True, seed=None, epoch=None):
     from torch.distributed and `seed` and `epoch` must be given when shuffling.
     """
     items = list(items)
-    context = Context(*_active.context.__getstate__()) if _active is not None else \
+    context = copy.copy(_active.context) if _active is not None else \
         _foreign_context(seed, epoch, shuffle)
     if seed is not None:
         context.seed = _checked_int(seed, "seed")

@@ -26,24 +26,22 @@ import math
 import multiprocessing
 import os
 import queue
-import sys
 import time
 import warnings
 import weakref
 from multiprocessing.reduction import ForkingPickler
 
-from seedloader import (_agreement, _arguments, _core, _dataset, _errors, _placement,
+from seedloader import (_agreement, _arguments, _dataset, _errors, _placement,
                         _stream_reader)
 from seedloader._errors import ConfigError, DuplicateStreamError, Error, WorkerError
 
 _POLL = 0.1  # seconds between looks at a silent worker's process
 
-# seedloader's options that have no meaning for a stream, with the value that
-# leaves them unused.
-_MAP_STYLE_ONLY = {"seeding": "worker", "partition": "strided", "order": "numpy",
-                   "shuffle_block": 0, "canonical_nodes": None, "mixup_alpha": 0.0,
-                   "cutmix_alpha": 0.0, "num_classes": None, "variable_fields": (),
-                   "pad_variable": False, "remote": None, "on_bad_sample": "raise"}
+# seedloader's options that have no meaning for a stream: only their defaults,
+# which leave them unused, are taken.
+_MAP_STYLE_ONLY = ("seeding", "partition", "order", "shuffle_block", "canonical_nodes",
+                   "mixup_alpha", "cutmix_alpha", "num_classes", "variable_fields",
+                   "pad_variable", "remote", "on_bad_sample")
 
 
 # --- the StreamLoader's methods (seedloader._loader binds them) -----------------
@@ -67,8 +65,8 @@ def init(loader, signature, *args, **kwargs):
         if a[option] not in (None, False):
             raise ConfigError("DataLoader with IterableDataset: expected unspecified %s "
                               "option, but got %s=%r" % (option, option, a[option]))
-    for option, unused in _MAP_STYLE_ONLY.items():
-        if a[option] != unused:
+    for option in _MAP_STYLE_ONLY:
+        if a[option] != signature.parameters[option].default:
             raise ConfigError(
                 "DataLoader: %s=%r applies to map-style datasets; %s is an "
                 "IterableDataset, whose worker streams are keyed by (epoch, rank, "
@@ -78,23 +76,12 @@ def init(loader, signature, *args, **kwargs):
         raise ConfigError("DataLoader: an IterableDataset's batches are collated by "
                           "torch; format=%r does not apply" % (a["format"],))
     _arguments.check_stream_options(a["on_duplicate_stream"], a["stream_resume"])
-    for name in ("rank", "world_size"):
-        value = a[name]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < (0 if name == "rank" else 1)):
-            raise ConfigError("%s must be an int >= %d or None, got %r"
-                              % (name, 0 if name == "rank" else 1, value))
+    _arguments.check_placement(a["rank"], a["world_size"])
     import torch.utils.data as tud
     config = dict(a)
     loader._given_placement = (a["rank"], a["world_size"])
     loader.rank, loader.world_size, _ = loader._placement()
-    seed, generator = a["seed"], a["generator"]
-    if seed is not None:
-        seed = _arguments.epoch_number(seed, "seed")
-    elif generator is not None:
-        seed = _arguments.seed_from(generator)
-    else:
-        seed = _agreement.DrawnSeed(_core.draw_base_seed("DataLoader"))
+    seed, generator = _arguments.base_seed(a["seed"], a["generator"]), a["generator"]
     num_workers = a["num_workers"]
     _arguments.warn_if_more_workers_than_cpus(num_workers)
     loader.dataset = a["dataset"]
@@ -264,8 +251,8 @@ def replicas(loader):
 
 
 def claim(loader):
-    """The epoch this pass runs and where in it it starts (a Position), or None
-    when a loaded state finished the epoch."""
+    """The epoch this pass runs and where in it it starts (a Position: without
+    workers in its order when a loaded state finished the epoch)."""
     source = place(loader)
     _placement.announce(loader.rank, loader.world_size, source)
     seed = _agreement.agreed_seed(loader.seed, loader.rank, loader.world_size, source, True)
@@ -366,7 +353,7 @@ class StreamPass:
             older.close()
         loader._newest = weakref.ref(self)
         self.position = claim(loader)
-        if self.position is None or not self.position.order:
+        if not self.position.order:
             return
         self.pool = open_pool(loader)
         p = self.position
@@ -438,14 +425,15 @@ class StreamPass:
         if loader.on_duplicate_stream == "off" or \
                 getattr(loader.dataset, "identical_streams", False):
             return
-        ranks = loader.world_size > 1 and _distributed() is not None
+        group = _placement.process_group()
+        ranks = loader.world_size > 1 and group is not None
         if len(self.position.order) < 2 and not ranks:
             return
         starts = {w: self._first_samples(w) for w in self.position.order}
         found = _same_starts([(loader.rank, w, s) for w, s in starts.items()])
         if ranks and not found:
             gathered = [None] * loader.world_size
-            _distributed().all_gather_object(gathered, starts)
+            group.all_gather_object(gathered, starts)
             found = _same_starts([(r, w, s) for r, theirs in enumerate(gathered)
                                   for w, s in theirs.items()])
         if not found:
@@ -520,13 +508,6 @@ def _same_starts(starts):
             fewer = min(len(set(a)), len(set(b)))
             if fewer and 2 * len(set(a) & set(b)) >= fewer:
                 return (r1, w1), (r2, w2)
-    return None
-
-
-def _distributed():
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and dist.is_available() and dist.is_initialized():
-        return dist
     return None
 
 
@@ -683,9 +664,6 @@ class Inline:
     def receive(self, w):
         item = self.reader.next()
         return ("end",) if item is None else ("batch",) + item
-
-    def error(self, w, message):  # never reached: receive() raises the dataset's own
-        raise AssertionError(message)
 
     def close(self):
         self.reader = None

@@ -69,8 +69,10 @@ class LoaderTrace:
     first batch); without skips no ledger is asked."""
 
     def __init__(self, loader, path, rank=None, run=None):
-        _check_run(run)
-        if loader._collate is not None:
+        if run is not None and (isinstance(run, bool) or not isinstance(run, int) or
+                                run < 0):
+            raise ValueError("run must be a non-negative integer, not %r" % (run,))
+        if getattr(loader, "_collate", None) is not None:  # none over a stream
             raise ValueError("trace: this seedloader.DataLoader has a collate_fn, under "
                              "which a whole batch is one item of the engine: its samples "
                              "have no stream of their own to record")
@@ -185,13 +187,6 @@ class StreamTrace(LoaderTrace):
     reports a content trained twice in an epoch (content_repeat): a stream every
     worker or rank iterates whole, or a resume that restarted it."""
 
-    def __init__(self, loader, path, rank=None, run=None):
-        _check_run(run)
-        self.loader = loader
-        self.path = os.fspath(path)
-        self.run = run
-        self._rank = rank
-
     def __iter__(self):
         loader = self.loader
         loader._trace_samples = True  # the workers fingerprint every sample from now on
@@ -212,11 +207,6 @@ class StreamTrace(LoaderTrace):
                     content="%016x" % content))
             self._append(lines)
             yield batch
-
-
-def _check_run(run):
-    if run is not None and (isinstance(run, bool) or not isinstance(run, int) or run < 0):
-        raise ValueError("run must be a non-negative integer, not %r" % (run,))
 
 
 def _uint64s(raw):
