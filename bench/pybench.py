@@ -127,14 +127,14 @@ def measure(epoch_batches, warmup, batches=None, seconds=None):
     system, all its threads) per timed batch, what the loop costs the trainer."""
     done = timed = samples = epoch = 0
     start = time.perf_counter()
-    cpu_start = _cpu_seconds()
+    cpu_start = cpu_seconds()
     finished = False
     while not finished:
         for n in epoch_batches(epoch):
             done += 1
             if done == warmup:
                 start = time.perf_counter()
-                cpu_start = _cpu_seconds()
+                cpu_start = cpu_seconds()
                 continue
             if done < warmup:
                 continue
@@ -148,13 +148,13 @@ def measure(epoch_batches, warmup, batches=None, seconds=None):
                 break
         epoch += 1
     elapsed = time.perf_counter() - start
-    cpu = _cpu_seconds() - cpu_start
+    cpu = cpu_seconds() - cpu_start
     return {"batches": timed, "samples": samples, "seconds": elapsed,
             "batches_per_s": timed / elapsed, "samples_per_s": samples / elapsed,
             "main_cpu_us_per_batch": cpu / timed * 1e6}
 
 
-def _cpu_seconds():
+def cpu_seconds():
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
 

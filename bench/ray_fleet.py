@@ -4,11 +4,14 @@ docs/performance.md).
   build/venv/bin/python bench/ray_fleet.py [--rounds 3] [--quick]
 
 1. The same JPEG pipeline (ImageFolder, rrc:224,hflip,normalize:imagenet, batch
-   32) through DataLoader(remote=Fleet(actors=2, num_workers=1)) and through
-   DataLoader(num_workers=2), alternating, on a one-node Ray cluster of this
-   machine's cores: samples/s, and the trainer process's CPU per batch.
+   32, prefetch_factor 8) through DataLoader(remote=Fleet(actors=2,
+   num_workers=1)) and through DataLoader(num_workers=2), alternating, on a
+   one-node Ray cluster of this machine's cores: samples/s, and the trainer
+   process's CPU per batch; the same fleet at prefetch_factor 2 (one batch a
+   Ray call).
 2. What one batch costs to cross the object store (its bytes; ms to put and get
-   it back in this process), and one actor's rate alone.
+   it back in this process; the CPU of a put), the ceiling that CPU puts on a
+   fleet's ratio on these cores, and one actor's rate alone.
 3. A simulated cluster of three raylets on this machine: the fleet's rate at 1,
    2 and 3 actors of one worker (it grows as far as the cores allow).
 Then, on paper: CPU nodes of K cores needed to feed 8 GPUs at S samples/s each.
@@ -24,6 +27,7 @@ import pybench  # noqa: E402
 
 BATCH = 32
 SPEC = "rrc:224,hflip,normalize:imagenet"
+PREFETCH = 8
 
 
 def main():
@@ -47,16 +51,26 @@ def main():
     # 1 and 2: one raylet with this machine's cores.
     ray.init(num_cpus=cores, include_dashboard=False, log_to_driver=False)
     dataset = sl.ImageFolder(root, transform=SPEC)
-    kw = dict(batch_size=BATCH, shuffle=True, seed=7, seeding="sample", drop_last=True)
+    # prefetch_factor 8 for both: a fleet's Ray call then carries 4 batches a
+    # worker (seedloader._remote.lease_shape), a local loader reads 8 ahead.
+    kw = dict(batch_size=BATCH, shuffle=True, seed=7, seeding="sample", drop_last=True,
+              prefetch_factor=PREFETCH)
     fleet = sl.ray.Fleet(actors=2, num_workers=1, cpus_per_actor=cores / 2)
     # Forked workers of a native data set run no Python, which is what makes a
     # fork of a Ray driver unsafe (docs/fleet.md).
     local = sl.DataLoader(dataset, num_workers=2, persistent_workers=True, **kw)
     remote = sl.DataLoader(dataset, remote=fleet, **kw)
-    runs = {"local": [], "fleet": []}
+    # The same fleet at torch's default prefetch_factor: one batch a Ray call.
+    single = sl.DataLoader(dataset, remote=fleet, **dict(kw, prefetch_factor=2))
+    # Untimed first: Ray's store hands out pages never touched before for its
+    # first gigabytes of objects, each a page fault (a put then costs 4x a warm
+    # one here): a start-up cost, which the timed rounds leave out.
+    for loader in (local, remote, single):
+        pybench.measure(_counted(loader), warmup=0, batches=10 if args.quick else 150)
+    runs = {"local": [], "fleet": [], "fleet_one_batch_a_call": []}
     for rnd in range(args.rounds):
-        order = (("local", local), ("fleet", remote))
-        for name, loader in order[rnd % 2:] + order[:rnd % 2]:  # alternating
+        order = (("local", local), ("fleet", remote), ("fleet_one_batch_a_call", single))
+        for name, loader in order[rnd % 3:] + order[:rnd % 3]:  # alternating
             # Warm-up: each actor's first part builds its loader and forks its workers.
             runs[name].append(pybench.measure(_counted(loader), warmup=8, batches=batches))
     ratio = pybench.median(pybench.ratios(runs["fleet"], runs["local"], "samples_per_s"))
@@ -70,13 +84,28 @@ def main():
             [r["main_cpu_us_per_batch"] for r in runs["local"]]),
         "fleet_main_cpu_us_per_batch": pybench.median(
             [r["main_cpu_us_per_batch"] for r in runs["fleet"]]),
-        "main_cpu_ratio": cpu}
+        "main_cpu_ratio": cpu,
+        "one_batch_a_call_samples_per_s_ratio": pybench.median(pybench.ratios(
+            runs["fleet_one_batch_a_call"], runs["local"], "samples_per_s")),
+        "one_batch_a_call_main_cpu_ratio": pybench.median(pybench.ratios(
+            runs["fleet_one_batch_a_call"], runs["local"], "main_cpu_us_per_batch"))}
     print("2 actors x 1 worker vs 2 local workers, %d cores: %.0f vs %.0f samples/s, "
           "ratio %.2f; trainer CPU per batch %.0f vs %.0f us, ratio %.2f" % (
               cores, figures["fleet_samples_per_s"], figures["local_samples_per_s"],
               ratio, figures["fleet_main_cpu_us_per_batch"],
               figures["local_main_cpu_us_per_batch"], cpu))
-    figures.update(_crossing(ray, local))
+    print("the same fleet at prefetch_factor 2 (one batch a Ray call): ratio %.2f, "
+          "trainer CPU ratio %.2f" % (figures["one_batch_a_call_samples_per_s_ratio"],
+                                      figures["one_batch_a_call_main_cpu_ratio"]))
+    figures.update(_crossing(ray, local, 10 if args.quick else 150))
+    # What no fleet on these cores gets past: the local path's CPU per batch
+    # (its cores over its rate: at most what it is) against that plus the one
+    # copy Ray makes of a batch into its store, with all else free.
+    local_ms = cores * 1e3 * BATCH / figures["local_samples_per_s"]
+    figures["ceiling_ratio"] = local_ms / (local_ms + figures["put_cpu_ms"])
+    print("a batch's put costs %.2f ms of CPU against at most %.1f ms to make it on "
+          "these cores: no fleet here passes a ratio of %.2f" % (
+              figures["put_cpu_ms"], local_ms, figures["ceiling_ratio"]))
     fleet.resize(1)
     one = sl.DataLoader(dataset, remote=fleet, **kw)
     figures["one_actor_samples_per_s"] = pybench.measure(
@@ -94,11 +123,15 @@ def main():
                                                          "figures": figures, "runs": runs})
         print("wrote " + path)
         return
-    # 3: three raylets of one CPU each.
+    # 3: three raylets of one CPU each, with stores of 1 GiB (Cluster's own
+    # 150 MiB cannot hold two parts of 4 batches of 19 MB an actor: Ray would
+    # spill them to disk, as it would on a real node whose store is too small).
+    store = 1 << 30
     cluster = Cluster(initialize_head=True,
-                      head_node_args={"num_cpus": 1, "include_dashboard": False})
+                      head_node_args={"num_cpus": 1, "include_dashboard": False,
+                                      "object_store_memory": store})
     for _ in range(2):
-        cluster.add_node(num_cpus=1)
+        cluster.add_node(num_cpus=1, object_store_memory=store)
     ray.init(address=cluster.address, log_to_driver=False)
     # The same batches from sources of two sizes: a heavier decode per batch of
     # the same bytes shows what the trip between raylets takes from the cores.
@@ -144,9 +177,10 @@ def _counted(loader):
     return epoch
 
 
-def _crossing(ray, loader):
-    """One batch's bytes, and the ms to put it in the object store and get it
-    back (median of 20), as a fleet's batch travels."""
+def _crossing(ray, loader, warm):
+    """One batch's bytes; the ms to put it in the object store and get it back
+    (median of 20), as a fleet's batch travels; the CPU (this process, all its
+    threads) of one put, four kept in flight, after `warm` untimed puts."""
     from seedloader import _remote
     batch = next(iter(loader))
     packed = _remote.pack(batch)
@@ -156,7 +190,14 @@ def _crossing(ray, loader):
         start = time.perf_counter()
         _remote.unpack(ray.get(ray.put(packed)))
         times.append((time.perf_counter() - start) * 1e3)
-    return {"batch_bytes": size, "crossing_ms": statistics.median(times)}
+    kept = []
+    for k in range(warm + 40):
+        if k == warm:
+            cpu = pybench.cpu_seconds()
+        kept = kept[-3:] + [ray.put(packed)]
+    put_cpu = (pybench.cpu_seconds() - cpu) / 40 * 1e3
+    return {"batch_bytes": size, "crossing_ms": statistics.median(times),
+            "put_cpu_ms": put_cpu}
 
 
 if __name__ == "__main__":

@@ -104,8 +104,10 @@ def seed_from(generator):
 
 def check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_workers,
                           collate_fn, drop_last, timeout, multiprocessing_context,
-                          prefetch_factor, persistent_workers, pin_memory_device):
-    """PyTorch's argument rules, as ConfigError (a ValueError, as torch raises)."""
+                          prefetch_factor, persistent_workers, pin_memory_device,
+                          remote=None):
+    """PyTorch's argument rules, as ConfigError (a ValueError, as torch raises);
+    a fleet (`remote`) has workers of its own, so it takes prefetch_factor."""
     if batch_size is not None and (isinstance(batch_size, bool) or
                                    not isinstance(batch_size, int) or batch_size < 1):
         raise ConfigError("batch_size should be a positive integer value, but got "
@@ -117,7 +119,7 @@ def check_torch_arguments(batch_size, shuffle, sampler, batch_sampler, num_worke
         raise ConfigError("timeout option should be non-negative")
     if prefetch_factor is not None:
         # 2 with num_workers=0 is torch 1.13's default, which frameworks pass back.
-        if num_workers == 0 and prefetch_factor != 2:
+        if num_workers == 0 and remote is None and prefetch_factor != 2:
             raise ConfigError("prefetch_factor option could only be specified in "
                               "multiprocessing: let num_workers > 0, or set "
                               "prefetch_factor to None")

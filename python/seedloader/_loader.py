@@ -101,7 +101,9 @@ class DataLoader:
     remote: a seedloader.ray.Fleet whose actors make the batches on a Ray
       cluster (docs/fleet.md); the batches are those of the same loader
       without it, bit for bit. Needs seeding="sample" and the built-in order.
-      stats() tells what the loader did (with or without a fleet).
+      prefetch_factor then bounds the batches in flight per actor worker
+      (each Ray call carries half of them). stats() tells what the loader did
+      (with or without a fleet).
     on_duplicate_stream: for an IterableDataset (a stream, seedloader._streams:
       torch's semantics, each worker iterating its own replica), what to do when
       two workers or ranks start with the same samples: "error" (default: a
@@ -150,7 +152,7 @@ class DataLoader:
         _arguments.check_torch_arguments(
             batch_size, shuffle, sampler, batch_sampler, num_workers, collate_fn, drop_last,
             timeout, multiprocessing_context, prefetch_factor, persistent_workers,
-            pin_memory_device)
+            pin_memory_device, remote)
         if batch_sampler is not None:
             batch_size = None
         # batch_size=None: samples one by one, as torch gives them without

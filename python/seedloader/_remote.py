@@ -110,9 +110,8 @@ class RemotePass:
         pos.first = pos.yielded = first
         epoch, end = loader._epoch, len(loader)
         key, recipe = recipe_for(loader)
-        size = max(1, fleet.num_workers)
+        depth, size = lease_shape(loader.prefetch_factor, fleet.num_workers)
         parts = [_Part(a, min(a + size, end)) for a in range(first, end, size)]
-        depth = max(1, loader.prefetch_factor or 2)
         book = _Book(fleet, ray, (key, [recipe], epoch, loader._record_fingerprints))
         sent = 0
         try:
@@ -136,6 +135,16 @@ class RemotePass:
             pos.yielded = max(pos.yielded, end)  # and those at the epoch's end
         finally:
             book.cancel()
+
+
+def lease_shape(prefetch_factor, num_workers):
+    """(parts an actor holds at most, batches a part): prefetch_factor x
+    num_workers batches an actor (one worker at least), in two parts when
+    prefetch_factor allows, so that an actor has its next part while it sends
+    one back and each Ray call carries prefetch_factor / 2 batches a worker."""
+    prefetch = max(1, prefetch_factor or 2)
+    depth = 2 if prefetch >= 2 else 1
+    return depth, max(1, num_workers) * (prefetch // depth)
 
 
 class _Part:

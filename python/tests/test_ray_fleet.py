@@ -123,10 +123,13 @@ def _same(a, b, where):
 @pytest.mark.parametrize("actors", [1, 2, 3])
 def test_the_batches_are_the_local_loaders_for_any_fleet(fleets, actors, workers):
     fleet = fleets(actors, workers)
+    # Parts of 1 batch a worker (the default), 1 (3: odd) and 3 (6), the last
+    # part of an epoch cut short.
+    prefetch = {1: None, 2: 3, 3: 6}[actors]
     made = 0
     for make in (Noisy, native, mixture):
         local = sl.DataLoader(make(), **KW)
-        remote = sl.DataLoader(make(), remote=fleet, **KW)
+        remote = sl.DataLoader(make(), remote=fleet, prefetch_factor=prefetch, **KW)
         for _ in range(2):
             assert_same(epoch(remote), epoch(local))
         stats = remote.stats()
@@ -234,9 +237,21 @@ def test_a_state_resumes_between_a_fleet_and_local_workers(fleets, direction):
     assert_same(got, want)
 
 
+def test_a_lease_carries_prefetch_factor_over_two_batches_a_worker():
+    shape = sl.ray._remote.lease_shape
+    assert shape(None, 0) == (2, 1) and shape(2, 4) == (2, 4) and shape(1, 3) == (1, 3)
+    assert shape(8, 1) == (2, 4) and shape(7, 2) == (2, 6)
+    for prefetch in range(1, 10):
+        for workers in range(4):
+            depth, size = shape(prefetch, workers)
+            # Never more in flight than prefetch_factor x workers an actor.
+            assert size >= max(1, workers) and depth * size <= prefetch * max(1, workers)
+
+
 def test_objects_are_freed_as_batches_go_and_in_flight_ones_are_bounded(fleets):
     fleet = fleets(2, 1)
-    remote = sl.DataLoader(sl.Synthetic(200, 32, 32), remote=fleet, **KW)
+    remote = sl.DataLoader(sl.Synthetic(200, 32, 32), remote=fleet, prefetch_factor=4,
+                           **KW)
     before, after, most = _objects(), [], 0
     for _ in range(5):
         for batch in remote:
@@ -245,9 +260,10 @@ def test_objects_are_freed_as_batches_go_and_in_flight_ones_are_bounded(fleets):
         after.append(_objects() - before)
     # The recipe stays; every part's object went with its batches.
     assert after == [1] * 5
-    # prefetch_factor (2) parts of num_workers (1) batch per actor in flight, the
-    # recipe, and the part being delivered.
-    assert most <= 2 * 2 * 1 + 2
+    # Two parts of prefetch_factor / 2 (2) batches a worker (1) per actor, so
+    # prefetch_factor x actors x workers (8) batches in flight; the recipe, and
+    # the part being delivered.
+    assert most <= 2 * 2 + 2
 
 
 def _objects(collect=True):
