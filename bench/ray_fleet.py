@@ -10,8 +10,9 @@ docs/performance.md).
    process's CPU per batch; the same fleet at prefetch_factor 2 (one batch a
    Ray call).
 2. What one batch costs to cross the object store (its bytes; ms to put and get
-   it back in this process; the CPU of a put), the ceiling that CPU puts on a
-   fleet's ratio on these cores, and one actor's rate alone.
+   it back in this process; the CPU of a put); what Ray alone costs the trainer
+   per batch (two actors returning ready batches in a fleet's parts); the
+   ceiling the two put on a fleet's ratio on these cores; one actor's rate.
 3. A simulated cluster of three raylets on this machine: the fleet's rate at 1,
    2 and 3 actors of one worker (it grows as far as the cores allow).
 Then, on paper: CPU nodes of K cores needed to feed 8 GPUs at S samples/s each.
@@ -98,14 +99,23 @@ def main():
           "trainer CPU ratio %.2f" % (figures["one_batch_a_call_samples_per_s_ratio"],
                                       figures["one_batch_a_call_main_cpu_ratio"]))
     figures.update(_crossing(ray, local, 10 if args.quick else 150))
+    figures.update(_ray_alone(ray, local, PREFETCH // 2, 20 if args.quick else 150))
     # What no fleet on these cores gets past: the local path's CPU per batch
-    # (its cores over its rate: at most what it is) against that plus the one
-    # copy Ray makes of a batch into its store, with all else free.
+    # (its cores over its rate: at most what it is) against that plus what Ray
+    # alone costs a batch on them (its copy into the store, the trainer's CPU),
+    # all else free.
     local_ms = cores * 1e3 * BATCH / figures["local_samples_per_s"]
-    figures["ceiling_ratio"] = local_ms / (local_ms + figures["put_cpu_ms"])
-    print("a batch's put costs %.2f ms of CPU against at most %.1f ms to make it on "
-          "these cores: no fleet here passes a ratio of %.2f" % (
-              figures["put_cpu_ms"], local_ms, figures["ceiling_ratio"]))
+    ray_ms = figures["put_cpu_ms"] + figures["ray_alone_main_cpu_us_per_batch"] / 1e3
+    figures["ceiling_ratio"] = local_ms / (local_ms + ray_ms)
+    figures["ray_alone_main_cpu_ratio"] = (figures["ray_alone_main_cpu_us_per_batch"] /
+                                           figures["local_main_cpu_us_per_batch"])
+    print("Ray alone: a batch's put costs %.2f ms of CPU; 2 actors returning ready "
+          "batches, %d a call, cost the trainer %.0f us a batch (%.2fx the local "
+          "path's); against at most %.1f ms to make a batch on these cores, no fleet "
+          "here passes a ratio of %.2f" % (
+              figures["put_cpu_ms"], PREFETCH // 2,
+              figures["ray_alone_main_cpu_us_per_batch"],
+              figures["ray_alone_main_cpu_ratio"], local_ms, figures["ceiling_ratio"]))
     fleet.resize(1)
     one = sl.DataLoader(dataset, remote=fleet, **kw)
     figures["one_actor_samples_per_s"] = pybench.measure(
@@ -175,6 +185,41 @@ def _counted(loader):
         for batch in loader:
             yield len(batch["image"])
     return epoch
+
+
+class _Ready:
+    """A Ray actor (made with ray.remote in _ray_alone) that returns `size`
+    ready batches a call, each its own copy: a fleet's actor without the making."""
+
+    def __init__(self, packed, size):
+        from seedloader import _remote
+        self.part = [_remote.pack(_remote.unpack(packed)) for _ in range(size)]
+        for batch in self.part:  # each its own memory, as a fleet's batches are
+            for value in batch.values():
+                value.data = value.data.copy()
+
+    def make(self):
+        return self.part
+
+
+def _ray_alone(ray, loader, size, parts):
+    """What Ray alone costs the trainer (this process, all its threads) per batch
+    from two actors of a fleet's shape (`size` batches a call, two calls in
+    flight an actor), over `parts` parts after as many untimed."""
+    from seedloader import _remote
+    packed = _remote.pack(next(iter(loader)))
+    actors = [ray.remote(_Ready).remote(packed, size) for _ in range(2)]
+    pending = [actors[k % 2].make.remote() for k in range(4)]
+    for k in range(2 * parts):
+        if k == parts:
+            cpu = pybench.cpu_seconds()
+        batches = _remote.unpack(ray.get(pending.pop(0)))
+        del batches
+        pending.append(actors[k % 2].make.remote())
+    main = pybench.cpu_seconds() - cpu
+    for a in actors:
+        ray.kill(a)
+    return {"ray_alone_main_cpu_us_per_batch": main / (parts * size) * 1e6}
 
 
 def _crossing(ray, loader, warm):

@@ -11,6 +11,7 @@ the trainer's placement, seed and canonical nodes, its skips and mixture
 schedule) and makes a part as a pass that ends early (DataLoader._pass_end).
 Ray is imported only by seedloader.ray; a fleet passed here brings it.
 """
+import collections
 import statistics
 import time
 
@@ -19,6 +20,8 @@ from seedloader._errors import ConfigError, Error, TimeoutError
 # How long one wait for a part lasts before the straggler, removed-actor and
 # no-progress checks run again.
 _SLICE = 0.05
+# How many of the newest parts' times the straggler bound is the median of.
+_DURATIONS = 64
 
 
 def check_remote(loader, remote):
@@ -174,7 +177,9 @@ class _Book:
         self.fleet, self.ray = fleet, ray
         self.lease = lease  # (key, [recipe], epoch, record) of every part's call
         self.queues = {}   # member -> its sends in the order it runs them
-        self.durations = []  # seconds of the parts completed
+        # Seconds of the newest parts completed: the straggler bound's median is
+        # taken at every wait, so over a window, not the whole epoch's parts.
+        self.durations = collections.deque(maxlen=_DURATIONS)
         self.progress = time.monotonic()  # when a part last came back
         self.orphans = []  # parts whose actor left, waiting for another
 
