@@ -74,32 +74,36 @@ def main():
         for name, loader in order[rnd % 3:] + order[:rnd % 3]:  # alternating
             # Warm-up: each actor's first part builds its loader and forks its workers.
             runs[name].append(pybench.measure(_counted(loader), warmup=8, batches=batches))
-    ratio = pybench.median(pybench.ratios(runs["fleet"], runs["local"], "samples_per_s"))
-    cpu = pybench.median(pybench.ratios(runs["fleet"], runs["local"],
-                                        "main_cpu_us_per_batch"))
+
+    def median(name, metric):
+        return pybench.median([r[metric] for r in runs[name]])
+
+    def ratio(name, metric):  # the median of the rounds' ratios to the local loader
+        return pybench.median(pybench.ratios(runs[name], runs["local"], metric))
+
     figures = {
-        "local_samples_per_s": pybench.median([r["samples_per_s"] for r in runs["local"]]),
-        "fleet_samples_per_s": pybench.median([r["samples_per_s"] for r in runs["fleet"]]),
-        "samples_per_s_ratio": ratio,
-        "local_main_cpu_us_per_batch": pybench.median(
-            [r["main_cpu_us_per_batch"] for r in runs["local"]]),
-        "fleet_main_cpu_us_per_batch": pybench.median(
-            [r["main_cpu_us_per_batch"] for r in runs["fleet"]]),
-        "main_cpu_ratio": cpu,
-        "one_batch_a_call_samples_per_s_ratio": pybench.median(pybench.ratios(
-            runs["fleet_one_batch_a_call"], runs["local"], "samples_per_s")),
-        "one_batch_a_call_main_cpu_ratio": pybench.median(pybench.ratios(
-            runs["fleet_one_batch_a_call"], runs["local"], "main_cpu_us_per_batch"))}
+        "local_samples_per_s": median("local", "samples_per_s"),
+        "fleet_samples_per_s": median("fleet", "samples_per_s"),
+        "samples_per_s_ratio": ratio("fleet", "samples_per_s"),
+        "local_main_cpu_us_per_batch": median("local", "main_cpu_us_per_batch"),
+        "fleet_main_cpu_us_per_batch": median("fleet", "main_cpu_us_per_batch"),
+        "main_cpu_ratio": ratio("fleet", "main_cpu_us_per_batch"),
+        "one_batch_a_call_samples_per_s_ratio": ratio("fleet_one_batch_a_call",
+                                                      "samples_per_s"),
+        "one_batch_a_call_main_cpu_ratio": ratio("fleet_one_batch_a_call",
+                                                 "main_cpu_us_per_batch")}
     print("2 actors x 1 worker vs 2 local workers, %d cores: %.0f vs %.0f samples/s, "
           "ratio %.2f; trainer CPU per batch %.0f vs %.0f us, ratio %.2f" % (
               cores, figures["fleet_samples_per_s"], figures["local_samples_per_s"],
-              ratio, figures["fleet_main_cpu_us_per_batch"],
-              figures["local_main_cpu_us_per_batch"], cpu))
+              figures["samples_per_s_ratio"], figures["fleet_main_cpu_us_per_batch"],
+              figures["local_main_cpu_us_per_batch"], figures["main_cpu_ratio"]))
     print("the same fleet at prefetch_factor 2 (one batch a Ray call): ratio %.2f, "
           "trainer CPU ratio %.2f" % (figures["one_batch_a_call_samples_per_s_ratio"],
                                       figures["one_batch_a_call_main_cpu_ratio"]))
-    figures.update(_crossing(ray, local, 10 if args.quick else 150))
-    figures.update(_ray_alone(ray, local, PREFETCH // 2, 20 if args.quick else 150))
+    from seedloader import _remote
+    packed = _remote.pack(next(iter(local)))  # one batch as a fleet's actor sends it
+    figures.update(_crossing(ray, packed, 10 if args.quick else 150))
+    figures.update(_ray_alone(ray, packed, PREFETCH // 2, 20 if args.quick else 150))
     # What no fleet on these cores gets past: the local path's CPU per batch
     # (its cores over its rate: at most what it is) against that plus what Ray
     # alone costs a batch on them (its copy into the store, the trainer's CPU),
@@ -193,21 +197,21 @@ class _Ready:
 
     def __init__(self, packed, size):
         from seedloader import _remote
-        self.part = [_remote.pack(_remote.unpack(packed)) for _ in range(size)]
-        for batch in self.part:  # each its own memory, as a fleet's batches are
-            for value in batch.values():
-                value.data = value.data.copy()
+        batch = _remote.unpack(packed)
+        # Each its own memory, as a fleet's batches are.
+        self.part = [_remote.pack({k: v.clone() for k, v in batch.items()})
+                     for _ in range(size)]
 
     def make(self):
         return self.part
 
 
-def _ray_alone(ray, loader, size, parts):
+def _ray_alone(ray, packed, size, parts):
     """What Ray alone costs the trainer (this process, all its threads) per batch
-    from two actors of a fleet's shape (`size` batches a call, two calls in
-    flight an actor), over `parts` parts after as many untimed."""
+    from two actors of a fleet's shape (`size` copies of the packed batch a
+    call, two calls in flight an actor), over `parts` parts after as many
+    untimed."""
     from seedloader import _remote
-    packed = _remote.pack(next(iter(loader)))
     actors = [ray.remote(_Ready).remote(packed, size) for _ in range(2)]
     pending = [actors[k % 2].make.remote() for k in range(4)]
     for k in range(2 * parts):
@@ -222,14 +226,12 @@ def _ray_alone(ray, loader, size, parts):
     return {"ray_alone_main_cpu_us_per_batch": main / (parts * size) * 1e6}
 
 
-def _crossing(ray, loader, warm):
-    """One batch's bytes; the ms to put it in the object store and get it back
-    (median of 20), as a fleet's batch travels; the CPU (this process, all its
-    threads) of one put, four kept in flight, after `warm` untimed puts."""
+def _crossing(ray, packed, warm):
+    """The packed batch's bytes; the ms to put it in the object store and get it
+    back (median of 20), as a fleet's batch travels; the CPU (this process, all
+    its threads) of one put, four kept in flight, after `warm` untimed puts."""
     from seedloader import _remote
-    batch = next(iter(loader))
-    packed = _remote.pack(batch)
-    size = sum(int(t.numel() * t.element_size()) for t in batch.values())
+    size = sum(t.data.nbytes for t in packed.values())
     times = []
     for _ in range(20):
         start = time.perf_counter()

@@ -73,11 +73,10 @@ def epoch_number(epoch, what="epoch"):
 
 def check_placement(rank, world_size):
     """ConfigError unless rank (>= 0) and world_size (>= 1) are ints or None."""
-    for name, value in (("rank", rank), ("world_size", world_size)):
+    for name, value, low in (("rank", rank, 0), ("world_size", world_size, 1)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < (0 if name == "rank" else 1)):
-            raise ConfigError("%s must be an int >= %d or None, got %r"
-                              % (name, 0 if name == "rank" else 1, value))
+                                  or value < low):
+            raise ConfigError("%s must be an int >= %d or None, got %r" % (name, low, value))
 
 
 def base_seed(seed, generator):
